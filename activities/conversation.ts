@@ -1,0 +1,96 @@
+import {
+  acceptInbound,
+  joinTurn,
+  appendTranscript,
+  finishTurn as commitTurnEnd,
+  inboundTexts,
+  markTurnRunning,
+  type AcceptInput,
+  type NewTranscriptEntry,
+} from '../db/conversations';
+import { inTransaction, type Pool } from '../db/pool';
+import type { QueuedMessage, TurnEnd } from '../domain/conversation';
+import { transcriptOrigin } from '../domain/ids';
+import type { ToolResultBlock } from '../domain/model';
+
+/** The tool results of one model call, appended as one `tool` message. */
+export interface ToolResults {
+  callIndex: number;
+  results: ToolResultBlock[];
+}
+
+/** Keel's own note to the model (a blocked plain-text reply), after a model call. */
+export interface TurnNote {
+  callIndex: number;
+  text: string;
+}
+
+export interface AppendInput {
+  conversationKey: string;
+  turnId: string;
+  toolResults?: ToolResults;
+  note?: TurnNote;
+  /** Messages steered into this turn: they are answered by it instead of by turns of their own. */
+  steered?: QueuedMessage[];
+}
+
+export function conversationActivities({ pool }: { pool: Pool }) {
+  return {
+    /** Records an inbound message once per messageId (the idempotency of submission lives here). */
+    async acceptMessage(input: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> {
+      return acceptInbound(pool, input);
+    },
+
+    /** Puts the turn's message into the transcript and marks the turn running; returns the transcript's last seq. */
+    async startTurn(input: { conversationKey: string; turnId: string; messageIds: string[] }): Promise<number> {
+      return inTransaction(pool, async (db) => {
+        const seq = await appendTranscript(db, input.conversationKey, input.turnId, await userEntries(db, input.conversationKey, input.messageIds));
+        await markTurnRunning(db, input.turnId);
+        return seq;
+      });
+    },
+
+    /** Appends tool results and steered messages between two model calls; returns the last seq. */
+    async appendToTranscript(input: AppendInput): Promise<number> {
+      return inTransaction(pool, async (db) => {
+        const steered = input.steered ?? [];
+        await joinTurn(db, input.conversationKey, input.turnId, steered);
+        const entries = [
+          ...(input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : []),
+          ...(input.note ? [noteEntry(input.turnId, input.note)] : []),
+          ...(await userEntries(db, input.conversationKey, steered.map((m) => m.messageId))),
+        ];
+        return appendTranscript(db, input.conversationKey, input.turnId, entries);
+      });
+    },
+
+    /** Commits how the turn ended (with its last tool results) before anyone is told. */
+    async finishTurn(input: { conversationKey: string; turnId: string; end: TurnEnd; modelCalls: number; toolResults?: ToolResults }): Promise<void> {
+      await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : []);
+    },
+  };
+}
+
+async function userEntries(db: Parameters<typeof inboundTexts>[0], conversationKey: string, messageIds: readonly string[]): Promise<NewTranscriptEntry[]> {
+  if (messageIds.length === 0) return [];
+  const inbound = await inboundTexts(db, conversationKey, messageIds);
+  return inbound.map((m) => ({
+    role: 'user' as const,
+    content: [{ type: 'text' as const, text: m.text }],
+    text: m.text,
+    origin: transcriptOrigin.userMessage(m.messageId),
+  }));
+}
+
+function noteEntry(turnId: string, note: TurnNote): NewTranscriptEntry {
+  return { role: 'system', content: [{ type: 'text', text: note.text }], text: note.text, origin: transcriptOrigin.note(turnId, `call-${note.callIndex}`) };
+}
+
+function toolEntry(turnId: string, t: ToolResults): NewTranscriptEntry {
+  return {
+    role: 'tool',
+    content: t.results,
+    text: t.results.map((r) => (r.is_error ? `error: ${r.content}` : r.content)).join('\n'),
+    origin: transcriptOrigin.toolResults(turnId, t.callIndex),
+  };
+}

@@ -1,0 +1,86 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { getTurn, setMessageText } from '../../db/conversations';
+import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../../db/deliveries';
+import { beginEffect, settleEffect } from '../../db/effects';
+import type { Pool } from '../../db/pool';
+import type { Delivery, DeliveryOutcome, SendResult } from '../../domain/delivery';
+import { LIMITS } from '../../domain/limits';
+import type { Transport } from './transport';
+
+export interface DeliverReplyInput {
+  conversationKey: string;
+  agentId: string;
+  conversationId: string;
+  turnId: string;
+  /** The transcript row of the reply (its text becomes readable through the API whatever the delivery does). */
+  replySeq: number;
+  text: string;
+  /** Idempotency key: the same on every retry and replay of this delivery. */
+  effectKey: string;
+}
+
+export interface DeliveryReport {
+  outcome: DeliveryOutcome;
+  attempts: number;
+}
+
+export type Transports = { [C in Delivery['channel']]: Transport<Extract<Delivery, { channel: C }>> };
+
+/** Reasons that mean "nothing to send to" rather than "the target refused it". */
+const SKIP_REASONS = new Set(['channel_none', 'slack_not_configured']);
+
+export function deliveryActivities({ pool, transports }: { pool: Pool; transports: Transports }) {
+  return {
+    /**
+     * Sends a reply once. The effect is in the ledger before it is sent; a settled effect is answered from the
+     * ledger, so neither a retry nor a replay sends twice. Send attempts are counted in the ledger, not by
+     * Temporal, so that a database outage does not use them up.
+     */
+    async deliverReply(input: DeliverReplyInput): Promise<DeliveryReport> {
+      await setMessageText(pool, input.conversationKey, input.replySeq, input.text);
+      const turn = await getTurn(pool, input.conversationKey, input.turnId);
+      if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, 'KeelTurnMissing');
+      const target = turn.delivery;
+      const effect = await beginEffect<DeliveryReport>(pool, input.effectKey, 'delivery', { target, text: input.text });
+      if (effect.status !== 'pending' && effect.result) return effect.result;
+
+      const record = { effectKey: input.effectKey, conversationKey: input.conversationKey, turnId: input.turnId, target, text: input.text };
+      await recordDeliveryAttempt(pool, record, effect.attempts);
+      const result = await send(transports, target, {
+        agentId: input.agentId,
+        conversationId: input.conversationId,
+        turnId: input.turnId,
+        text: input.text,
+        idempotencyKey: input.effectKey,
+      }, Context.current().cancellationSignal);
+
+      if (!result.ok && result.retryable && effect.attempts < LIMITS.deliveryAttempts) {
+        await recordDeliveryError(pool, input.effectKey, result.reason);
+        throw ApplicationFailure.retryable(`delivery attempt ${effect.attempts} failed: ${result.reason}`, 'KeelDeliveryRetryable');
+      }
+      const outcome = outcomeOf(result);
+      const report: DeliveryReport = { outcome, attempts: effect.attempts };
+      await recordDeliveryOutcome(pool, input.effectKey, outcome, result.ok ? undefined : result.reason);
+      await settleEffect(pool, input.effectKey, result.ok || outcome.startsWith('skipped') ? 'done' : 'failed', report);
+      return report;
+    },
+  };
+}
+
+function send(transports: Transports, target: Delivery, message: Parameters<Transport['send']>[1], signal: AbortSignal): Promise<SendResult> {
+  switch (target.channel) {
+    case 'none':
+      return transports.none.send(target, message, signal);
+    case 'webhook':
+      return transports.webhook.send(target, message, signal);
+    case 'slack':
+      return transports.slack.send(target, message, signal);
+  }
+}
+
+function outcomeOf(result: SendResult): DeliveryOutcome {
+  if (result.ok) return 'delivered';
+  if (SKIP_REASONS.has(result.reason)) return `skipped:${result.reason}`;
+  return result.retryable ? `error:${result.reason}` : `dropped:${result.reason}`;
+}

@@ -1,0 +1,46 @@
+import type { Pool } from '../db/pool';
+import type { KeelConfig } from '../domain/config';
+import type { ModelProvider } from '../domain/model';
+import { conversationActivities } from './conversation';
+import { deliveryActivities, type Transports } from './delivery/deliver-reply';
+import { noneTransport } from './delivery/none';
+import { slackTransport } from './delivery/slack';
+import { webhookTransport } from './delivery/webhook';
+import { createAnthropicProvider } from './model/anthropic';
+import { modelActivities, type ModelDeps } from './model/call-model';
+import { createScriptedProvider } from './model/scripted';
+
+export interface ActivityDeps {
+  pool: Pool;
+  provider: ModelProvider;
+  defaultModel: string;
+  transports: Transports;
+  onTextDelta?: ModelDeps['onTextDelta'];
+}
+
+/** Every activity the worker registers; workflows import only its type. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...conversationActivities(deps),
+    ...modelActivities(deps),
+    ...deliveryActivities(deps),
+  };
+}
+
+export type KeelActivities = ReturnType<typeof createActivities>;
+
+/** The provider KEEL_MODEL (or the presence of ANTHROPIC_API_KEY) selects. */
+export function providerFromConfig(config: KeelConfig, pool: Pool): ModelProvider {
+  if (config.model.provider === 'scripted') return createScriptedProvider(pool);
+  if (!config.model.anthropicApiKey) throw new Error('KEEL_MODEL=anthropic needs ANTHROPIC_API_KEY');
+  return createAnthropicProvider({ apiKey: config.model.anthropicApiKey, baseURL: config.model.anthropicBaseUrl, defaultModel: config.model.anthropicModel });
+}
+
+export function transportsFromConfig(config: KeelConfig): Transports {
+  return { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport(config.slack) };
+}
+
+/** The model name recorded for calls when the agent names none. */
+export function defaultModelName(config: KeelConfig): string {
+  return config.model.provider === 'scripted' ? 'scripted' : config.model.anthropicModel;
+}

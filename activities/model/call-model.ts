@@ -1,0 +1,133 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { getAgent } from '../../db/agents';
+import { appendTranscriptTx, findByOrigin, loadTranscript } from '../../db/conversations';
+import { recordModelCall } from '../../db/model-calls';
+import type { Pool } from '../../db/pool';
+import { FAILURE } from '../../domain/failures';
+import { transcriptOrigin } from '../../domain/ids';
+import { ModelRequestError, ModelRetryableError, ZERO_USAGE, type ModelProvider, type StopReason, type TextBlock, type ToolUseBlock } from '../../domain/model';
+import { channelSystemPrompt } from '../../domain/prompts';
+import { toolDefinitions } from '../../domain/tools';
+import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../../domain/transcript';
+import { ScriptedTurnError } from './scripted';
+
+/** The transcript travels by reference: the activity reads messages up to `throughSeq` itself. */
+export interface CallModelInput {
+  conversationKey: string;
+  agentId: string;
+  turnId: string;
+  callIndex: number;
+  throughSeq: number;
+  toolNames: string[];
+}
+
+/** One model step, committed to the transcript at `seq` before the workflow hears of it. */
+export interface ModelStep {
+  seq: number;
+  stopReason: StopReason;
+  content: (TextBlock | ToolUseBlock)[];
+}
+
+export interface ModelDeps {
+  pool: Pool;
+  provider: ModelProvider;
+  defaultModel: string;
+  /** Streamed text, for live event streams; never part of workflow history. */
+  onTextDelta?: (conversationKey: string, turnId: string, delta: string) => void;
+}
+
+const MAX_TOKENS = 4096;
+
+export function modelActivities(deps: ModelDeps) {
+  const { pool, provider } = deps;
+  return {
+    /** Calls the model once and appends its answer to the transcript. */
+    async callModel(input: CallModelInput): Promise<ModelStep> {
+      const origin = transcriptOrigin.modelCall(input.turnId, input.callIndex);
+      // Commit before completion: if an earlier attempt already committed this call, return it, never call twice.
+      const committed = await findByOrigin(pool, input.conversationKey, origin);
+      if (committed) return stepFrom(committed.seq, committed.content as ModelStep['content']);
+
+      const agent = await getAgent(pool, input.agentId);
+      const rows = trimWindowStart(await loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW));
+      const ctx = Context.current();
+      let partial = '';
+      const started = Date.now();
+      const model = agent?.model ?? deps.defaultModel;
+      const record = (stopReason: string | null, usage = ZERO_USAGE, error?: string) =>
+        recordModelCall(pool, {
+          conversationKey: input.conversationKey,
+          turnId: input.turnId,
+          callIndex: input.callIndex,
+          attempt: ctx.info.attempt,
+          provider: provider.name,
+          model,
+          stopReason,
+          usage,
+          durationMs: Date.now() - started,
+          error,
+        });
+      try {
+        const res = await provider.call(
+          {
+            model,
+            system: channelSystemPrompt({ name: agent?.name ?? input.agentId, systemPrompt: agent?.systemPrompt ?? null }),
+            messages: toModelMessages(rows),
+            tools: toolDefinitions(input.toolNames),
+            maxTokens: MAX_TOKENS,
+          },
+          {
+            attempt: ctx.info.attempt,
+            conversationKey: input.conversationKey,
+            turnId: input.turnId,
+            callIndex: input.callIndex,
+            onTextDelta: (d) => {
+              partial += d;
+              deps.onTextDelta?.(input.conversationKey, input.turnId, d);
+            },
+            heartbeat: () => ctx.heartbeat(),
+            signal: ctx.cancellationSignal,
+            sleep: (ms) => ctx.sleep(ms),
+          },
+        );
+        await record(res.stopReason, res.usage);
+        const seq = await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
+          { role: 'assistant', content: res.content, text: textOf(res.content), origin },
+        ]);
+        return { seq, stopReason: res.stopReason, content: res.content };
+      } catch (err) {
+        if (ctx.cancellationSignal.aborted) {
+          // Interrupted: keep what was streamed so far, as the assistant's partial answer.
+          if (partial) {
+            await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
+              { role: 'assistant', content: [{ type: 'text', text: partial }], text: `${partial} [interrupted]`, origin },
+            ]);
+          }
+          throw new CancelledFailure('model call interrupted');
+        }
+        await record(null, ZERO_USAGE, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+        throw toTemporalFailure(err);
+      }
+    },
+  };
+}
+
+function stepFrom(seq: number, content: ModelStep['content']): ModelStep {
+  return { seq, stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', content };
+}
+
+/** Provider errors become Temporal failures whose type says whether a retry can help. */
+function toTemporalFailure(err: unknown): unknown {
+  if (err instanceof ModelRetryableError) {
+    return ApplicationFailure.create({
+      message: err.message,
+      type: FAILURE.modelRetryable,
+      // Honour the server's Retry-After instead of the policy's backoff for this one attempt.
+      nextRetryDelay: err.retryAfterMs,
+    });
+  }
+  if (err instanceof ModelRequestError) return ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest, { status: err.status });
+  if (err instanceof ScriptedTurnError) return ApplicationFailure.nonRetryable(err.message, FAILURE.modelTurnError);
+  return err;
+}

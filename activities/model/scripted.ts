@@ -1,0 +1,59 @@
+import { takeScriptedResponse } from '../../db/scripted-responses';
+import type { Pool } from '../../db/pool';
+import { scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
+import { ModelRetryableError, ZERO_USAGE, type ModelCallContext, type ModelProvider, type ModelRequest, type ModelResponse } from '../../domain/model';
+
+/** Thrown for a scripted `/error` turn; the model activity makes it a non-retryable turn error. */
+export class ScriptedTurnError extends Error {
+  override name = 'ScriptedTurnError';
+}
+
+/**
+ * The scripted model: deterministic and offline. It answers queued exact responses first (per conversation), then
+ * follows the command language of domain/scripted-model.ts. Shipped for demos and used by every test.
+ */
+export function createScriptedProvider(pool: Pool): ModelProvider {
+  return {
+    name: 'scripted',
+    async call(request: ModelRequest, ctx: ModelCallContext): Promise<ModelResponse> {
+      const callKey = `${ctx.conversationKey}/${ctx.turnId}/${ctx.callIndex}`;
+      const queued = await takeScriptedResponse(pool, ctx.conversationKey, callKey);
+      if (queued) return { ...queued, model: 'scripted' };
+      return perform(scriptedPlan(request.messages, ctx.callIndex), ctx);
+    },
+  };
+}
+
+async function perform(plan: ScriptedPlan, ctx: ModelCallContext): Promise<ModelResponse> {
+  switch (plan.kind) {
+    case 'error':
+      throw new ScriptedTurnError(plan.message);
+    case 'fail':
+      if (ctx.attempt <= plan.attemptsToFail) throw new ModelRetryableError(`scripted failure, attempt ${ctx.attempt} of ${plan.attemptsToFail}`);
+      return perform(plan.then, ctx);
+    case 'respond': {
+      const text = replyText(plan.content);
+      if (plan.delayMs > 0) await streamSlowly(text, plan.delayMs, ctx);
+      else if (text) ctx.onTextDelta(text);
+      return { content: plan.content, stopReason: plan.content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', usage: ZERO_USAGE, model: 'scripted' };
+    }
+  }
+}
+
+/** Streams the reply in pieces over `delayMs`, heartbeating, so that an interrupt finds partial text to keep. */
+async function streamSlowly(text: string, delayMs: number, ctx: ModelCallContext): Promise<void> {
+  const steps = Math.max(1, Math.ceil(delayMs / 250));
+  const words = text.split(/(?<=\s)/);
+  for (let i = 0; i < steps; i++) {
+    ctx.heartbeat();
+    await ctx.sleep(delayMs / steps);
+    const from = Math.floor((i * words.length) / steps);
+    const to = Math.floor(((i + 1) * words.length) / steps);
+    const piece = words.slice(from, to).join('');
+    if (piece) ctx.onTextDelta(piece);
+  }
+}
+
+function replyText(content: ModelResponse['content']): string {
+  return content.map((b) => (b.type === 'text' ? b.text : typeof b.input.text === 'string' ? b.input.text : '')).join('');
+}

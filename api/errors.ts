@@ -1,0 +1,62 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { TEXT_TOO_LARGE } from '../domain/messages';
+
+/** The API's one error shape: {"error": {"code", "message", "details"?}} with the matching status. */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
+
+export function errorBody(code: string, message: string, details?: unknown) {
+  return { error: { code, message, ...(details === undefined ? {} : { details }) } };
+}
+
+export function handleError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (err instanceof ApiError) return reply.status(err.statusCode).send(errorBody(err.code, err.message, err.details));
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const issues = err.validation.map((v) => ({ path: v.instancePath, message: v.message, code: v.keyword }));
+    const tooLarge = err.validation.some((v) => (v.params as { params?: { keelCode?: string } }).params?.keelCode === TEXT_TOO_LARGE);
+    if (tooLarge) return reply.status(413).send(errorBody('text_too_large', 'text is larger than 32 KiB', issues));
+    const where = (err as { validationContext?: string }).validationContext ?? 'body';
+    const first = issues[0];
+    return reply.status(400).send(errorBody('invalid_request', `invalid ${where}${first ? `: ${first.path || '/'} ${first.message}` : ''}`, issues));
+  }
+  const fe = err as FastifyError;
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return reply.status(413).send(errorBody('body_too_large', 'request body is larger than 1 MiB'));
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return reply.status(400).send(errorBody('invalid_json', `request body is not valid JSON: ${fe.message}`));
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return reply.status(415).send(errorBody('unsupported_media_type', 'send application/json'));
+  }
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return reply.status(fe.statusCode).send(errorBody('bad_request', fe.message));
+  }
+  req.log.error({ err }, 'request failed');
+  if (isUnavailable(err)) return reply.status(503).send(errorBody('unavailable', 'a dependency (Temporal or PostgreSQL) is not reachable; try again'));
+  return reply.status(500).send(errorBody('internal', 'internal error'));
+}
+
+/** Connection failures of PostgreSQL or Temporal: the client should retry, nothing was lost. */
+function isUnavailable(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  const msg = err instanceof Error ? err.message : '';
+  return (
+    code === 'ECONNREFUSED' ||
+    code === '57P01' ||
+    code === '57P03' ||
+    /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|UNAVAILABLE|DEADLINE_EXCEEDED/i.test(msg) ||
+    (err instanceof Error && err.name === 'ServiceError')
+  );
+}

@@ -1,0 +1,33 @@
+import { Client, Connection } from '@temporalio/client';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { isLoopbackHost, loadConfig } from '../domain/config';
+import { buildApi } from './server';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
+  if (!config.api.tokens && !isLoopbackHost(config.api.host)) {
+    throw new Error(`refusing to listen on ${config.api.host} without KEEL_API_TOKENS: without tokens the API binds to loopback only`);
+  }
+  await migrate(config.databaseUrl);
+  const pool = createPool(config.databaseUrl);
+  const connection = await Connection.connect({ address: config.temporal.address });
+  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel } });
+  await app.listen({ host: config.api.host, port: config.api.port });
+
+  const stop = async () => {
+    await app.close();
+    await connection.close();
+    await pool.end();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  console.error('keel api failed:', err);
+  process.exit(1);
+});

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { conversationExists, conversationStateFromDb, getTurn, listMessages, turnOfMessage, type TurnView } from '../../db/conversations';
+import type { Pool } from '../../db/pool';
+import { isFinished, type FinishedTurnStatus, type SubmitResult } from '../../domain/conversation';
+import { conversationWorkflowId } from '../../domain/ids';
+import { SubmitMessageBody } from '../../domain/messages';
+import { assertAgentAccess } from '../auth';
+import { queryConversationState, submitToConversation } from '../conversation-client';
+import { notFound } from '../errors';
+import { ConversationParams, ConversationView, ErrorResponse, SubmitQuery, SubmitResponse, TranscriptQuery } from '../schemas';
+
+const POLL_MS = 50;
+
+export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string }): FastifyPluginAsyncZod {
+  const { pool, temporal } = deps;
+  return async (app) => {
+    app.post(
+      '/v1/agents/:agentId/conversations/:conversationId/messages',
+      {
+        schema: {
+          tags: ['conversations'],
+          summary: 'Submit a message; with wait, answer when its turn is done',
+          params: ConversationParams,
+          querystring: SubmitQuery,
+          body: SubmitMessageBody,
+          response: { 200: SubmitResponse, 202: SubmitResponse, 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 413: ErrorResponse, 503: ErrorResponse },
+        },
+      },
+      async (req, reply) => {
+        const { agentId, conversationId } = req.params;
+        assertAgentAccess(req, agentId);
+        const body = req.body;
+        const accepted = await submitToConversation(temporal, deps.taskQueue, agentId, conversationId, {
+          messageId: body.messageId ?? randomUUID(),
+          text: body.text,
+          mode: body.mode ?? 'queue',
+          ...(body.author ? { author: body.author } : {}),
+          ...(body.delivery ? { delivery: body.delivery } : {}),
+        });
+        const waitMs = req.query.wait * 1000;
+        const done = waitMs > 0 ? await waitForTurn(pool, conversationWorkflowId(agentId, conversationId), accepted.messageId, Date.now() + waitMs) : undefined;
+        if (!done) return reply.status(202).send(acceptedView(accepted));
+        return reply.status(200).send(finishedView(accepted.messageId, done));
+      },
+    );
+
+    app.get(
+      '/v1/agents/:agentId/conversations/:conversationId',
+      {
+        schema: {
+          tags: ['conversations'],
+          summary: 'Conversation state and transcript',
+          params: ConversationParams,
+          querystring: TranscriptQuery,
+          response: { 200: ConversationView, 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId, conversationId } = req.params;
+        assertAgentAccess(req, agentId);
+        const key = conversationWorkflowId(agentId, conversationId);
+        if (!(await conversationExists(pool, key))) throw notFound(`conversation ${conversationId}`);
+        const [messages, live] = await Promise.all([listMessages(pool, key, req.query.afterSeq, req.query.limit), queryConversationState(temporal, agentId, conversationId)]);
+        const state = live ?? { ...(await conversationStateFromDb(pool, key)), liveDelegates: [] };
+        return { conversationId, state: { busy: state.busy, queued: state.queued, liveDelegates: state.liveDelegates }, messages };
+      },
+    );
+  };
+}
+
+function acceptedView(r: SubmitResult) {
+  return { messageId: r.messageId, turnId: r.turnId, status: r.status };
+}
+
+function finishedView(messageId: string, t: TurnView & { status: FinishedTurnStatus }) {
+  return {
+    messageId,
+    turnId: t.turnId,
+    status: t.status,
+    ...(t.reply ? { reply: t.reply } : {}),
+    ...(t.error ? { error: t.error } : {}),
+  };
+}
+
+/** Waits for the turn that answers the message (a steered message's turn may change while it waits). */
+async function waitForTurn(pool: Pool, conversationKey: string, messageId: string, deadline: number): Promise<(TurnView & { status: FinishedTurnStatus }) | undefined> {
+  for (;;) {
+    const turnId = await turnOfMessage(pool, conversationKey, messageId);
+    const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
+    if (turn && isFinished(turn)) return turn;
+    if (Date.now() >= deadline) return undefined;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}

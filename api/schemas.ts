@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { Delivery } from '../domain/delivery';
+import { ID_PATTERN } from '../domain/limits';
+
+/** Shapes of the REST contract (API.md) that are not rules of the domain itself. */
+export const Id = z.string().regex(ID_PATTERN, '1–128 characters of [A-Za-z0-9._-]');
+export const AgentParams = z.object({ agentId: Id });
+export const ConversationParams = z.object({ agentId: Id, conversationId: Id });
+
+export const ErrorResponse = z.object({
+  error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }),
+});
+
+export const AgentBody = z
+  .object({
+    name: z.string().min(1).max(200),
+    model: z.string().min(1).max(200).optional(),
+    systemPrompt: z.string().max(100_000).optional(),
+    owner: z.object({ delivery: Delivery }).strict().optional(),
+    reflection: z.object({ enabled: z.boolean() }).strict().optional(),
+  })
+  .strict();
+
+export const Agent = z.object({
+  agentId: z.string(),
+  name: z.string(),
+  model: z.string().nullable(),
+  systemPrompt: z.string().nullable(),
+  owner: z.object({ delivery: Delivery }).nullable(),
+  reflection: z.object({ enabled: z.boolean() }),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const SubmitQuery = z.object({ wait: z.coerce.number().int().min(0).max(120).default(0) }).strict();
+
+export const SubmitResponse = z.object({
+  messageId: z.string(),
+  turnId: z.string(),
+  status: z.enum(['accepted', 'queued', 'replied', 'skipped', 'error', 'interrupted']),
+  reply: z.object({ text: z.string(), delivery: z.object({ outcome: z.string().nullable(), attempts: z.number() }) }).optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+
+export const TranscriptQuery = z
+  .object({ afterSeq: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) })
+  .strict();
+
+export const ConversationView = z.object({
+  conversationId: z.string(),
+  state: z.object({ busy: z.boolean(), queued: z.number(), liveDelegates: z.array(z.string()) }),
+  messages: z.array(
+    z.object({ seq: z.number(), role: z.enum(['user', 'assistant', 'system', 'tool']), text: z.string(), at: z.string(), turnId: z.string().nullable() }),
+  ),
+});

@@ -1,0 +1,51 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Client } from '@temporalio/client';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Pool } from '../db/pool';
+import { LIMITS } from '../domain/limits';
+import { registerAuth } from './auth';
+import { errorBody, handleError } from './errors';
+import { agentRoutes } from './routes/agents';
+import { conversationRoutes } from './routes/conversations';
+
+export interface ApiDeps {
+  pool: Pool;
+  temporal: Client;
+  taskQueue: string;
+  tokens: Map<string, string> | undefined;
+  logger?: boolean | { level: string };
+}
+
+/** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
+export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
+  const app = Fastify({ logger: deps.logger ?? false, bodyLimit: LIMITS.requestBodyBytes }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((req, reply) => reply.status(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Keel', version: '0.1.0', description: 'Durable AI agents on Temporal.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  registerAuth(app, deps.tokens);
+
+  app.get('/healthz', { schema: { tags: ['health'], security: [], response: { 200: z.object({ ok: z.boolean(), postgres: z.boolean() }) } } }, async () => {
+    const postgres = await deps.pool.query('SELECT 1').then(
+      () => true,
+      () => false,
+    );
+    return { ok: true, postgres };
+  });
+  await app.register(agentRoutes(deps.pool));
+  await app.register(conversationRoutes(deps));
+  return app;
+}

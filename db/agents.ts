@@ -1,0 +1,65 @@
+import type { Delivery } from '../domain/delivery';
+import type { Queryable } from './pool';
+
+export interface AgentRow {
+  id: string;
+  name: string;
+  model: string | null;
+  systemPrompt: string | null;
+  ownerDelivery: Delivery | null;
+  reflectionEnabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface AgentRecord {
+  id: string;
+  name: string;
+  model: string | null;
+  system_prompt: string | null;
+  owner_delivery: Delivery | null;
+  reflection_enabled: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toAgent = (r: AgentRecord): AgentRow => ({
+  id: r.id,
+  name: r.name,
+  model: r.model,
+  systemPrompt: r.system_prompt,
+  ownerDelivery: r.owner_delivery,
+  reflectionEnabled: r.reflection_enabled,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+});
+
+/** Agents come into being on first use, with defaults. */
+export async function ensureAgent(db: Queryable, agentId: string): Promise<void> {
+  await db.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT (id) DO NOTHING', [agentId]);
+}
+
+export async function getAgent(db: Queryable, agentId: string): Promise<AgentRow | undefined> {
+  const { rows } = await db.query<AgentRecord>('SELECT * FROM agents WHERE id = $1', [agentId]);
+  return rows[0] ? toAgent(rows[0]) : undefined;
+}
+
+export interface AgentSettings {
+  name: string;
+  model?: string;
+  systemPrompt?: string;
+  owner?: { delivery: Delivery };
+  reflection?: { enabled: boolean };
+}
+
+export async function upsertAgent(db: Queryable, agentId: string, s: AgentSettings): Promise<AgentRow> {
+  const { rows } = await db.query<AgentRecord>(
+    `INSERT INTO agents (id, name, model, system_prompt, owner_delivery, reflection_enabled)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, model = EXCLUDED.model, system_prompt = EXCLUDED.system_prompt,
+       owner_delivery = EXCLUDED.owner_delivery, reflection_enabled = EXCLUDED.reflection_enabled, updated_at = now()
+     RETURNING *`,
+    [agentId, s.name, s.model ?? null, s.systemPrompt ?? null, s.owner ? JSON.stringify(s.owner.delivery) : null, s.reflection?.enabled ?? false],
+  );
+  return toAgent(rows[0]!);
+}

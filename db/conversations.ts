@@ -1,0 +1,236 @@
+import type { TurnEnd, TurnStatus } from '../domain/conversation';
+import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/delivery';
+import type { InboundMessage } from '../domain/messages';
+import type { ContentBlock } from '../domain/model';
+import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
+import { ensureAgent } from './agents';
+import { inTransaction, type Pool, type Queryable } from './pool';
+
+export interface AcceptInput {
+  conversationKey: string;
+  agentId: string;
+  conversationId: string;
+  message: InboundMessage;
+  /** The turn this message starts, or the running turn it steers into. */
+  turnId: string;
+  /** False when the message joins a running turn (steer) instead of starting one. */
+  startsTurn: boolean;
+}
+
+/**
+ * Records an inbound message once per messageId. A second submission of the same messageId returns the turn of
+ * the first and changes nothing.
+ */
+export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> {
+  return inTransaction(pool, async (db) => {
+    await ensureAgent(db, a.agentId);
+    await db.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [
+      a.conversationKey,
+      a.agentId,
+      a.conversationId,
+    ]);
+    const m = a.message;
+    const inserted = await db.query<{ turn_id: string }>(
+      `INSERT INTO inbound_messages (conversation_key, message_id, turn_id, text, author, mode, delivery)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING turn_id`,
+      [a.conversationKey, m.messageId, a.turnId, m.text, m.author ?? null, m.mode, m.delivery ? JSON.stringify(m.delivery) : null],
+    );
+    if (inserted.rowCount === 0) {
+      const existing = await db.query<{ turn_id: string }>('SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2', [
+        a.conversationKey,
+        m.messageId,
+      ]);
+      return { turnId: existing.rows[0]!.turn_id, duplicate: true };
+    }
+    // A message's delivery becomes the conversation's default for later messages that name none.
+    const conv = await db.query<{ default_delivery: Delivery | null }>(
+      `UPDATE conversations SET default_delivery = COALESCE($2::jsonb, default_delivery) WHERE key = $1 RETURNING default_delivery`,
+      [a.conversationKey, m.delivery ? JSON.stringify(m.delivery) : null],
+    );
+    if (a.startsTurn) {
+      const delivery = conv.rows[0]?.default_delivery ?? NO_DELIVERY;
+      await db.query(`INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery) VALUES ($1, $2, $3, 'queued', $4)`, [
+        a.turnId,
+        a.conversationKey,
+        m.messageId,
+        JSON.stringify(delivery),
+      ]);
+    }
+    return { turnId: a.turnId, duplicate: false };
+  });
+}
+
+export interface NewTranscriptEntry {
+  role: TranscriptRole;
+  content: ContentBlock[];
+  /** What the API shows as the message's text. */
+  text: string;
+  origin: string;
+}
+
+/**
+ * Appends entries to the transcript, each at most once per origin, and returns the last seq. The conversation
+ * row is locked so that seq numbers are gapless and ordered.
+ */
+export async function appendTranscript(db: Queryable, conversationKey: string, turnId: string, entries: readonly NewTranscriptEntry[]): Promise<number> {
+  const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [conversationKey]);
+  let last = lock.rows[0]?.last_seq ?? 0;
+  for (const e of entries) {
+    const existing = await db.query<{ seq: number }>('SELECT seq FROM messages WHERE conversation_key = $1 AND origin = $2', [conversationKey, e.origin]);
+    if (existing.rows[0]) {
+      last = Math.max(last, existing.rows[0].seq);
+      continue;
+    }
+    const next = await db.query<{ last_seq: number }>('UPDATE conversations SET last_seq = last_seq + 1 WHERE key = $1 RETURNING last_seq', [conversationKey]);
+    const seq = next.rows[0]!.last_seq;
+    await db.query('INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+      conversationKey,
+      seq,
+      e.role,
+      JSON.stringify(e.content),
+      e.text,
+      turnId,
+      e.origin,
+    ]);
+    last = seq;
+  }
+  return last;
+}
+
+export async function appendTranscriptTx(pool: Pool, conversationKey: string, turnId: string, entries: readonly NewTranscriptEntry[]): Promise<number> {
+  return inTransaction(pool, (db) => appendTranscript(db, conversationKey, turnId, entries));
+}
+
+export async function inboundTexts(db: Queryable, conversationKey: string, messageIds: readonly string[]): Promise<{ messageId: string; text: string; author: string | null }[]> {
+  const { rows } = await db.query<{ message_id: string; text: string; author: string | null }>(
+    'SELECT message_id, text, author FROM inbound_messages WHERE conversation_key = $1 AND message_id = ANY($2)',
+    [conversationKey, messageIds],
+  );
+  const byId = new Map(rows.map((r) => [r.message_id, r]));
+  return messageIds.flatMap((id) => {
+    const r = byId.get(id);
+    return r ? [{ messageId: id, text: r.text, author: r.author }] : [];
+  });
+}
+
+/** Steered messages are answered by the running turn: their own queued turns are withdrawn. */
+export async function joinTurn(db: Queryable, conversationKey: string, turnId: string, steered: readonly { messageId: string; turnId: string }[]): Promise<void> {
+  if (steered.length === 0) return;
+  const ids = steered.map((m) => m.messageId);
+  await db.query('UPDATE inbound_messages SET turn_id = $3 WHERE conversation_key = $1 AND message_id = ANY($2)', [conversationKey, ids, turnId]);
+  await db.query(`DELETE FROM turns WHERE conversation_key = $1 AND turn_id = ANY($2) AND status = 'queued'`, [conversationKey, steered.map((m) => m.turnId)]);
+}
+
+/** The turn that answers a message (a steered message is answered by the turn it joined). */
+export async function turnOfMessage(db: Queryable, conversationKey: string, messageId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ turn_id: string }>('SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2', [conversationKey, messageId]);
+  return rows[0]?.turn_id;
+}
+
+export async function markTurnRunning(db: Queryable, turnId: string): Promise<void> {
+  await db.query(`UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now()) WHERE turn_id = $1 AND status IN ('queued', 'running')`, [turnId]);
+}
+
+/** The transcript up to and including `throughSeq`, at most `limit` of the latest messages. */
+export async function loadTranscript(db: Queryable, conversationKey: string, throughSeq: number, limit: number): Promise<TranscriptMessage[]> {
+  const { rows } = await db.query<{ seq: number; role: TranscriptRole; content: ContentBlock[] }>(
+    `SELECT seq, role, content FROM (
+       SELECT seq, role, content FROM messages WHERE conversation_key = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3
+     ) t ORDER BY seq`,
+    [conversationKey, throughSeq, limit],
+  );
+  return rows;
+}
+
+export async function findByOrigin(db: Queryable, conversationKey: string, origin: string): Promise<{ seq: number; content: ContentBlock[] } | undefined> {
+  const { rows } = await db.query<{ seq: number; content: ContentBlock[] }>('SELECT seq, content FROM messages WHERE conversation_key = $1 AND origin = $2', [
+    conversationKey,
+    origin,
+  ]);
+  return rows[0];
+}
+
+export async function setMessageText(db: Queryable, conversationKey: string, seq: number, text: string): Promise<void> {
+  await db.query('UPDATE messages SET text = $3 WHERE conversation_key = $1 AND seq = $2', [conversationKey, seq, text]);
+}
+
+/** Commits a turn's end: its trailing transcript entries and its status, in one transaction. */
+export async function finishTurn(pool: Pool, conversationKey: string, turnId: string, end: TurnEnd, modelCalls: number, entries: readonly NewTranscriptEntry[]): Promise<void> {
+  await inTransaction(pool, async (db) => {
+    await appendTranscript(db, conversationKey, turnId, entries);
+    await db.query(
+      `UPDATE turns SET status = $2, reply_seq = $3, error = $4, model_calls = $5, finished_at = COALESCE(finished_at, now())
+       WHERE turn_id = $1`,
+      [turnId, end.status, end.status === 'replied' ? end.replySeq : null, 'error' in end ? JSON.stringify(end.error) : null, modelCalls],
+    );
+  });
+}
+
+export interface TurnView {
+  turnId: string;
+  messageId: string;
+  status: TurnStatus;
+  delivery: Delivery;
+  reply?: { text: string; delivery: { outcome: DeliveryOutcome | null; attempts: number } };
+  error?: { code: string; message: string };
+}
+
+export async function getTurn(db: Queryable, conversationKey: string, turnId: string): Promise<TurnView | undefined> {
+  const { rows } = await db.query<{
+    turn_id: string;
+    message_id: string;
+    status: TurnStatus;
+    delivery: Delivery;
+    error: { code: string; message: string } | null;
+    reply_text: string | null;
+    outcome: DeliveryOutcome | null;
+    attempts: number | null;
+  }>(
+    `SELECT t.turn_id, t.message_id, t.status, t.delivery, t.error, m.text AS reply_text, d.outcome, d.attempts
+       FROM turns t
+       LEFT JOIN messages m ON m.conversation_key = t.conversation_key AND m.seq = t.reply_seq
+       LEFT JOIN LATERAL (SELECT outcome, attempts FROM deliveries WHERE turn_id = t.turn_id ORDER BY created_at DESC LIMIT 1) d ON true
+      WHERE t.conversation_key = $1 AND t.turn_id = $2`,
+    [conversationKey, turnId],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    turnId: r.turn_id,
+    messageId: r.message_id,
+    status: r.status,
+    delivery: r.delivery,
+    ...(r.reply_text !== null ? { reply: { text: r.reply_text, delivery: { outcome: r.outcome, attempts: r.attempts ?? 0 } } } : {}),
+    ...(r.error ? { error: r.error } : {}),
+  };
+}
+
+export interface TranscriptView {
+  seq: number;
+  role: TranscriptRole;
+  text: string;
+  at: string;
+  turnId: string | null;
+}
+
+export async function listMessages(db: Queryable, conversationKey: string, afterSeq: number, limit: number): Promise<TranscriptView[]> {
+  const { rows } = await db.query<{ seq: number; role: TranscriptRole; text: string; created_at: Date; turn_id: string | null }>(
+    'SELECT seq, role, text, created_at, turn_id FROM messages WHERE conversation_key = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+    [conversationKey, afterSeq, limit],
+  );
+  return rows.map((r) => ({ seq: r.seq, role: r.role, text: r.text, at: r.created_at.toISOString(), turnId: r.turn_id }));
+}
+
+export async function conversationExists(db: Queryable, conversationKey: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM conversations WHERE key = $1', [conversationKey]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** State derived from PostgreSQL, for when the workflow cannot be queried. */
+export async function conversationStateFromDb(db: Queryable, conversationKey: string): Promise<{ busy: boolean; queued: number }> {
+  const { rows } = await db.query<{ running: string; queued: string }>(
+    `SELECT count(*) FILTER (WHERE status = 'running') AS running, count(*) FILTER (WHERE status = 'queued') AS queued FROM turns WHERE conversation_key = $1`,
+    [conversationKey],
+  );
+  return { busy: Number(rows[0]?.running ?? 0) > 0, queued: Number(rows[0]?.queued ?? 0) };
+}

@@ -1,0 +1,37 @@
+import type { Delivery, DeliveryOutcome } from '../domain/delivery';
+import type { Queryable } from './pool';
+
+export interface DeliveryRecord {
+  effectKey: string;
+  conversationKey: string | null;
+  turnId: string | null;
+  target: Delivery;
+  text: string;
+}
+
+/** One row per delivery, keyed by its effect; every attempt bumps `attempts` and keeps the last error. */
+export async function recordDeliveryAttempt(db: Queryable, d: DeliveryRecord, attempt: number): Promise<void> {
+  await db.query(
+    `INSERT INTO deliveries (effect_key, conversation_key, turn_id, channel, target, text, attempts)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (effect_key) DO UPDATE SET attempts = GREATEST(deliveries.attempts, EXCLUDED.attempts), updated_at = now()`,
+    [d.effectKey, d.conversationKey, d.turnId, d.target.channel, JSON.stringify(d.target), d.text, attempt],
+  );
+}
+
+export async function recordDeliveryError(db: Queryable, effectKey: string, error: string): Promise<void> {
+  await db.query('UPDATE deliveries SET last_error = $2, updated_at = now() WHERE effect_key = $1', [effectKey, error]);
+}
+
+export async function recordDeliveryOutcome(db: Queryable, effectKey: string, outcome: DeliveryOutcome, error?: string): Promise<void> {
+  await db.query('UPDATE deliveries SET outcome = $2, last_error = COALESCE($3, last_error), updated_at = now() WHERE effect_key = $1', [
+    effectKey,
+    outcome,
+    error ?? null,
+  ]);
+}
+
+export async function getDelivery(db: Queryable, effectKey: string): Promise<{ outcome: DeliveryOutcome | null; attempts: number } | undefined> {
+  const { rows } = await db.query<{ outcome: DeliveryOutcome | null; attempts: number }>('SELECT outcome, attempts FROM deliveries WHERE effect_key = $1', [effectKey]);
+  return rows[0];
+}

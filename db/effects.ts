@@ -1,0 +1,28 @@
+import type { Queryable } from './pool';
+
+export type EffectStatus = 'pending' | 'done' | 'failed';
+
+export interface Effect<R> {
+  key: string;
+  status: EffectStatus;
+  result: R | null;
+  attempts: number;
+}
+
+/**
+ * The effects ledger: an effect is written here under its idempotency key before it is sent. Each call records one
+ * more attempt; an effect already `done` or `failed` is returned as it is, so a retry or a replay never sends twice.
+ */
+export async function beginEffect<R>(db: Queryable, key: string, kind: string, request: unknown): Promise<Effect<R>> {
+  const { rows } = await db.query<{ key: string; status: EffectStatus; result: R | null; attempts: number }>(
+    `INSERT INTO effects (key, kind, status, request, attempts) VALUES ($1, $2, 'pending', $3, 1)
+     ON CONFLICT (key) DO UPDATE SET attempts = effects.attempts + CASE WHEN effects.status = 'pending' THEN 1 ELSE 0 END, updated_at = now()
+     RETURNING key, status, result, attempts`,
+    [key, kind, JSON.stringify(request)],
+  );
+  return rows[0]!;
+}
+
+export async function settleEffect(db: Queryable, key: string, status: Exclude<EffectStatus, 'pending'>, result: unknown): Promise<void> {
+  await db.query(`UPDATE effects SET status = $2, result = $3, updated_at = now() WHERE key = $1 AND status = 'pending'`, [key, status, JSON.stringify(result)]);
+}

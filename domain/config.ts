@@ -1,0 +1,76 @@
+import { z } from 'zod';
+
+/**
+ * Keel's configuration, read from the environment. Pure: callers pass `process.env`. Every name here is in the
+ * README's configuration table.
+ */
+const Env = z.object({
+  TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  KEEL_TASK_QUEUE: z.string().default('keel'),
+  DATABASE_URL: z.string().optional(),
+  KEEL_DATA_DIR: z.string().default('data'),
+  KEEL_API_HOST: z.string().default('127.0.0.1'),
+  KEEL_API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  KEEL_API_TOKENS: z.string().optional(),
+  KEEL_MODEL: z.enum(['anthropic', 'scripted']).optional(),
+  KEEL_ANTHROPIC_MODEL: z.string().default('claude-sonnet-4-5'),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: z.string().optional(),
+  SLACK_BOT_TOKEN: z.string().optional(),
+  KEEL_SLACK_API_URL: z.string().optional(),
+  KEEL_SLACK_OWNER: z.string().optional(),
+  TEMPORAL_CLI_PATH: z.string().optional(),
+  KEEL_EMBEDDED_PG_PORT: z.coerce.number().int().default(5433),
+  KEEL_LOG_LEVEL: z.string().default('info'),
+});
+
+export interface KeelConfig {
+  temporal: { address: string; namespace: string; taskQueue: string };
+  databaseUrl?: string;
+  dataDir: string;
+  api: { host: string; port: number; tokens: Map<string, string> | undefined };
+  model: { provider: 'anthropic' | 'scripted'; anthropicModel: string; anthropicApiKey?: string; anthropicBaseUrl?: string };
+  slack: { token?: string; apiUrl?: string; owner?: string };
+  temporalCliPath?: string;
+  embeddedPgPort: number;
+  logLevel: string;
+}
+
+export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
+  const e = Env.parse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
+  return {
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.KEEL_TASK_QUEUE },
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.KEEL_DATA_DIR,
+    api: { host: e.KEEL_API_HOST, port: e.KEEL_API_PORT, tokens: parseTokens(e.KEEL_API_TOKENS) },
+    model: {
+      // Anthropic when a key is present, the offline scripted model otherwise, unless KEEL_MODEL says.
+      provider: e.KEEL_MODEL ?? (e.ANTHROPIC_API_KEY ? 'anthropic' : 'scripted'),
+      anthropicModel: e.KEEL_ANTHROPIC_MODEL,
+      anthropicApiKey: e.ANTHROPIC_API_KEY,
+      anthropicBaseUrl: e.ANTHROPIC_BASE_URL,
+    },
+    slack: { token: e.SLACK_BOT_TOKEN, apiUrl: e.KEEL_SLACK_API_URL, owner: e.KEEL_SLACK_OWNER },
+    temporalCliPath: e.TEMPORAL_CLI_PATH,
+    embeddedPgPort: e.KEEL_EMBEDDED_PG_PORT,
+    logLevel: e.KEEL_LOG_LEVEL,
+  };
+}
+
+/** `token=agentId` pairs, comma-separated; `*` grants every agent. Unset means development mode (no tokens). */
+export function parseTokens(raw: string | undefined): Map<string, string> | undefined {
+  if (!raw) return undefined;
+  const tokens = new Map<string, string>();
+  for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = pair.lastIndexOf('=');
+    if (eq <= 0 || eq === pair.length - 1) throw new Error(`KEEL_API_TOKENS: "${pair.slice(0, 4)}…" is not token=agentId`);
+    tokens.set(pair.slice(0, eq), pair.slice(eq + 1));
+  }
+  return tokens;
+}
+
+/** Loopback hosts: the only ones the API may bind to without tokens. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}

@@ -1,0 +1,56 @@
+import type { DeliveryOutcome } from './delivery';
+import type { MessageMode } from './messages';
+
+/** How a turn ended, as the API reports it. */
+export type TurnStatus = 'queued' | 'running' | 'replied' | 'skipped' | 'error' | 'interrupted';
+export type FinishedTurnStatus = Exclude<TurnStatus, 'queued' | 'running'>;
+
+export function isFinished<T extends { status: TurnStatus }>(turn: T): turn is T & { status: FinishedTurnStatus } {
+  return turn.status !== 'queued' && turn.status !== 'running';
+}
+
+export interface TurnError {
+  code: 'model_request' | 'model_error' | 'reply_blocked' | 'max_model_calls' | 'interrupted';
+  message: string;
+}
+
+/** What a turn ends with: the workflow hands this to `finishTurn`, which commits it before anyone hears of it. */
+export type TurnEnd =
+  | { status: 'replied'; replySeq: number; delivery: DeliveryOutcome }
+  | { status: 'skipped'; reason?: string }
+  | { status: 'error'; error: TurnError }
+  | { status: 'interrupted'; error: TurnError };
+
+/** The result of the `submitMessage` Update. */
+export interface SubmitResult {
+  messageId: string;
+  turnId: string;
+  status: 'accepted' | 'queued';
+  duplicate: boolean;
+}
+
+/** A message waiting for its turn; its text stays in PostgreSQL. */
+export interface QueuedMessage {
+  messageId: string;
+  turnId: string;
+  mode: MessageMode;
+}
+
+/** Answer of the `state` query. */
+export interface ConversationState {
+  busy: boolean;
+  currentTurnId?: string;
+  queued: number;
+  liveDelegates: string[];
+  turnsCompleted: number;
+}
+
+/** The workflow's input; `carried` is the small state a continue-as-new hands to the next run. */
+export interface ConversationInput {
+  agentId: string;
+  conversationId: string;
+  carried?: {
+    queue: QueuedMessage[];
+    turnsCompleted: number;
+  };
+}

@@ -1,0 +1,100 @@
+import type { ModelMessage, TextBlock, ToolResultBlock, ToolUseBlock } from './model';
+
+/**
+ * The scripted model's rules: deterministic, offline, and driven by the user's own text so that real clients can
+ * reach every path of a turn.
+ *
+ *   plain text              → reply "echo: <text>"
+ *   /text <text>            → plain assistant text (no tool call): "echo: <text>"
+ *   /delay <ms> <text>      → streams for <ms> (heartbeating), then replies "echo: <text>"
+ *   /fail <n> <text>        → the first n attempts of the model call fail retryably, then "echo: <text>"
+ *   /error <n> <text>       → the first n turns carrying this text end in a turn error (non-retryable)
+ *   /tool <name> <json>     → calls tool <name> with <json>, then replies with what the tool answered
+ *   /skip                   → calls skip
+ *   /leak                   → tries to reply with a fake secret, every time (the reply guard must block it)
+ */
+export type ScriptedPlan =
+  | { kind: 'respond'; content: (TextBlock | ToolUseBlock)[]; delayMs: number }
+  | { kind: 'fail'; attemptsToFail: number; then: ScriptedPlan }
+  | { kind: 'error'; message: string };
+
+/** A fake credential that matches the Anthropic key pattern; it is not a real key. */
+export const FAKE_SECRET = 'sk-ant-' + 'FAKE0keel0scripted0model0leak0'.padEnd(32, 'x');
+
+export function scriptedPlan(messages: readonly ModelMessage[], callIndex: number): ScriptedPlan {
+  const { command, stepResults } = currentCommand(messages);
+  const toolId = (n: string) => `toolu_scripted_${callIndex}_${n}`;
+  const reply = (text: string, delayMs = 0): ScriptedPlan => ({
+    kind: 'respond',
+    content: [{ type: 'tool_use', id: toolId('reply'), name: 'reply', input: { text } }],
+    delayMs,
+  });
+  const m = /^\/(\w+)(?:\s+([\s\S]*))?$/.exec(command.trim());
+  if (!m) return reply(`echo: ${command}`);
+  const verb = m[1] ?? '';
+  const rest = (m[2] ?? '').trim();
+  switch (verb) {
+    case 'text':
+      return { kind: 'respond', content: [{ type: 'text', text: `echo: ${rest}` }], delayMs: 0 };
+    case 'delay': {
+      const [ms, text] = splitFirst(rest);
+      return reply(`echo: ${text}`, clampInt(ms, 0, 600_000));
+    }
+    case 'fail': {
+      const [n, text] = splitFirst(rest);
+      return { kind: 'fail', attemptsToFail: clampInt(n, 0, 100), then: reply(`echo: ${text}`) };
+    }
+    case 'error': {
+      const [n, text] = splitFirst(rest);
+      const occurrences = messages.filter((msg) => msg.role === 'user' && msg.content.some((b) => b.type === 'text' && b.text.trim() === command.trim())).length;
+      if (occurrences <= clampInt(n, 0, 1000)) return { kind: 'error', message: `scripted turn error (${occurrences} of ${n}) for "${text}"` };
+      return reply(`echo: ${text}`);
+    }
+    case 'tool': {
+      const last = stepResults[stepResults.length - 1];
+      if (last) return reply(`tool ${last.is_error ? 'error' : 'result'}: ${last.content}`);
+      const [name, json] = splitFirst(rest);
+      let input: Record<string, unknown> = {};
+      try {
+        const parsed: unknown = json ? JSON.parse(json) : {};
+        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) input = parsed as Record<string, unknown>;
+      } catch {
+        return reply(`echo: could not parse the arguments of /tool ${name}`);
+      }
+      return { kind: 'respond', content: [{ type: 'tool_use', id: toolId(name), name, input }], delayMs: 0 };
+    }
+    case 'skip':
+      return { kind: 'respond', content: [{ type: 'tool_use', id: toolId('skip'), name: 'skip', input: { reason: 'scripted /skip' } }], delayMs: 0 };
+    case 'leak':
+      return reply(`here is the key you asked for: ${FAKE_SECRET}`);
+    default:
+      return reply(`echo: ${command}`);
+  }
+}
+
+/** The latest user text is the command; tool results after it are what the scripted turn has done so far. */
+function currentCommand(messages: readonly ModelMessage[]): { command: string; stepResults: ToolResultBlock[] } {
+  const stepResults: ToolResultBlock[] = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const msg = messages[i];
+    if (!msg || msg.role !== 'user') continue;
+    const texts = msg.content.filter((b): b is TextBlock => b.type === 'text' && !b.text.startsWith('[note]'));
+    const results = msg.content.filter((b): b is ToolResultBlock => b.type === 'tool_result');
+    if (texts.length > 0) {
+      stepResults.unshift(...results.filter((r) => msg.content.indexOf(r) > msg.content.indexOf(texts[texts.length - 1]!)));
+      return { command: texts[texts.length - 1]!.text, stepResults };
+    }
+    stepResults.unshift(...results);
+  }
+  return { command: '', stepResults };
+}
+
+function splitFirst(s: string): [string, string] {
+  const m = /^(\S*)\s*([\s\S]*)$/.exec(s);
+  return [m?.[1] ?? '', m?.[2] ?? ''];
+}
+
+function clampInt(s: string, min: number, max: number): number {
+  const n = Number.parseInt(s, 10);
+  return Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : min;
+}

@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { ensureTemporalCli } from './temporal-cli';
+
+export interface DevServerOptions {
+  port: number;
+  /** Web UI port; omit for a headless server (tests). */
+  uiPort?: number;
+  /** SQLite file; omit for an in-memory server. */
+  dbFile?: string;
+  namespace?: string;
+  extraArgs?: string[];
+  stdio?: 'inherit' | 'ignore';
+}
+
+export interface DevServer {
+  address: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** The dev server's arguments: Keel's search attributes, and a SQLite file so history survives restarts. */
+export function devServerArgs(o: DevServerOptions): string[] {
+  return [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(o.port),
+    '--namespace',
+    o.namespace ?? 'default',
+    '--log-level',
+    'error',
+    ...(o.uiPort ? ['--ui-port', String(o.uiPort)] : ['--headless']),
+    ...(o.dbFile ? ['--db-filename', o.dbFile] : []),
+    ...ALL_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
+    ...(o.extraArgs ?? []),
+  ];
+}
+
+export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
+  const cli = ensureTemporalCli();
+  if (o.dbFile) mkdirSync(path.dirname(o.dbFile), { recursive: true });
+  const child = spawn(cli, devServerArgs(o), { stdio: ['ignore', o.stdio ?? 'inherit', o.stdio ?? 'inherit'] });
+  const address = `127.0.0.1:${o.port}`;
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`temporal dev server exited early (code ${code})`))));
+  exited.catch(() => undefined);
+  await Promise.race([waitForTemporal(address, 60_000), exited]);
+  return {
+    address,
+    process: child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Resolves once the frontend answers and the namespace exists. */
+export async function waitForTemporal(address: string, timeoutMs: number, namespace = 'default'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`Temporal at ${address} did not become ready in ${timeoutMs} ms: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+}

@@ -1,0 +1,91 @@
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { migrate } from '../db/migrate';
+import { loadConfig } from '../domain/config';
+import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
+import { startPostgresProcess, type PostgresProcess } from './postgres-process';
+import { spawnTs, stopProcess } from './processes';
+
+/**
+ * `npm start`: everything a newcomer needs, in one command. A Temporal dev server (unless one already answers at
+ * TEMPORAL_ADDRESS), PostgreSQL (DATABASE_URL, or an embedded one under the data folder), migrations, then the
+ * worker and the API as child processes. Ctrl-C stops them all, in reverse order.
+ */
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const dataDir = path.resolve(config.dataDir);
+  const stops: (() => Promise<void>)[] = [];
+  let stopping = false;
+  const shutdown = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nkeel: stopping…');
+    for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error(err));
+    process.exit(code);
+  };
+  // Ctrl-C reaches the whole process group; the children stop themselves, and this waits for them in order.
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+
+  try {
+    const address = config.temporal.address;
+    const port = Number(address.split(':').pop() ?? 7233);
+    let temporal: DevServer | undefined;
+    let uiUrl = `http://127.0.0.1:${port + 1000}`;
+    if (await waitForTemporal(address, 1_000, config.temporal.namespace).then(() => true, () => false)) {
+      console.log(`keel: using the Temporal server already at ${address}`);
+      uiUrl = `(the UI of your Temporal server at ${address})`;
+    } else {
+      console.log('keel: starting the Temporal dev server…');
+      temporal = await startDevServer({ port, uiPort: port + 1000, dbFile: path.join(dataDir, 'temporal.db'), namespace: config.temporal.namespace });
+      const server = temporal;
+      stops.push(() => server.stop());
+    }
+
+    let databaseUrl = config.databaseUrl;
+    let pg: PostgresProcess | undefined;
+    const pgDataDir = path.join(dataDir, 'postgres');
+    if (!databaseUrl) {
+      console.log('keel: starting the embedded PostgreSQL…');
+      pg = await startPostgresProcess({ dataDir: pgDataDir, port: config.embeddedPgPort });
+      const db = pg;
+      stops.push(() => db.stop());
+      databaseUrl = pg.url;
+    }
+    await migrate(databaseUrl);
+
+    const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address };
+    const children: ChildProcess[] = [spawnTs('worker/main.ts', env), spawnTs('api/main.ts', env)];
+    for (const child of children) {
+      stops.push(() => stopProcess(child));
+      child.once('exit', (code, signal) => {
+        if (!stopping) {
+          console.error(`keel: a child process exited (${code ?? signal}); stopping everything`);
+          void shutdown(1);
+        }
+      });
+    }
+
+    const api = `http://${config.api.host}:${config.api.port}`;
+    console.log(
+      [
+        '',
+        'Keel is running.',
+        `  API          ${api}/v1`,
+        `  OpenAPI      ${api}/docs`,
+        `  Temporal UI  ${uiUrl}`,
+        `  PostgreSQL   ${pg ? `embedded, ${pgDataDir}` : 'DATABASE_URL'}`,
+        `  Model        ${config.model.provider}${config.model.provider === 'scripted' ? ' (offline; set ANTHROPIC_API_KEY to use Claude)' : ` (${config.model.anthropicModel})`}`,
+        '',
+        `Try: curl -X POST '${api}/v1/agents/a1/conversations/c1/messages?wait=30' -H 'content-type: application/json' -d '{"text":"hello"}'`,
+        'Ctrl-C stops everything.',
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    console.error('keel: start failed:', err instanceof Error ? err.message : err);
+    await shutdown(1);
+  }
+}
+
+void main();

@@ -1,0 +1,147 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { signWebhookBody } from '../../activities/delivery/webhook';
+
+export interface ReceivedWebhook {
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The JSON body, or undefined when it did not parse. */
+  body: unknown;
+  raw: string;
+  /** Signature check against the receiver's secret; undefined when the receiver has no secret. */
+  validSignature: boolean | undefined;
+  /** The status this receiver answered with (failStatus for the first `failFirst` requests). */
+  status: number;
+}
+
+export interface WebhookReceiver {
+  url: string;
+  /** Every request, in arrival order, including those answered with failStatus. */
+  received: ReceivedWebhook[];
+  /** Accepted (2xx) requests per idempotency-key header: more than 1 means a duplicate delivery got through. */
+  byIdempotencyKey(): Map<string, number>;
+  /** Resolves once `predicate(received)` holds; rejects after timeoutMs or on close. */
+  waitFor(predicate: (received: ReceivedWebhook[]) => boolean, timeoutMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Constant-time comparison, as a real receiver should do, so the helper doubles as a reference implementation. */
+function verify(secret: string, headers: IncomingHttpHeaders, raw: string): boolean {
+  const timestamp = header(headers, 'x-keel-timestamp');
+  const signature = header(headers, 'x-keel-signature');
+  if (timestamp === undefined || signature === undefined) return false;
+  const expected = Buffer.from(signWebhookBody(secret, timestamp, raw));
+  const actual = Buffer.from(signature);
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+/** A local HTTP endpoint that records webhook deliveries, on 127.0.0.1 and a free port. */
+export async function startWebhookReceiver(
+  opts: { secret?: string; failFirst?: number; failStatus?: number } = {},
+): Promise<WebhookReceiver> {
+  const failFirst = opts.failFirst ?? 0;
+  const failStatus = opts.failStatus ?? 503;
+  const received: ReceivedWebhook[] = [];
+  // Waiters are re-checked on every arrival, so waitFor resolves on the event rather than by polling.
+  const waiters = new Set<{ check: () => void; fail: (err: Error) => void }>();
+  let requests = 0;
+
+  const server = createServer((req, res) => {
+    readBody(req).then(
+      (raw) => {
+        requests += 1;
+        const status = requests <= failFirst ? failStatus : 200;
+        received.push({
+          path: req.url ?? '/',
+          headers: req.headers,
+          body: parseJson(raw),
+          raw,
+          validSignature: opts.secret === undefined ? undefined : verify(opts.secret, req.headers, raw),
+          status,
+        });
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ok: status < 300 }));
+        for (const waiter of waiters) waiter.check();
+      },
+      () => {
+        res.writeHead(400).end();
+      },
+    );
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    byIdempotencyKey() {
+      const counts = new Map<string, number>();
+      for (const r of received) {
+        const key = header(r.headers, 'idempotency-key');
+        if (key === undefined || r.status < 200 || r.status >= 300) continue;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      return counts;
+    },
+    waitFor(predicate, timeoutMs) {
+      return new Promise<void>((resolve, reject) => {
+        const waiter = {
+          check: () => {
+            if (!predicate(received)) return;
+            done();
+            resolve();
+          },
+          fail: (err: Error) => {
+            done();
+            reject(err);
+          },
+        };
+        const timer = setTimeout(
+          () => waiter.fail(new Error(`webhook receiver: condition not met within ${timeoutMs} ms (${received.length} received)`)),
+          timeoutMs,
+        );
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(waiter);
+        };
+        waiters.add(waiter);
+        waiter.check();
+      });
+    },
+    close() {
+      for (const waiter of waiters) waiter.fail(new Error('webhook receiver closed'));
+      return new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        // fetch keeps connections alive; without this close() would wait for them to idle out.
+        server.closeAllConnections();
+      });
+    },
+  };
+}

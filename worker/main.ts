@@ -1,0 +1,40 @@
+import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { defaultModelName, providerFromConfig, transportsFromConfig } from '../activities';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { loadConfig } from '../domain/config';
+import { createKeelWorker, type WorkflowSource } from './worker';
+
+/**
+ * The Temporal Worker process: every workflow and activity of Keel on one task queue. SIGINT and SIGTERM make the
+ * Worker stop polling and finish what it holds before the process exits (the SDK's shutdown signals).
+ */
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
+  Runtime.install({ logger: new DefaultLogger(config.logLevel === 'debug' ? 'DEBUG' : 'WARN'), shutdownSignals: ['SIGINT', 'SIGTERM'] });
+  await migrate(config.databaseUrl);
+  const pool = createPool(config.databaseUrl);
+  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const bundle = process.env.KEEL_WORKFLOW_BUNDLE;
+  const workflows: WorkflowSource | undefined = bundle ? { workflowBundle: { codePath: bundle } } : undefined;
+  try {
+    const worker = await createKeelWorker({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      deps: { pool, provider: providerFromConfig(config, pool), defaultModel: defaultModelName(config), transports: transportsFromConfig(config) },
+      workflows,
+    });
+    console.log(`keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, model ${config.model.provider}`);
+    await worker.run();
+  } finally {
+    await connection.close();
+    await pool.end();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error('keel worker failed:', err);
+  process.exit(1);
+});

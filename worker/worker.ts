@@ -1,0 +1,25 @@
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities';
+
+/** Where the worker gets its workflow code: a prebuilt bundle (tests build one per run) or the sources. */
+export type WorkflowSource = { workflowBundle: { codePath: string } } | { workflowsPath: string };
+
+export const WORKFLOWS_PATH = require.resolve('../workflows');
+
+export async function createKeelWorker(opts: {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  workflows?: WorkflowSource;
+  extra?: Partial<WorkerOptions>;
+}): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    ...(opts.workflows ?? { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(opts.deps),
+    ...opts.extra,
+  });
+}

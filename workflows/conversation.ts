@@ -1,0 +1,188 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineUpdate,
+  isCancellation,
+  setHandler,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { Mutex } from 'async-mutex';
+import type { ToolResults, TurnNote } from '../activities/conversation';
+import type { ConversationInput, ConversationState, QueuedMessage, SubmitResult, TurnEnd, TurnError } from '../domain/conversation';
+import { FAILURE } from '../domain/failures';
+import { conversationWorkflowId } from '../domain/ids';
+import { LIMITS } from '../domain/limits';
+import { assertValidInbound, type InboundMessage } from '../domain/messages';
+import { SA } from '../domain/search-attributes';
+import { CHANNEL_TOOL_NAMES } from '../domain/tools';
+import { textOf, toolUses } from '../domain/transcript';
+import { model, store } from './activities';
+import { dispatchTool, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
+
+export const submitMessage = defineUpdate<SubmitResult, [InboundMessage]>('submitMessage');
+export const stateQuery = defineQuery<ConversationState>('state');
+
+interface RunningTurn {
+  turnId: string;
+  interrupted: boolean;
+  modelCall?: CancellationScope;
+}
+
+/**
+ * One long-lived workflow per conversation. Messages arrive by the `submitMessage` Update (update-with-start);
+ * each becomes a turn of at most five model calls whose transcript lives in PostgreSQL. The workflow carries only
+ * small state, so its history grows by a constant per turn, and continues as new when Temporal suggests it.
+ */
+export async function conversationWorkflow(input: ConversationInput): Promise<void> {
+  const { agentId, conversationId } = input;
+  const conversationKey = conversationWorkflowId(agentId, conversationId);
+  const queue: QueuedMessage[] = [...(input.carried?.queue ?? [])];
+  let steered: QueuedMessage[] = [];
+  let turnsCompleted = input.carried?.turnsCompleted ?? 0;
+  let current: RunningTurn | undefined;
+  let lastOutcome: string | undefined;
+  // Messages are accepted one at a time, so the queue's order is the order of acceptance.
+  const accepting = new Mutex();
+
+  setHandler(stateQuery, () => ({
+    busy: current !== undefined,
+    ...(current ? { currentTurnId: current.turnId } : {}),
+    queued: queue.length + steered.length,
+    liveDelegates: [],
+    turnsCompleted,
+  }));
+
+  setHandler(
+    submitMessage,
+    (message) =>
+      accepting.runExclusive(async (): Promise<SubmitResult> => {
+        const turnId = uuid4();
+        const accepted = await store.acceptMessage({ conversationKey, agentId, conversationId, message, turnId, startsTurn: true });
+        if (accepted.duplicate) return { messageId: message.messageId, turnId: accepted.turnId, status: 'accepted', duplicate: true };
+        const entry: QueuedMessage = { messageId: message.messageId, turnId, mode: message.mode };
+        const idle = current === undefined && queue.length === 0;
+        if (current && message.mode === 'steer') {
+          steered.push(entry);
+          return { messageId: message.messageId, turnId, status: 'accepted', duplicate: false };
+        }
+        if (current && message.mode === 'interrupt') {
+          queue.unshift(entry);
+          current.interrupted = true;
+          current.modelCall?.cancel();
+          return { messageId: message.messageId, turnId, status: 'queued', duplicate: false };
+        }
+        queue.push(entry);
+        return { messageId: message.messageId, turnId, status: idle ? 'accepted' : 'queued', duplicate: false };
+      }),
+    { validator: assertValidInbound, description: 'Submit an inbound message; idempotent by messageId.' },
+  );
+
+  while (!workflowInfo().continueAsNewSuggested) {
+    await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested);
+    const next = queue.shift();
+    if (!next) break;
+    await runTurn(next);
+    turnsCompleted++;
+  }
+
+  // Let accepted messages finish being recorded, then hand the queue to the next run.
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof conversationWorkflow>({ agentId, conversationId, carried: { queue, turnsCompleted } });
+
+  async function runTurn(first: QueuedMessage): Promise<void> {
+    const turn: RunningTurn = { turnId: first.turnId, interrupted: false };
+    current = turn;
+    const ctx: TurnContext = { conversationKey, agentId, conversationId, turnId: turn.turnId, callIndex: 0, stepSeq: 0, corrections: 0 };
+    let throughSeq = await store.startTurn({ conversationKey, turnId: turn.turnId, messageIds: [first.messageId] });
+    let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
+    try {
+      for (;;) {
+        if (turn.interrupted) return await finish(interrupted(), pending.toolResults);
+        if (ctx.callIndex >= LIMITS.modelCallsPerTurn) {
+          return await finish({ status: 'error', error: { code: 'max_model_calls', message: `the turn used its ${LIMITS.modelCallsPerTurn} model calls without replying` } }, pending.toolResults);
+        }
+        const steer = steered;
+        steered = [];
+        if (pending.toolResults || pending.note || steer.length > 0) {
+          throughSeq = await store.appendToTranscript({
+            conversationKey,
+            turnId: turn.turnId,
+            toolResults: pending.toolResults,
+            note: pending.note,
+            steered: steer,
+          });
+          pending = {};
+        }
+
+        ctx.callIndex++;
+        const step = await callModel(turn, { conversationKey, agentId, turnId: turn.turnId, callIndex: ctx.callIndex, throughSeq, toolNames: CHANNEL_TOOL_NAMES });
+        if ('error' in step) return await finish(step.error, undefined);
+        throughSeq = ctx.stepSeq = step.seq;
+
+        const calls = toolUses(step.content);
+        if (calls.length === 0) {
+          // Plain text is a delivery path too, through the same guard.
+          const text = textOf(step.content);
+          if (!text.trim()) return await finish({ status: 'skipped', reason: 'the model answered nothing' }, undefined);
+          const outcome = await sendReply(`text-${ctx.callIndex}`, text, ctx);
+          if (outcome.end) return await finish(outcome.end, undefined);
+          pending = { note: { callIndex: ctx.callIndex, text: outcome.result.content } };
+          continue;
+        }
+        const results: ToolOutcome[] = [];
+        for (const call of calls) {
+          const ended = results.find((r) => r.end);
+          results.push(ended ? { result: { type: 'tool_result', tool_use_id: call.id, content: 'not run: the turn had already ended', is_error: true } } : await dispatchTool(call, ctx));
+        }
+        pending = { toolResults: { callIndex: ctx.callIndex, results: results.map((r) => r.result) } };
+        const end = results.find((r) => r.end)?.end;
+        if (end) return await finish(end, pending.toolResults);
+      }
+    } finally {
+      current = undefined;
+      // Steered messages that arrived after the turn's last model call get a turn of their own, first.
+      queue.unshift(...steered);
+      steered = [];
+    }
+
+    async function finish(end: TurnEnd, toolResults: ToolResults | undefined): Promise<void> {
+      await store.finishTurn({ conversationKey, turnId: turn.turnId, end, modelCalls: ctx.callIndex, toolResults });
+      if (lastOutcome !== end.status) {
+        lastOutcome = end.status;
+        upsertSearchAttributes([{ key: SA.outcome, value: end.status }]);
+      }
+    }
+  }
+}
+
+function interrupted(): TurnEnd {
+  return { status: 'interrupted', error: { code: 'interrupted', message: 'interrupted by a newer message' } };
+}
+
+/** A model call that an interrupting message can cancel; a failure that retries cannot mend ends the turn. */
+async function callModel(turn: RunningTurn, input: Parameters<typeof model.callModel>[0]): Promise<Awaited<ReturnType<typeof model.callModel>> | { error: TurnEnd }> {
+  const scope = new CancellationScope();
+  turn.modelCall = scope;
+  try {
+    return await scope.run(() => model.callModel(input));
+  } catch (err) {
+    if (isCancellation(err)) return { error: interrupted() };
+    return { error: { status: 'error', error: turnErrorOf(err) } };
+  } finally {
+    turn.modelCall = undefined;
+  }
+}
+
+function turnErrorOf(err: unknown): TurnError {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  if (cause instanceof ApplicationFailure && cause.type === FAILURE.modelRequest) return { code: 'model_request', message };
+  return { code: 'model_error', message };
+}

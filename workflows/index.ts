@@ -1,0 +1,2 @@
+// Every workflow the worker registers. One file per workflow.
+export { conversationWorkflow } from './conversation';
