@@ -66,7 +66,10 @@ export function conversationActivities({ pool }: { pool: Pool }) {
 
     /** Commits how the turn ended (with its last tool results) before anyone is told. */
     async finishTurn(input: { conversationKey: string; turnId: string; end: TurnEnd; modelCalls: number; toolResults?: ToolResults }): Promise<void> {
-      await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : []);
+      const entries = input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : [];
+      // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
+      if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));
+      await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
     },
   };
 }
@@ -82,8 +85,8 @@ async function userEntries(db: Parameters<typeof inboundTexts>[0], conversationK
   }));
 }
 
-function noteEntry(turnId: string, note: TurnNote): NewTranscriptEntry {
-  return { role: 'system', content: [{ type: 'text', text: note.text }], text: note.text, origin: transcriptOrigin.note(turnId, `call-${note.callIndex}`) };
+function noteEntry(turnId: string, note: TurnNote, what = `call-${note.callIndex}`): NewTranscriptEntry {
+  return { role: 'system', content: [{ type: 'text', text: note.text }], text: note.text, origin: transcriptOrigin.note(turnId, what) };
 }
 
 function toolEntry(turnId: string, t: ToolResults): NewTranscriptEntry {

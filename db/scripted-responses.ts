@@ -1,8 +1,11 @@
 import type { ModelResponse } from '../domain/model';
+
+/** A queued answer; `delayMs` makes the scripted model stream it slowly, heartbeating. */
+export type ScriptedResponse = Omit<ModelResponse, 'model'> & { delayMs?: number };
 import type { Pool, Queryable } from './pool';
 
 /** Queues an exact response for the scripted model in one conversation (tests and demos). */
-export async function queueScriptedResponse(db: Queryable, conversationKey: string, response: Omit<ModelResponse, 'model'>): Promise<void> {
+export async function queueScriptedResponse(db: Queryable, conversationKey: string, response: ScriptedResponse): Promise<void> {
   await db.query('INSERT INTO scripted_responses (conversation_key, response) VALUES ($1, $2)', [conversationKey, JSON.stringify(response)]);
 }
 
@@ -10,8 +13,8 @@ export async function queueScriptedResponse(db: Queryable, conversationKey: stri
  * Takes the oldest queued response for the conversation, once per model call: a retried call (same `callKey`)
  * gets the response it took before.
  */
-export async function takeScriptedResponse(pool: Pool, conversationKey: string, callKey: string): Promise<Omit<ModelResponse, 'model'> | undefined> {
-  const { rows } = await pool.query<{ response: Omit<ModelResponse, 'model'> }>(
+export async function takeScriptedResponse(pool: Pool, conversationKey: string, callKey: string): Promise<ScriptedResponse | undefined> {
+  const { rows } = await pool.query<{ response: ScriptedResponse }>(
     `WITH mine AS (SELECT response FROM scripted_responses WHERE consumed_by = $2),
           next AS (
             UPDATE scripted_responses SET consumed_by = $2

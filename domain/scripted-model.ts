@@ -46,7 +46,11 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
     }
     case 'error': {
       const [n, text] = splitFirst(rest);
-      const occurrences = messages.filter((msg) => msg.role === 'user' && msg.content.some((b) => b.type === 'text' && b.text.trim() === command.trim())).length;
+      // Count text blocks, not messages: consecutive user messages are merged into one for the model.
+      const occurrences = messages
+        .filter((msg) => msg.role === 'user')
+        .flatMap((msg) => msg.content)
+        .filter((b) => b.type === 'text' && b.text.trim() === command.trim()).length;
       if (occurrences <= clampInt(n, 0, 1000)) return { kind: 'error', message: `scripted turn error (${occurrences} of ${n}) for "${text}"` };
       return reply(`echo: ${text}`);
     }

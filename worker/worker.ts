@@ -1,10 +1,11 @@
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import path from 'node:path';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 
 /** Where the worker gets its workflow code: a prebuilt bundle (tests build one per run) or the sources. */
 export type WorkflowSource = { workflowBundle: { codePath: string } } | { workflowsPath: string };
 
-export const WORKFLOWS_PATH = require.resolve('../workflows');
+export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows', 'index.ts');
 
 export async function createKeelWorker(opts: {
   connection: NativeConnection;
@@ -20,6 +21,9 @@ export async function createKeelWorker(opts: {
     taskQueue: opts.taskQueue,
     ...(opts.workflows ?? { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(opts.deps),
+    // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that an
+    // interrupting message stops a streaming model call within about a second.
+    maxHeartbeatThrottleInterval: '1 second',
     ...opts.extra,
   });
 }

@@ -86,7 +86,8 @@ export function modelActivities(deps: ModelDeps) {
               partial += d;
               deps.onTextDelta?.(input.conversationKey, input.turnId, d);
             },
-            heartbeat: () => ctx.heartbeat(),
+            // Progress shows in the Temporal UI as the activity's heartbeat details.
+            heartbeat: () => ctx.heartbeat({ streamedChars: partial.length }),
             signal: ctx.cancellationSignal,
             sleep: (ms) => ctx.sleep(ms),
           },

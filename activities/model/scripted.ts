@@ -18,7 +18,11 @@ export function createScriptedProvider(pool: Pool): ModelProvider {
     async call(request: ModelRequest, ctx: ModelCallContext): Promise<ModelResponse> {
       const callKey = `${ctx.conversationKey}/${ctx.turnId}/${ctx.callIndex}`;
       const queued = await takeScriptedResponse(pool, ctx.conversationKey, callKey);
-      if (queued) return { ...queued, model: 'scripted' };
+      if (queued) {
+        const { delayMs, ...response } = queued;
+        if (delayMs) await streamSlowly(replyText(response.content), delayMs, ctx);
+        return { ...response, model: 'scripted' };
+      }
       return perform(scriptedPlan(request.messages, ctx.callIndex), ctx);
     },
   };

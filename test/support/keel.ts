@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import type { FastifyInstance } from 'fastify';
+import { inject } from 'vitest';
+import { defaultModelName } from '../../activities';
+import type { Transports } from '../../activities/delivery/deliver-reply';
+import { noneTransport } from '../../activities/delivery/none';
+import { slackTransport } from '../../activities/delivery/slack';
+import { webhookTransport } from '../../activities/delivery/webhook';
+import { createScriptedProvider } from '../../activities/model/scripted';
+import { buildApi } from '../../api/server';
+import { createPool, type Pool } from '../../db/pool';
+import { loadConfig } from '../../domain/config';
+import type { ModelProvider } from '../../domain/model';
+import { createKeelWorker } from '../../worker/worker';
+
+let runtimeInstalled = false;
+
+export interface TestKeel {
+  api: FastifyInstance;
+  pool: Pool;
+  client: Client;
+  taskQueue: string;
+  worker?: Worker;
+  /** POST a message; `wait` in seconds. */
+  post(agentId: string, conversationId: string, body: Record<string, unknown>, opts?: { wait?: number; token?: string }): Promise<{ status: number; body: SubmitAnswer }>;
+  stopWorker(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface SubmitAnswer {
+  messageId: string;
+  turnId: string;
+  status: string;
+  reply?: { text: string; delivery: { outcome: string | null; attempts: number } };
+  error?: { code: string; message: string };
+}
+
+export interface TestKeelOptions {
+  /** Build the model provider; the scripted model by default. */
+  provider?: (pool: Pool) => ModelProvider;
+  transports?: Partial<Transports>;
+  tokens?: Map<string, string>;
+  /** false: no in-process worker (the test runs one as a child process). */
+  worker?: boolean;
+  databaseUrl?: string;
+  temporalAddress?: string;
+}
+
+/** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
+export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKeel> {
+  if (!runtimeInstalled) {
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    runtimeInstalled = true;
+  }
+  const databaseUrl = opts.databaseUrl ?? inject('databaseUrl');
+  const address = opts.temporalAddress ?? inject('temporalAddress');
+  const taskQueue = `test-${randomUUID()}`;
+  const pool = createPool(databaseUrl);
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: opts.tokens });
+
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  let nativeConnection: NativeConnection | undefined;
+  if (opts.worker !== false) {
+    nativeConnection = await NativeConnection.connect({ address });
+    worker = await createKeelWorker({
+      connection: nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      deps: {
+        pool,
+        provider: (opts.provider ?? createScriptedProvider)(pool),
+        defaultModel: defaultModelName(loadConfig({})),
+        transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}), ...opts.transports },
+      },
+    });
+    running = worker.run();
+  }
+  const stopWorker = async () => {
+    if (worker && worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await nativeConnection?.close();
+    nativeConnection = undefined;
+  };
+
+  return {
+    api,
+    pool,
+    client,
+    taskQueue,
+    worker,
+    async post(agentId, conversationId, body, o = {}) {
+      const res = await api.inject({
+        method: 'POST',
+        url: `/v1/agents/${agentId}/conversations/${conversationId}/messages${o.wait ? `?wait=${o.wait}` : ''}`,
+        headers: { 'content-type': 'application/json', ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
+        payload: JSON.stringify(body),
+      });
+      return { status: res.statusCode, body: res.json<SubmitAnswer>() };
+    },
+    stopWorker,
+    async stop() {
+      await stopWorker();
+      await api.close();
+      await connection.close();
+      await pool.end();
+    },
+  };
+}
+
+export function uniqueId(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/** Awaits a condition (re-checked every 50 ms) instead of sleeping a guessed time. */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // One real Temporal dev server and one real PostgreSQL for the whole run (test/setup/global-setup.ts).
+    globalSetup: ['test/setup/global-setup.ts'],
+    pool: 'forks',
+    // The crash tests kill processes and stop the database; files run one at a time so timings stay honest.
+    fileParallelism: false,
+    testTimeout: 90_000,
+    hookTimeout: 180_000,
+  },
+});
