@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+
+let keel: TestKeel;
+let secured: TestKeel;
+const ADMIN = 'admin-token-0123456789';
+const SCOPED = 'scoped-token-0123456789';
+
+beforeAll(async () => {
+  keel = await startTestKeel();
+  secured = await startTestKeel({ tokens: new Map([[ADMIN, '*'], [SCOPED, 'agent-one']]) });
+});
+afterAll(async () => {
+  await keel?.stop();
+  await secured?.stop();
+});
+
+interface ErrorBody {
+  error: { code: string; message: string; details?: unknown };
+}
+
+async function send(k: TestKeel, method: 'GET' | 'POST' | 'PUT', url: string, opts: { payload?: string; token?: string; contentType?: string } = {}) {
+  const res = await k.api.inject({
+    method,
+    url,
+    headers: {
+      ...(opts.payload !== undefined ? { 'content-type': opts.contentType ?? 'application/json' } : {}),
+      ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+    },
+    ...(opts.payload !== undefined ? { payload: opts.payload } : {}),
+  });
+  return { status: res.statusCode, body: res.json<ErrorBody & Record<string, unknown>>() };
+}
+
+const messages = (a = uniqueId('a'), c = uniqueId('c')) => `/v1/agents/${a}/conversations/${c}/messages`;
+
+describe('bad input gets the error shape and the right status, and loses nothing', () => {
+  it('malformed JSON → 400 invalid_json', async () => {
+    const res = await send(keel, 'POST', messages(), { payload: '{"text": "hel' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_json');
+    expect(res.body.error.message).toMatch(/JSON/);
+  });
+
+  it('a missing text → 400 naming the field', async () => {
+    const res = await send(keel, 'POST', messages(), { payload: '{"author":"x"}' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.message).toMatch(/text/);
+  });
+
+  it('a 33 KiB text → 413 text_too_large', async () => {
+    const res = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'x'.repeat(33 * 1024) }) });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('text_too_large');
+  });
+
+  it('a body over 1 MiB → 413 body_too_large', async () => {
+    const res = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'hi', author: 'y'.repeat(1024 * 1024 + 10) }) });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('body_too_large');
+  });
+
+  it('an unknown mode → 400', async () => {
+    const res = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'hi', mode: 'shout' }) });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.message).toMatch(/mode/);
+  });
+
+  it('an invalid delivery, an invalid path id and an out-of-range wait → 400', async () => {
+    const badDelivery = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'hi', delivery: { channel: 'webhook', url: 'ftp://x' } }) });
+    expect(badDelivery.status).toBe(400);
+    const badId = await send(keel, 'POST', '/v1/agents/a%20b/conversations/c/messages', { payload: JSON.stringify({ text: 'hi' }) });
+    expect(badId.status).toBe(400);
+    const badWait = await send(keel, 'POST', `${messages()}?wait=500`, { payload: JSON.stringify({ text: 'hi' }) });
+    expect(badWait.status).toBe(400);
+  });
+
+  it('refused requests start no conversation', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await send(keel, 'POST', messages(a, c), { payload: JSON.stringify({ text: '' }) });
+    await send(keel, 'POST', messages(a, c), { payload: JSON.stringify({ text: 'x'.repeat(40_000) }) });
+    const res = await send(keel, 'GET', `/v1/agents/${a}/conversations/${c}`);
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('not_found');
+  });
+
+  it('an unknown route → 404 in the error shape', async () => {
+    const res = await send(keel, 'GET', '/v1/nothing-here');
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('not_found');
+  });
+});
+
+describe('auth', () => {
+  it('no token or a wrong token → 401', async () => {
+    expect((await send(secured, 'POST', messages('agent-one'), { payload: '{"text":"hi"}' })).status).toBe(401);
+    const wrong = await send(secured, 'POST', messages('agent-one'), { payload: '{"text":"hi"}', token: 'not-a-token' });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.error.code).toBe('unauthorized');
+  });
+
+  it('a token scoped to another agent → 404, as if the agent did not exist', async () => {
+    const res = await send(secured, 'POST', messages('agent-two'), { payload: '{"text":"hi"}', token: SCOPED });
+    expect(res.status).toBe(404);
+    expect((await send(secured, 'GET', '/v1/agents/agent-two', { token: SCOPED })).status).toBe(404);
+  });
+
+  it('a scoped token reaches its own agent, and * reaches every agent', async () => {
+    const own = await send(secured, 'POST', `${messages('agent-one')}?wait=30`, { payload: '{"text":"mine"}', token: SCOPED });
+    expect(own.status).toBe(200);
+    expect((own.body as unknown as { reply: { text: string } }).reply.text).toBe('echo: mine');
+    expect((await send(secured, 'GET', '/v1/agents/agent-two', { token: ADMIN })).status).toBe(200);
+  });
+
+  it('/healthz and the OpenAPI document need no token', async () => {
+    const health = await send(secured, 'GET', '/healthz');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ ok: true, postgres: true });
+    const docs = await send(secured, 'GET', '/docs/json');
+    expect(docs.status).toBe(200);
+    const paths = Object.keys((docs.body as unknown as { paths: Record<string, unknown> }).paths);
+    expect(paths).toEqual(
+      expect.arrayContaining(['/v1/agents/{agentId}', '/v1/agents/{agentId}/conversations/{conversationId}/messages', '/v1/agents/{agentId}/conversations/{conversationId}']),
+    );
+  });
+});
+
+describe('agents', () => {
+  it('PUT configures an agent and GET reads it back', async () => {
+    const a = uniqueId('agent');
+    const put = await send(keel, 'PUT', `/v1/agents/${a}`, {
+      payload: JSON.stringify({ name: 'Helper', systemPrompt: 'Be brief.', owner: { delivery: { channel: 'slack', target: 'U123ABC' } }, reflection: { enabled: true } }),
+    });
+    expect(put.status).toBe(200);
+    const got = await send(keel, 'GET', `/v1/agents/${a}`);
+    expect(got.body).toMatchObject({ agentId: a, name: 'Helper', systemPrompt: 'Be brief.', owner: { delivery: { channel: 'slack', target: 'U123ABC' } }, reflection: { enabled: true } });
+  });
+
+  it('an agent comes into being on first use, with defaults', async () => {
+    const a = uniqueId('agent');
+    const got = await send(keel, 'GET', `/v1/agents/${a}`);
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({ agentId: a, name: a, model: null, reflection: { enabled: false } });
+  });
+
+  it('PUT with an unknown field or a bad owner delivery → 400', async () => {
+    expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x', colour: 'red' }) })).status).toBe(400);
+    expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x', owner: { delivery: { channel: 'slack', target: '#general' } } }) })).status).toBe(400);
+  });
+});

@@ -1,0 +1,117 @@
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { migrate } from '../db/migrate';
+import { conversationWorkflowId } from '../domain/ids';
+import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-process';
+import { spawnTs, stopProcess } from '../scripts/processes';
+import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { freePort } from './support/ports';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+let hook: WebhookReceiver;
+afterAll(async () => hook?.close());
+
+/** What the running model call last reported in its heartbeat details (0 until it has streamed). */
+async function streamedChars(keel: TestKeel, workflowId: string): Promise<number> {
+  const { raw } = await keel.client.workflow.getHandle(workflowId).describe();
+  const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
+  return details ? defaultPayloadConverter.fromPayload<{ streamedChars: number }>(details).streamedChars : 0;
+}
+
+async function turnStatus(keel: TestKeel, turnId: string): Promise<string | undefined> {
+  const { rows } = await keel.pool.query<{ status: string }>('SELECT status FROM turns WHERE turn_id = $1', [turnId]);
+  return rows[0]?.status;
+}
+
+async function transcriptRoles(keel: TestKeel, conversationKey: string): Promise<string[]> {
+  const { rows } = await keel.pool.query<{ role: string }>('SELECT role FROM messages WHERE conversation_key = $1 ORDER BY seq', [conversationKey]);
+  return rows.map((r) => r.role);
+}
+
+function startWorkerProcess(keel: TestKeel, databaseUrl: string): ChildProcess {
+  const child = spawnTs(
+    'worker/main.ts',
+    {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      KEEL_TASK_QUEUE: keel.taskQueue,
+      KEEL_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      KEEL_MODEL: 'scripted',
+    },
+    ['ignore', 'ignore', 'inherit'],
+  );
+  cleanups.push(() => stopProcess(child));
+  return child;
+}
+
+describe('a crash mid-turn loses nothing and doubles nothing', () => {
+  it('kill -9 of the worker during a /delay 5000 turn: after a restart the turn completes and the webhook hears it once', async () => {
+    hook ??= await startWebhookReceiver();
+    const keel = await startTestKeel({ worker: false });
+    cleanups.push(() => keel.stop());
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+
+    const worker = startWorkerProcess(keel, inject('databaseUrl'));
+    const posted = await keel.post(a, c, { text: '/delay 5000 survived the crash', delivery: { channel: 'webhook', url: hook.url } });
+    expect(posted.status).toBe(202);
+    await eventually(async () => (await streamedChars(keel, key)) > 0, 60_000, 'the model call to be streaming');
+
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+    expect(await turnStatus(keel, posted.body.turnId)).toBe('running');
+
+    startWorkerProcess(keel, inject('databaseUrl'));
+    await eventually(async () => (await turnStatus(keel, posted.body.turnId)) === 'replied', 90_000, 'the turn to be replied');
+
+    const mine = hook.received.filter((r) => (r.body as { conversationId?: string }).conversationId === c);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.body).toMatchObject({ text: 'echo: survived the crash', turnId: posted.body.turnId });
+    expect(await transcriptRoles(keel, key)).toEqual(['user', 'assistant', 'tool']);
+    const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM turns WHERE conversation_key = $1', [key]);
+    expect(Number(rows[0]!.n)).toBe(1);
+  });
+
+  it('PostgreSQL stopped during a turn and started again 10 s later: the turn completes, nothing lost or doubled', async () => {
+    hook ??= await startWebhookReceiver();
+    const dataDir = path.join(inject('workDir'), `pg-outage-${uniqueId('x')}`);
+    const port = await freePort();
+    let pg: PostgresProcess = await startPostgresProcess({ dataDir, port });
+    cleanups.push(() => pg.stop());
+    await migrate(pg.url);
+    const keel = await startTestKeel({ databaseUrl: pg.url });
+    cleanups.push(() => keel.stop());
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+
+    const posted = await keel.post(a, c, { text: '/delay 3000 outlived the outage', delivery: { channel: 'webhook', url: hook.url } });
+    await eventually(async () => (await streamedChars(keel, key)) > 0, 30_000, 'the model call to be streaming');
+
+    await pg.stop();
+    // The outage itself: the scenario is a database that is gone for ten seconds.
+    await new Promise((r) => setTimeout(r, 10_000));
+    pg = await startPostgresProcess({ dataDir, port });
+
+    await eventually(async () => (await turnStatus(keel, posted.body.turnId).catch(() => undefined)) === 'replied', 90_000, 'the turn to be replied');
+    const mine = hook.received.filter((r) => (r.body as { conversationId?: string }).conversationId === c);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.body).toMatchObject({ text: 'echo: outlived the outage' });
+    expect(await transcriptRoles(keel, key)).toEqual(['user', 'assistant', 'tool']);
+    const { rows } = await keel.pool.query<{ n: string; d: string }>(
+      `SELECT (SELECT count(*) FROM turns WHERE conversation_key = $1) AS n, (SELECT count(*) FROM deliveries WHERE conversation_key = $1) AS d`,
+      [key],
+    );
+    expect(rows[0]).toEqual({ n: '1', d: '1' });
+    // And the conversation goes on.
+    const next = await keel.post(a, c, { text: 'still here?' }, { wait: 30 });
+    expect(next.body.reply?.text).toBe('echo: still here?');
+  });
+});
