@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conversationWorkflowId } from '../domain/ids';
+import { startDevServer, type DevServer } from '../scripts/dev-server';
+import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { freePort } from './support/ports';
+
+// A dev server of its own that suggests continue-as-new after 60 events, so a handful of turns cross runs.
+let server: DevServer;
+let keel: TestKeel;
+
+beforeAll(async () => {
+  server = await startDevServer({ port: await freePort(), stdio: 'ignore', extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60'] });
+  keel = await startTestKeel({ temporalAddress: server.address });
+});
+afterAll(async () => {
+  await keel?.stop();
+  await server?.stop();
+});
+
+async function runsOf(workflowId: string): Promise<string[]> {
+  const runs: string[] = [];
+  for await (const w of keel.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(w.runId);
+  return runs;
+}
+
+describe('continue-as-new', () => {
+  it('carries the queue across runs: messages accepted before and after it are all answered once, in order', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    const posts = [];
+    for (let i = 0; i < 12; i++) posts.push(await keel.post(a, c, { text: `m${i}`, messageId: `id-${i}` }));
+    // And a burst of concurrent messages while runs hand over to each other.
+    const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => keel.post(a, c, { text: `b${i}` })));
+    expect(burst.every((p) => p.status === 202)).toBe(true);
+    expect(posts.every((p) => p.status === 202)).toBe(true);
+    await eventually(
+      async () => {
+        const { rows } = await keel.pool.query<{ n: string }>(`SELECT count(*) AS n FROM turns WHERE conversation_key = $1 AND status = 'replied'`, [key]);
+        return Number(rows[0]!.n) === 22;
+      },
+      60_000,
+      '22 replies',
+    );
+    expect((await runsOf(key)).length).toBeGreaterThan(1);
+    const { rows } = await keel.pool.query<{ role: string; text: string }>(`SELECT role, text FROM messages WHERE conversation_key = $1 AND role IN ('user', 'assistant') ORDER BY seq`, [key]);
+    const texts = rows.map((r) => r.text);
+    // Each message is followed by its own reply, once.
+    for (let i = 0; i < texts.length; i += 2) expect(texts[i + 1]).toBe(`echo: ${texts[i]}`);
+    expect(texts.filter((_, i) => i % 2 === 0).slice(0, 12)).toEqual(Array.from({ length: 12 }, (_, i) => `m${i}`));
+    expect(texts.filter((_, i) => i % 2 === 0).slice(12).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
+  });
+
+  it('keeps messageId idempotency across runs', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    const first = await keel.post(a, c, { text: 'first', messageId: 'first' }, { wait: 30 });
+    for (let i = 0; i < 6; i++) await keel.post(a, c, { text: `filler ${i}` }, { wait: 30 });
+    expect((await runsOf(key)).length).toBeGreaterThan(1);
+    const again = await keel.post(a, c, { text: 'first', messageId: 'first' }, { wait: 30 });
+    expect(again.body.turnId).toBe(first.body.turnId);
+    expect(again.body.reply?.text).toBe('echo: first');
+    const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM turns WHERE conversation_key = $1', [key]);
+    expect(Number(rows[0]!.n)).toBe(7);
+  });
+});

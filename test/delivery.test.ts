@@ -1,0 +1,130 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deliveryActivities, type DeliverReplyInput } from '../activities/delivery/deliver-reply';
+import { noneTransport } from '../activities/delivery/none';
+import { slackTransport } from '../activities/delivery/slack';
+import { webhookTransport } from '../activities/delivery/webhook';
+import { acceptInbound, appendTranscriptTx } from '../db/conversations';
+import { conversationWorkflowId } from '../domain/ids';
+import { LIMITS } from '../domain/limits';
+import { startFakeSlack, type FakeSlack } from './support/fake-slack';
+import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+
+let keel: TestKeel;
+let slack: FakeSlack;
+
+beforeAll(async () => {
+  slack = await startFakeSlack();
+  keel = await startTestKeel({ transports: { slack: slackTransport({ token: 'xoxb-test', apiUrl: slack.url, owner: 'U0OWNER1' }) } });
+});
+afterAll(async () => {
+  await keel?.stop();
+  await slack?.close();
+});
+
+const receivers: WebhookReceiver[] = [];
+afterAll(async () => Promise.all(receivers.map((r) => r.close())));
+async function receiver(opts?: Parameters<typeof startWebhookReceiver>[0]): Promise<WebhookReceiver> {
+  const r = await startWebhookReceiver(opts);
+  receivers.push(r);
+  return r;
+}
+
+describe('reply delivery in a turn', () => {
+  it('signs webhook bodies with HMAC-SHA256 when a secret is set, with an idempotency key', async () => {
+    const hook = await receiver({ secret: 's3cret' });
+    const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'signed', delivery: { channel: 'webhook', url: hook.url, secret: 's3cret' } }, { wait: 30 });
+    expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 1 });
+    expect(hook.received).toHaveLength(1);
+    expect(hook.received[0]!.validSignature).toBe(true);
+    expect(hook.received[0]!.headers['idempotency-key']).toMatch(new RegExp(`/turn/${res.body.turnId}/reply/1$`));
+  });
+
+  it('retries a failing webhook with the same idempotency key and records the attempts', async () => {
+    const hook = await receiver({ failFirst: 2, failStatus: 503 });
+    const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'persist', delivery: { channel: 'webhook', url: hook.url } }, { wait: 60 });
+    expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 3 });
+    expect(hook.received.map((r) => r.status)).toEqual([503, 503, 200]);
+    expect(new Set(hook.received.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+    expect([...hook.byIdempotencyKey().values()]).toEqual([1]);
+  });
+
+  it('records dropped:http_404 when the target refuses for good, without retrying', async () => {
+    const hook = await receiver({ failFirst: 100, failStatus: 404 });
+    const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'nobody home', delivery: { channel: 'webhook', url: hook.url } }, { wait: 30 });
+    expect(res.body.status).toBe('replied');
+    expect(res.body.reply?.delivery).toEqual({ outcome: 'dropped:http_404', attempts: 1 });
+    expect(hook.received).toHaveLength(1);
+  });
+
+  it('delivers to Slack through the Web API, resolving the owner target', async () => {
+    const calls = slack.calls.length;
+    const toChannel = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'to the channel', delivery: { channel: 'slack', target: 'C0123ABCD' } }, { wait: 30 });
+    expect(toChannel.body.reply?.delivery.outcome).toBe('delivered');
+    const toOwner = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'to the owner', delivery: { channel: 'slack', target: 'owner' } }, { wait: 30 });
+    expect(toOwner.body.reply?.delivery.outcome).toBe('delivered');
+    expect(slack.calls.slice(calls).map((c) => [c.method, c.body.channel, c.body.text])).toEqual([
+      ['chat.postMessage', 'C0123ABCD', 'echo: to the channel'],
+      ['chat.postMessage', 'U0OWNER1', 'echo: to the owner'],
+    ]);
+  });
+
+  it('keeps a conversation’s delivery for later messages that name none', async () => {
+    const hook = await receiver();
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await keel.post(a, c, { text: 'one', delivery: { channel: 'webhook', url: hook.url } }, { wait: 30 });
+    const second = await keel.post(a, c, { text: 'two' }, { wait: 30 });
+    expect(second.body.reply?.delivery.outcome).toBe('delivered');
+    expect(hook.received.map((r) => (r.body as { text: string }).text)).toEqual(['echo: one', 'echo: two']);
+  });
+});
+
+describe('the delivery activity and the effects ledger', () => {
+  async function seedTurn(hookUrl: string): Promise<DeliverReplyInput> {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    const turnId = uniqueId('turn');
+    await acceptInbound(keel.pool, {
+      conversationKey: key,
+      agentId: a,
+      conversationId: c,
+      turnId,
+      startsTurn: true,
+      message: { messageId: 'm1', text: 'hi', mode: 'queue', delivery: { channel: 'webhook', url: hookUrl } },
+    });
+    const replySeq = await appendTranscriptTx(keel.pool, key, turnId, [{ role: 'assistant', content: [{ type: 'text', text: 'hello' }], text: '', origin: 'test' }]);
+    return { conversationKey: key, agentId: a, conversationId: c, turnId, replySeq, text: 'hello', effectKey: `${key}/turn/${turnId}/reply/1` };
+  }
+
+  const quiet = { logger: new DefaultLogger('ERROR') };
+  const activities = () => deliveryActivities({ pool: keel.pool, transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) } });
+
+  it('never sends a settled effect twice: a retried or replayed delivery answers from the ledger', async () => {
+    const hook = await receiver();
+    const input = await seedTurn(hook.url);
+    const env = new MockActivityEnvironment();
+    const first = await env.run(activities().deliverReply, input);
+    const again = await env.run(activities().deliverReply, input);
+    expect(first).toEqual({ outcome: 'delivered', attempts: 1 });
+    expect(again).toEqual(first);
+    expect(hook.received).toHaveLength(1);
+  });
+
+  it(`records error:<why> after ${LIMITS.deliveryAttempts} failed send attempts, and stops sending`, async () => {
+    const hook = await receiver({ failFirst: 1000, failStatus: 503 });
+    const input = await seedTurn(hook.url);
+    for (let attempt = 1; attempt < LIMITS.deliveryAttempts; attempt++) {
+      await expect(new MockActivityEnvironment({ attempt }, quiet).run(activities().deliverReply, input)).rejects.toThrow(/failed: http_503/);
+    }
+    const last = await new MockActivityEnvironment({ attempt: LIMITS.deliveryAttempts }, quiet).run(activities().deliverReply, input);
+    expect(last).toEqual({ outcome: 'error:http_503', attempts: LIMITS.deliveryAttempts });
+    expect(await new MockActivityEnvironment().run(activities().deliverReply, input)).toEqual(last);
+    expect(hook.received).toHaveLength(LIMITS.deliveryAttempts);
+    const { rows } = await keel.pool.query<{ outcome: string; attempts: number; last_error: string }>('SELECT outcome, attempts, last_error FROM deliveries WHERE effect_key = $1', [
+      input.effectKey,
+    ]);
+    expect(rows[0]).toEqual({ outcome: 'error:http_503', attempts: LIMITS.deliveryAttempts, last_error: 'http_503' });
+  });
+});

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { CHANNEL_TOOL_NAMES, defineTool, registerTool, replyTool, skipTool, toolDefinitions, toolSpec } from '../../domain/tools';
+
+describe('toolDefinitions', () => {
+  it('gives Anthropic-shaped definitions for the channel tools, in order', () => {
+    const defs = toolDefinitions(CHANNEL_TOOL_NAMES);
+    expect(defs.map((d) => d.name)).toEqual(['reply', 'skip']);
+    for (const d of defs) {
+      expect(Object.keys(d).sort()).toEqual(['description', 'input_schema', 'name']);
+      expect(d.description.length).toBeGreaterThan(0);
+      expect(d.input_schema.type).toBe('object');
+      expect(d.input_schema).not.toHaveProperty('$schema');
+    }
+  });
+
+  it('describes the reply tool input: a required, non-empty text', () => {
+    const [reply] = toolDefinitions(['reply']);
+    expect(reply?.description).toBe(replyTool.description);
+    expect(reply?.input_schema).toMatchObject({
+      type: 'object',
+      properties: { text: { type: 'string', minLength: 1, description: 'The message the user will read.' } },
+      required: ['text'],
+    });
+  });
+
+  it('describes the skip tool input: an optional reason', () => {
+    const [skip] = toolDefinitions(['skip']);
+    expect(skip?.description).toBe(skipTool.description);
+    expect(skip?.input_schema).toMatchObject({ type: 'object', properties: { reason: { type: 'string' } } });
+    expect((skip?.input_schema.required as string[] | undefined) ?? []).not.toContain('reason');
+  });
+
+  it('gives the same definitions every time', () => {
+    expect(toolDefinitions(['reply', 'skip'])).toEqual(toolDefinitions(['reply', 'skip']));
+  });
+
+  it('gives nothing for no names', () => {
+    expect(toolDefinitions([])).toEqual([]);
+  });
+
+  it('throws on an unknown name', () => {
+    expect(() => toolDefinitions(['reply', 'launch_missiles'])).toThrow('unknown tool launch_missiles');
+  });
+});
+
+describe('registerTool', () => {
+  it('refuses a second tool of the same name', () => {
+    expect(() => registerTool(replyTool)).toThrow('tool reply is registered twice');
+    const impostor = defineTool({ name: 'skip', description: 'not the real skip', input: z.object({}), endsTurn: false });
+    expect(() => registerTool(impostor)).toThrow(/registered twice/);
+    expect(toolSpec('skip')).toBe(skipTool);
+  });
+
+  it('adds a new tool that toolDefinitions then describes', () => {
+    const spec = defineTool({
+      name: 'test_lookup_weather',
+      description: 'Look up the weather.',
+      input: z.object({ city: z.string(), days: z.number().int().optional() }),
+      endsTurn: false,
+    });
+    expect(toolSpec(spec.name)).toBeUndefined();
+    registerTool(spec);
+    expect(toolSpec(spec.name)).toBe(spec);
+    const [def] = toolDefinitions([spec.name]);
+    expect(def).toMatchObject({
+      name: 'test_lookup_weather',
+      description: 'Look up the weather.',
+      input_schema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+    });
+    expect(def?.input_schema).not.toHaveProperty('$schema');
+    expect(() => registerTool(spec)).toThrow(/registered twice/);
+  });
+});
