@@ -42,7 +42,7 @@ export function conversationActivities({ pool }: { pool: Pool }) {
     },
 
     /** Puts the turn's message into the transcript and marks the turn running; returns the transcript's last seq. */
-    async startTurn(input: { conversationKey: string; turnId: string; messageIds: string[] }): Promise<number> {
+    startTurn: async (input: { conversationKey: string; turnId: string; messageIds: string[] }): Promise<number> => {
       return inTransaction(pool, async (db) => {
         const seq = await appendTranscript(db, input.conversationKey, input.turnId, await userEntries(db, input.conversationKey, input.messageIds));
         await markTurnRunning(db, input.turnId);
@@ -51,7 +51,7 @@ export function conversationActivities({ pool }: { pool: Pool }) {
     },
 
     /** Appends tool results and steered messages between two model calls; returns the last seq. */
-    async appendToTranscript(input: AppendInput): Promise<number> {
+    appendToTranscript: async (input: AppendInput): Promise<number> => {
       return inTransaction(pool, async (db) => {
         const steered = input.steered ?? [];
         await joinTurn(db, input.conversationKey, input.turnId, steered);
@@ -65,7 +65,7 @@ export function conversationActivities({ pool }: { pool: Pool }) {
     },
 
     /** Commits how the turn ended (with its last tool results) before anyone is told. */
-    async finishTurn(input: { conversationKey: string; turnId: string; end: TurnEnd; modelCalls: number; toolResults?: ToolResults }): Promise<void> {
+    finishTurn: async (input: { conversationKey: string; turnId: string; end: TurnEnd; modelCalls: number; toolResults?: ToolResults }): Promise<void> => {
       const entries = input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : [];
       // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
       if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));

@@ -37,7 +37,7 @@ export function deliveryActivities({ pool, transports }: { pool: Pool; transport
      * ledger, so neither a retry nor a replay sends twice. Send attempts are counted in the ledger, not by
      * Temporal, so that a database outage does not use them up.
      */
-    async deliverReply(input: DeliverReplyInput): Promise<DeliveryReport> {
+    deliverReply: async (input: DeliverReplyInput): Promise<DeliveryReport> => {
       await setMessageText(pool, input.conversationKey, input.replySeq, input.text);
       const turn = await getTurn(pool, input.conversationKey, input.turnId);
       if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, 'KeelTurnMissing');

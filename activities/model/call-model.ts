@@ -43,7 +43,7 @@ export function modelActivities(deps: ModelDeps) {
   const { pool, provider } = deps;
   return {
     /** Calls the model once and appends its answer to the transcript. */
-    async callModel(input: CallModelInput): Promise<ModelStep> {
+    callModel: async (input: CallModelInput): Promise<ModelStep> => {
       const origin = transcriptOrigin.modelCall(input.turnId, input.callIndex);
       // Commit before completion: if an earlier attempt already committed this call, return it, never call twice.
       const committed = await findByOrigin(pool, input.conversationKey, origin);
