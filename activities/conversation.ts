@@ -37,7 +37,7 @@ export interface AppendInput {
 export function conversationActivities({ pool }: { pool: Pool }) {
   return {
     /** Records an inbound message once per messageId (the idempotency of submission lives here). */
-    async acceptMessage(input: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> {
+    acceptMessage: async (input: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> => {
       return acceptInbound(pool, input);
     },
 
