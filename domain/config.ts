@@ -62,15 +62,19 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
 export function parseTokens(raw: string | undefined): Map<string, string> | undefined {
   if (!raw) return undefined;
   const tokens = new Map<string, string>();
-  for (const pair of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+  const pairs = raw.split(',').map((p) => p.trim()).filter(Boolean);
+  pairs.forEach((pair, i) => {
     const eq = pair.lastIndexOf('=');
-    if (eq <= 0 || eq === pair.length - 1) throw new Error(`KEEL_API_TOKENS: "${pair.slice(0, 4)}…" is not token=agentId`);
-    tokens.set(pair.slice(0, eq), pair.slice(eq + 1));
-  }
+    const token = pair.slice(0, Math.max(eq, 0)).trim();
+    const agent = pair.slice(eq + 1).trim();
+    // The message never quotes the pair: it holds a secret.
+    if (eq < 0 || !token || !agent) throw new Error(`KEEL_API_TOKENS: pair ${i + 1} is not token=agentId`);
+    tokens.set(token, agent);
+  });
   return tokens;
 }
 
 /** Loopback hosts: the only ones the API may bind to without tokens. */
 export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }

@@ -12,12 +12,16 @@ export function utf8Bytes(text: string): number {
     const c = text.charCodeAt(i);
     if (c < 0x80) bytes += 1;
     else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+    else if (c >= 0xd800 && c <= 0xdbff && isLowSurrogate(text.charCodeAt(i + 1))) {
       bytes += 4;
       i++;
-    } else bytes += 3;
+    } else bytes += 3; // BMP characters, and lone surrogates (encoded as U+FFFD)
   }
   return bytes;
+}
+
+function isLowSurrogate(c: number): boolean {
+  return c >= 0xdc00 && c <= 0xdfff;
 }
 
 /** zod issue param that the API maps to 413 text_too_large instead of 400. */

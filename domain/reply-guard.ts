@@ -23,7 +23,8 @@ const TOOL_SYNTAX_PREFIXES = ['{', '[', '(', '<system-reminder>', '<path>'];
 export type GuardVerdict = { ok: true } | { ok: false; rule: 'tool_syntax' | 'secret'; detail: string };
 
 export function checkReply(text: string): GuardVerdict {
-  const trimmed = text.trim();
+  // Zero-width and byte-order characters are invisible: they must not hide a leading "{" from the check.
+  const trimmed = text.replace(/[\u200B-\u200D\u2060\uFEFF]/g, '').trim();
   if (trimmed.length === 0) return { ok: false, rule: 'tool_syntax', detail: 'the reply is empty' };
   const lower = trimmed.toLowerCase();
   if (TOOL_SYNTAX_PREFIXES.some((p) => lower.startsWith(p))) {
@@ -56,12 +57,17 @@ function* decodedForms(text: string): Generator<Form> {
   yield { how: 'raw', text };
   const url = urlDecode(text);
   if (url !== text) yield { how: 'url', text: url };
+  // A run may begin with characters that are not part of the encoded secret (a URL path, say), so every
+  // alignment of the run is decoded: four for base64's 6-bit groups, two for hex digits.
   for (const run of text.match(/[A-Za-z0-9+/_-]{24,}={0,2}/g) ?? []) {
-    const decoded = base64Decode(run);
-    if (decoded) yield { how: 'base64', text: decoded };
+    for (let offset = 0; offset < 4; offset++) {
+      const decoded = base64Decode(run.slice(offset));
+      if (decoded) yield { how: 'base64', text: decoded };
+    }
   }
-  for (const run of text.match(/(?:[0-9a-fA-F]{2}){20,}/g) ?? []) {
+  for (const run of text.match(/[0-9a-fA-F]{40,}/g) ?? []) {
     yield { how: 'hex', text: hexDecode(run) };
+    yield { how: 'hex', text: hexDecode(run.slice(1)) };
   }
 }
 
@@ -78,8 +84,9 @@ const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 
 /** Standard and URL-safe base64 to a byte string; undefined when the run is not base64. */
 export function base64Decode(run: string): string | undefined {
-  const clean = run.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '');
-  if (clean.length % 4 === 1) return undefined;
+  let clean = run.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '');
+  // A single trailing character holds too few bits for a byte: it is dropped, not an error.
+  if (clean.length % 4 === 1) clean = clean.slice(0, -1);
   let bits = 0;
   let value = 0;
   let out = '';

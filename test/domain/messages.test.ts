@@ -26,7 +26,7 @@ describe('utf8Bytes', () => {
   // surrogate is counted as a 4-byte pair without checking that the next unit is a low surrogate (0xdc00–0xdfff),
   // and the next unit is skipped. '\ud800\ud800' → expected 6 (each lone surrogate encodes as U+FFFD, 3 bytes),
   // actual 4; '\ud800€' → expected 6, actual 4; '\ud800é' → expected 5, actual 4.
-  it.fails.each([
+  it.each([
     ['two lone high surrogates', '\ud800\ud800'],
     ['a lone high surrogate before a 3-byte character', '\ud800€'],
     ['a lone high surrogate before a 2-byte character', '\ud800é'],
@@ -85,7 +85,7 @@ describe('SubmitMessageBody', () => {
   // BUG (domain/messages.ts, utf8Bytes; see above): lone high surrogates in pairs are counted 4 bytes per pair
   // instead of 6, so a text that is 49152 bytes once encoded (16384 × '\ud800') passes the 32 KiB limit.
   // Expected: refused with text_too_large; actual: accepted.
-  it.fails('refuses a text of lone surrogates that is over 32 KiB once encoded', () => {
+  it('refuses a text of lone surrogates that is over 32 KiB once encoded', () => {
     const text = '\ud800'.repeat(16384);
     expect(Buffer.byteLength(text, 'utf8')).toBe(49152);
     expect(SubmitMessageBody.safeParse({ text }).success).toBe(false);

@@ -142,7 +142,7 @@ describe('reply guard: secrets in encoded forms', () => {
   // BUG (domain/reply-guard.ts, decodedForms): the base64 run regex /[A-Za-z0-9+/_-]{24,}={0,2}/ is greedy and
   // not aligned, so path characters before the encoded secret ("x/" in ".../x/<base64>") are glued onto the run and
   // shift the 6-bit groups; the decoded text is garbage and the secret passes. Expected: blocked; actual: { ok: true }.
-  it.fails('blocks a base64 secret that follows a path segment in a URL', () => {
+  it('blocks a base64 secret that follows a path segment in a URL', () => {
     const encoded = b64(sample('github_token'));
     expect(blocked(checkReply(`Download it from https://paste.example/x/${encoded} now.`)).rule).toBe('secret');
   });
@@ -235,7 +235,10 @@ describe('base64Decode', () => {
   });
 
   it('refuses runs that are not base64', () => {
-    expect(base64Decode('abcde')).toBeUndefined();
     expect(base64Decode('abc!defg')).toBeUndefined();
+  });
+
+  it('drops a lone trailing character that holds less than a byte (runs are decoded at every alignment)', () => {
+    expect(base64Decode('abcde')).toBe(base64Decode('abcd'));
   });
 });
