@@ -1,4 +1,4 @@
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { ServiceError, WithStartWorkflowOperation, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
 import type { ConversationState, SubmitResult } from '../domain/conversation';
 import { conversationWorkflowId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
@@ -16,6 +16,7 @@ export async function submitToConversation(
   agentId: string,
   conversationId: string,
   message: InboundMessage,
+  deadlineMs: number,
 ): Promise<SubmitResult> {
   const workflowId = conversationWorkflowId(agentId, conversationId);
   const start = new WithStartWorkflowOperation<typeof conversationWorkflow>('conversationWorkflow', {
@@ -32,10 +33,16 @@ export async function submitToConversation(
     staticSummary: `Conversation ${conversationId} of agent ${agentId}`,
   });
   try {
-    return await client.workflow.executeUpdateWithStart(submitMessage, { args: [message], updateId: `msg:${message.messageId}`, startWorkflowOperation: start });
+    // Bounded: with Temporal or every worker down the client gets a 503 to retry (the messageId keeps that safe).
+    return await client.withDeadline(Date.now() + deadlineMs, () =>
+      client.workflow.executeUpdateWithStart(submitMessage, { args: [message], updateId: `msg:${message.messageId}`, startWorkflowOperation: start }),
+    );
   } catch (err) {
     // The Update validator refused the message: the same rules as the API's own schema, so this is rare.
     if (err instanceof WorkflowUpdateFailedError) throw new ApiError(400, 'invalid_message', err.cause?.message ?? err.message);
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof ServiceError) {
+      throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not accept the message in time; retry with the same messageId');
+    }
     throw err;
   }
 }

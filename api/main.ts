@@ -1,15 +1,13 @@
 import { Client, Connection } from '@temporalio/client';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { isLoopbackHost, loadConfig } from '../domain/config';
+import { assertSafeBind, loadConfig } from '../domain/config';
 import { buildApi } from './server';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
-  if (!config.api.tokens && !isLoopbackHost(config.api.host)) {
-    throw new Error(`refusing to listen on ${config.api.host} without KEEL_API_TOKENS: without tokens the API binds to loopback only`);
-  }
+  assertSafeBind(config.api.host, config.api.tokens);
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
   const connection = await Connection.connect({ address: config.temporal.address });

@@ -17,6 +17,8 @@ export interface ApiDeps {
   taskQueue: string;
   tokens: Map<string, string> | undefined;
   logger?: boolean | { level: string };
+  /** How long a submission may wait for Temporal and a worker before the API answers 503. */
+  temporalDeadlineMs?: number;
 }
 
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
@@ -46,6 +48,6 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     return { ok: true, postgres };
   });
   await app.register(agentRoutes(deps.pool));
-  await app.register(conversationRoutes(deps));
+  await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   return app;
 }

@@ -78,3 +78,10 @@ export function parseTokens(raw: string | undefined): Map<string, string> | unde
 export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
+
+/** Without tokens the API is for development only: it may listen on loopback and nowhere else. */
+export function assertSafeBind(host: string, tokens: Map<string, string> | undefined): void {
+  if (!tokens && !isLoopbackHost(host)) {
+    throw new Error(`refusing to listen on ${host} without KEEL_API_TOKENS: without tokens the API binds to loopback only`);
+  }
+}

@@ -1,4 +1,7 @@
+import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApi } from '../api/server';
+import { freePort } from './support/ports';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 let keel: TestKeel;
@@ -148,5 +151,23 @@ describe('agents', () => {
   it('PUT with an unknown field or a bad owner delivery → 400', async () => {
     expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x', colour: 'red' }) })).status).toBe(400);
     expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x', owner: { delivery: { channel: 'slack', target: '#general' } } }) })).status).toBe(400);
+  });
+});
+
+describe('a dependency that is down', () => {
+  it('Temporal unreachable → 503 unavailable in the error shape, and the message is not recorded', async () => {
+    // A lazy connection to a port where nothing listens: what the API holds while Temporal is down.
+    const lazy = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
+    const api = await buildApi({ pool: keel.pool, temporal: new Client({ connection: lazy }), taskQueue: 'nowhere', tokens: undefined, temporalDeadlineMs: 2_000 });
+    try {
+      const [a, c] = [uniqueId('a'), uniqueId('c')];
+      const res = await api.inject({ method: 'POST', url: messages(a, c), headers: { 'content-type': 'application/json' }, payload: '{"text":"hello?"}' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json<ErrorBody>().error.code).toBe('unavailable');
+      const { rowCount } = await keel.pool.query('SELECT 1 FROM inbound_messages WHERE conversation_key = $1', [`conv:${a}:${c}`]);
+      expect(rowCount).toBe(0);
+    } finally {
+      await api.close();
+    }
   });
 });

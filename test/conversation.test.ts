@@ -3,6 +3,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueScriptedResponse } from '../db/scripted-responses';
 import { conversationWorkflowId } from '../domain/ids';
+import { LIMITS } from '../domain/limits';
 import { stateQuery } from '../workflows/conversation';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
@@ -120,13 +121,18 @@ describe('a conversation turn', () => {
 
   it('runs a queued message after the running turn, and says it was queued', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    const first = await keel.post(a, c, { text: '/delay 1500 first' });
+    const first = await keel.post(a, c, { text: '/delay 3000 first' });
     expect(first.body.status).toBe('accepted');
-    const second = await keel.post(a, c, { text: 'second' }, { wait: 30 });
-    expect(second.status).toBe(200);
-    expect(second.body.reply?.text).toBe('echo: second');
+    const second = await keel.post(a, c, { text: 'second' });
+    expect(second.body.status).toBe('queued');
+    const busy = await transcript(a, c);
+    expect(busy.state).toMatchObject({ busy: true, queued: 1 });
+    const done = await keel.post(a, c, { text: 'second', messageId: second.body.messageId }, { wait: 30 });
+    expect(done.status).toBe(200);
+    expect(done.body.reply?.text).toBe('echo: second');
+    expect((await transcript(a, c)).state).toMatchObject({ busy: false, queued: 0 });
     const t = await transcript(a, c);
-    expect(t.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual(['/delay 1500 first', 'second']);
+    expect(t.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual(['/delay 3000 first', 'second']);
   });
 
   it('steers a message into the running turn at its next model call', async () => {
@@ -164,6 +170,30 @@ describe('a conversation turn', () => {
     const t = await transcript(a, c);
     const partial = t.messages.find((m) => m.role === 'assistant' && m.turnId === first.body.turnId);
     expect(partial?.text).toMatch(/^echo: one.*\[interrupted\]$/);
+  });
+});
+
+describe('limits of a turn', () => {
+  it(`ends a turn that makes ${LIMITS.modelCallsPerTurn} model calls without replying`, async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT DO NOTHING', [a]);
+    await keel.pool.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3)', [key, a, c]);
+    for (let i = 0; i < LIMITS.modelCallsPerTurn + 1; i++) {
+      await queueScriptedResponse(keel.pool, key, {
+        content: [{ type: 'tool_use', id: `toolu_${i}`, name: 'keep_busy', input: {} }],
+        stopReason: 'tool_use',
+        usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      });
+    }
+    const res = await keel.post(a, c, { text: 'loop forever' }, { wait: 30 });
+    expect(res.body.status).toBe('error');
+    expect(res.body.error?.code).toBe('max_model_calls');
+    const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM model_calls WHERE conversation_key = $1', [key]);
+    expect(Number(rows[0]!.n)).toBe(LIMITS.modelCallsPerTurn);
+    // Every tool call got its answer, so the transcript stays valid for the next turn.
+    const next = await keel.post(a, c, { text: 'and now?' }, { wait: 30 });
+    expect(next.body.reply?.text).toBe('echo: and now?');
   });
 });
 

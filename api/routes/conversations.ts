@@ -13,7 +13,7 @@ import { ConversationParams, ConversationView, ErrorResponse, SubmitQuery, Submi
 
 const POLL_MS = 50;
 
-export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string }): FastifyPluginAsyncZod {
+export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string; temporalDeadlineMs: number }): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
   return async (app) => {
     app.post(
@@ -38,7 +38,7 @@ export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQue
           mode: body.mode ?? 'queue',
           ...(body.author ? { author: body.author } : {}),
           ...(body.delivery ? { delivery: body.delivery } : {}),
-        });
+        }, deps.temporalDeadlineMs);
         const waitMs = req.query.wait * 1000;
         const done = waitMs > 0 ? await waitForTurn(pool, conversationWorkflowId(agentId, conversationId), accepted.messageId, Date.now() + waitMs) : undefined;
         if (!done) return reply.status(202).send(acceptedView(accepted));

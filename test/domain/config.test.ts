@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, loadConfig, parseTokens } from '../../domain/config';
+import { assertSafeBind, isLoopbackHost, loadConfig, parseTokens } from '../../domain/config';
 
 describe('loadConfig: defaults', () => {
   const config = loadConfig({});
@@ -151,5 +151,13 @@ describe('isLoopbackHost', () => {
   // Expected: false; actual: true.
   it('a DNS name starting with "127." is not loopback', () => {
     expect(isLoopbackHost('127.attacker.example')).toBe(false);
+  });
+});
+
+describe('assertSafeBind', () => {
+  it('refuses a non-loopback host without tokens, and allows it with tokens', () => {
+    expect(() => assertSafeBind('0.0.0.0', undefined)).toThrow(/without KEEL_API_TOKENS/);
+    expect(() => assertSafeBind('127.0.0.1', undefined)).not.toThrow();
+    expect(() => assertSafeBind('0.0.0.0', new Map([['t', '*']]))).not.toThrow();
   });
 });
