@@ -1,5 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { migrate } from '../db/migrate';
 import { loadConfig } from '../domain/config';
 import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
@@ -21,6 +23,7 @@ async function main(): Promise<void> {
     stopping = true;
     console.log('\nkeel: stopping…');
     for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error(err));
+    console.log('keel: stopped.');
     process.exit(code);
   };
   // Ctrl-C reaches the whole process group; the children stop themselves, and this waits for them in order.
@@ -67,6 +70,8 @@ async function main(): Promise<void> {
     }
 
     const api = `http://${config.api.host}:${config.api.port}`;
+    // The banner promises that the first request works: wait for the API and for the worker's pollers.
+    await waitForReady(`${api}/healthz`, address, config.temporal.namespace, config.temporal.taskQueue, 120_000);
     console.log(
       [
         '',
@@ -85,6 +90,22 @@ async function main(): Promise<void> {
   } catch (err) {
     console.error('keel: start failed:', err instanceof Error ? err.message : err);
     await shutdown(1);
+  }
+}
+
+async function waitForReady(healthUrl: string, temporalAddress: string, namespace: string, taskQueue: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    for (;;) {
+      const apiUp = await fetch(healthUrl).then((r) => r.ok, () => false);
+      const { pollers } = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
+      if (apiUp && pollers.length > 0) return;
+      if (Date.now() > deadline) throw new Error(`the ${apiUp ? 'worker' : 'API'} did not become ready in ${timeoutMs / 1000} s`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await connection.close();
   }
 }
 

@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client, Connection } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../scripts/processes';
+import { freePort } from './support/ports';
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe('npm start', () => {
+  it('brings up Temporal, PostgreSQL, the worker and the API in one command; the README request answers; Ctrl-C stops all', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-start-'));
+    await chmod(dataDir, 0o755);
+    let temporalPort = await freePort();
+    while (!(await portIsFree(temporalPort + 1000))) temporalPort = await freePort();
+    const [apiPort, pgPort] = [await freePort(), await freePort()];
+    const child = spawn('npm', ['start'], {
+      cwd: REPO_ROOT,
+      detached: true, // its own process group, so the test can send Ctrl-C to all of it
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        KEEL_DATA_DIR: dataDir,
+        TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+        KEEL_API_PORT: String(apiPort),
+        KEEL_EMBEDDED_PG_PORT: String(pgPort),
+        KEEL_MODEL: '',
+        ANTHROPIC_API_KEY: '',
+        DATABASE_URL: '',
+        KEEL_LOG_LEVEL: 'warn',
+      },
+    });
+    const output: string[] = [];
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // stdout is shared by every process npm start runs: it closes only when all of them have exited.
+    const allClosed = new Promise<void>((resolve) => child.stdout.once('close', () => resolve()));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        createInterface({ input: child.stdout }).on('line', (line) => {
+          output.push(line);
+          if (line.startsWith('Keel is running.')) resolve();
+        });
+        void exited.then((code) => reject(new Error(`npm start exited (${code}):\n${output.join('\n')}`)));
+      });
+      expect(output.join('\n')).toMatch(/Model\s+scripted \(offline/);
+      expect(output.join('\n')).toContain(`http://127.0.0.1:${temporalPort + 1000}`);
+
+      const res = await fetch(`http://127.0.0.1:${apiPort}/v1/agents/a1/conversations/c1/messages?wait=30`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text: 'hello' }),
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { reply: { text: string } }).reply.text).toBe('echo: hello');
+
+      const ui = await fetch(`http://127.0.0.1:${temporalPort + 1000}/`);
+      expect(ui.status).toBe(200);
+      expect(await ui.text()).toMatch(/<html/i);
+      const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
+      const ids: string[] = [];
+      for await (const w of new Client({ connection }).workflow.list({ query: `WorkflowId = 'conv:a1:c1'` })) ids.push(w.workflowId);
+      await connection.close();
+      expect(ids).toEqual(['conv:a1:c1']);
+    } finally {
+      process.kill(-child.pid!, 'SIGINT');
+    }
+    await allClosed;
+    expect(output[output.length - 1]).toBe('keel: stopped.');
+    expect(await portOpen(apiPort)).toBe(false);
+    expect(await portOpen(temporalPort)).toBe(false);
+    expect(await portOpen(pgPort)).toBe(false);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+});
+
+async function portIsFree(port: number): Promise<boolean> {
+  return !(await portOpen(port));
+}
