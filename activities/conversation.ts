@@ -1,6 +1,7 @@
 import {
   acceptInbound,
   joinTurn,
+  openTurns,
   appendTranscript,
   finishTurn as commitTurnEnd,
   inboundTexts,
@@ -8,6 +9,7 @@ import {
   type AcceptInput,
   type NewTranscriptEntry,
 } from '../db/conversations';
+import { ApplicationFailure } from '@temporalio/common';
 import { inTransaction, type Pool } from '../db/pool';
 import type { QueuedMessage, TurnEnd } from '../domain/conversation';
 import { transcriptOrigin } from '../domain/ids';
@@ -38,7 +40,19 @@ export function conversationActivities({ pool }: { pool: Pool }) {
   return {
     /** Records an inbound message once per messageId (the idempotency of submission lives here). */
     acceptMessage: async (input: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> => {
-      return acceptInbound(pool, input);
+      try {
+        return await acceptInbound(pool, input);
+      } catch (err) {
+        // PostgreSQL refused the data itself (SQLSTATE class 22): retrying would hold the conversation forever.
+        const code = (err as { code?: unknown }).code;
+        if (typeof code === 'string' && code.startsWith('22')) throw ApplicationFailure.nonRetryable(`the message cannot be stored: ${(err as Error).message}`, 'KeelInvalidInput');
+        throw err;
+      }
+    },
+
+    /** Turns PostgreSQL has queued or running for the conversation, oldest first. */
+    openTurns: async (input: { conversationKey: string }): Promise<QueuedMessage[]> => {
+      return openTurns(pool, input.conversationKey);
     },
 
     /** Puts the turn's message into the transcript and marks the turn running; returns the transcript's last seq. */

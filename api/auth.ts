@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, notFound } from './errors';
 
@@ -16,20 +16,19 @@ declare module 'fastify' {
 export function registerAuth(app: FastifyInstance, tokens: Map<string, string> | undefined): void {
   app.decorateRequest('agentScope', '*');
   if (!tokens) return;
-  const entries = [...tokens.entries()].map(([token, agent]) => ({ token: Buffer.from(token), agent }));
+  // Tokens are compared as SHA-256 digests: equal length always, so the comparison reveals neither content nor length.
+  const digest = (t: string) => createHash('sha256').update(t).digest();
+  const entries = [...tokens.entries()].map(([token, agent]) => ({ token: digest(token), agent }));
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (path === '/healthz' || path === '/docs' || path.startsWith('/docs/')) return;
     const header = req.headers.authorization ?? '';
     const m = /^Bearer\s+(\S+)$/i.exec(header);
     if (!m?.[1]) throw new ApiError(401, 'unauthorized', 'missing bearer token');
-    const presented = Buffer.from(m[1]);
-    // Compare against every token in constant time, so timing says nothing about which token nearly matched.
+    const presented = digest(m[1]);
+    // Every token is compared, so timing says nothing about which one nearly matched.
     let agent: string | undefined;
-    for (const e of entries) {
-      const same = e.token.length === presented.length && timingSafeEqual(e.token, presented);
-      if (same) agent = e.agent;
-    }
+    for (const e of entries) if (timingSafeEqual(e.token, presented)) agent = e.agent;
     if (agent === undefined) throw new ApiError(401, 'unauthorized', 'unknown bearer token');
     req.agentScope = agent;
   });

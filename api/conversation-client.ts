@@ -1,4 +1,5 @@
-import { ServiceError, WithStartWorkflowOperation, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { isGrpcServiceError, ServiceError, WithStartWorkflowOperation, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { status } from '@grpc/grpc-js';
 import type { ConversationState, SubmitResult } from '../domain/conversation';
 import { conversationWorkflowId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
@@ -40,11 +41,19 @@ export async function submitToConversation(
   } catch (err) {
     // The Update validator refused the message: the same rules as the API's own schema, so this is rare.
     if (err instanceof WorkflowUpdateFailedError) throw new ApiError(400, 'invalid_message', err.cause?.message ?? err.message);
-    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof ServiceError) {
-      throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not accept the message in time; retry with the same messageId');
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (err instanceof ServiceError && isConnectionFailure(err))) {
+      throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not accept the message in time; retry with the same messageId', {
+        messageId: message.messageId,
+      });
     }
     throw err;
   }
+}
+
+/** Temporal could not be reached or did not answer in time, as opposed to refusing the request. */
+function isConnectionFailure(err: ServiceError): boolean {
+  const code = isGrpcServiceError(err.cause) ? err.cause.code : undefined;
+  return code === status.UNAVAILABLE || code === status.DEADLINE_EXCEEDED || code === status.CANCELLED || code === undefined;
 }
 
 /** The workflow's own view of the conversation, or undefined when no worker answers in time. */

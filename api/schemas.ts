@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Delivery } from '../domain/delivery';
 import { ID_PATTERN } from '../domain/limits';
+import { storableString } from '../domain/text';
 
 /** Shapes of the REST contract (API.md) that are not rules of the domain itself. */
 export const Id = z.string().regex(ID_PATTERN, '1–128 characters of [A-Za-z0-9._-]');
@@ -13,9 +14,9 @@ export const ErrorResponse = z.object({
 
 export const AgentBody = z
   .object({
-    name: z.string().min(1).max(200),
-    model: z.string().min(1).max(200).optional(),
-    systemPrompt: z.string().max(100_000).optional(),
+    name: storableString().min(1).max(200),
+    model: storableString().min(1).max(200).optional(),
+    systemPrompt: storableString().max(100_000).optional(),
     owner: z.object({ delivery: Delivery }).strict().optional(),
     reflection: z.object({ enabled: z.boolean() }).strict().optional(),
   })
@@ -43,7 +44,7 @@ export const SubmitResponse = z.object({
 });
 
 export const TranscriptQuery = z
-  .object({ afterSeq: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) })
+  .object({ afterSeq: z.coerce.number().int().min(0).max(2_147_483_647).default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) })
   .strict();
 
 export const ConversationView = z.object({

@@ -1,6 +1,6 @@
-import type { TurnEnd, TurnStatus } from '../domain/conversation';
+import type { QueuedMessage, TurnEnd, TurnStatus } from '../domain/conversation';
 import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/delivery';
-import type { InboundMessage } from '../domain/messages';
+import type { InboundMessage, MessageMode } from '../domain/messages';
 import type { ContentBlock } from '../domain/model';
 import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
 import { ensureAgent } from './agents';
@@ -40,7 +40,10 @@ export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnI
         a.conversationKey,
         m.messageId,
       ]);
-      return { turnId: existing.rows[0]!.turn_id, duplicate: true };
+      const turnId = existing.rows[0]!.turn_id;
+      // The same turnId means this is a retry of the very acceptance that committed (the activity's reply was lost):
+      // it is the same message, not a duplicate of an earlier one, and its turn must still be queued.
+      return { turnId, duplicate: turnId !== a.turnId };
     }
     // A message's delivery becomes the conversation's default for later messages that name none.
     const conv = await db.query<{ default_delivery: Delivery | null }>(
@@ -69,8 +72,8 @@ export interface NewTranscriptEntry {
 }
 
 /**
- * Appends entries to the transcript, each at most once per origin, and returns the last seq. The conversation
- * row is locked so that seq numbers are gapless and ordered.
+ * Appends entries to the transcript, each at most once per origin, and returns the seq of the last entry (or the
+ * conversation's last seq when there are none). The conversation row is locked so that seqs are gapless and ordered.
  */
 export async function appendTranscript(db: Queryable, conversationKey: string, turnId: string, entries: readonly NewTranscriptEntry[]): Promise<number> {
   const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [conversationKey]);
@@ -78,7 +81,7 @@ export async function appendTranscript(db: Queryable, conversationKey: string, t
   for (const e of entries) {
     const existing = await db.query<{ seq: number }>('SELECT seq FROM messages WHERE conversation_key = $1 AND origin = $2', [conversationKey, e.origin]);
     if (existing.rows[0]) {
-      last = Math.max(last, existing.rows[0].seq);
+      last = existing.rows[0].seq;
       continue;
     }
     const next = await db.query<{ last_seq: number }>('UPDATE conversations SET last_seq = last_seq + 1 WHERE key = $1 RETURNING last_seq', [conversationKey]);
@@ -119,6 +122,16 @@ export async function joinTurn(db: Queryable, conversationKey: string, turnId: s
   const ids = steered.map((m) => m.messageId);
   await db.query('UPDATE inbound_messages SET turn_id = $3 WHERE conversation_key = $1 AND message_id = ANY($2)', [conversationKey, ids, turnId]);
   await db.query(`DELETE FROM turns WHERE conversation_key = $1 AND turn_id = ANY($2) AND status = 'queued'`, [conversationKey, steered.map((m) => m.turnId)]);
+}
+
+export async function openTurns(db: Queryable, conversationKey: string): Promise<QueuedMessage[]> {
+  const { rows } = await db.query<{ turn_id: string; message_id: string; mode: MessageMode }>(
+    `SELECT t.turn_id, t.message_id, i.mode FROM turns t
+       JOIN inbound_messages i ON i.conversation_key = t.conversation_key AND i.message_id = t.message_id
+      WHERE t.conversation_key = $1 AND t.status IN ('queued', 'running') ORDER BY t.accepted_order`,
+    [conversationKey],
+  );
+  return rows.map((r) => ({ turnId: r.turn_id, messageId: r.message_id, mode: r.mode }));
 }
 
 /** The turn that answers a message (a steered message is answered by the turn it joined). */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { storableString } from './text';
 
 // A regex rather than z.url(): this schema also runs inside the workflow sandbox, which has no URL parser to rely on.
-const httpUrl = z
-  .string()
+const httpUrl = storableString()
   .max(2048)
   .regex(/^https?:\/\/[^\s/?#@]+(?::\d{1,5})?(?:[/?#]\S*)?$/i, 'must be an absolute http(s) URL');
 
@@ -11,7 +11,7 @@ export const SlackTarget = z.union([z.literal('owner'), z.string().regex(/^[CU][
 
 export const Delivery = z.discriminatedUnion('channel', [
   z.object({ channel: z.literal('none') }).strict(),
-  z.object({ channel: z.literal('webhook'), url: httpUrl, secret: z.string().min(1).max(512).optional() }).strict(),
+  z.object({ channel: z.literal('webhook'), url: httpUrl, secret: storableString().min(1).max(512).optional() }).strict(),
   z.object({ channel: z.literal('slack'), target: SlackTarget }).strict(),
 ]);
 export type Delivery = z.infer<typeof Delivery>;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Delivery } from './delivery';
 import { LIMITS } from './limits';
+import { storableString } from './text';
 
 export const MESSAGE_MODES = ['queue', 'steer', 'interrupt'] as const;
 export type MessageMode = (typeof MESSAGE_MODES)[number];
@@ -27,22 +28,21 @@ function isLowSurrogate(c: number): boolean {
 /** zod issue param that the API maps to 413 text_too_large instead of 400. */
 export const TEXT_TOO_LARGE = 'text_too_large';
 
-export const MessageText = z
-  .string()
+export const MessageText = storableString()
   .refine((t) => t.trim().length > 0, { message: 'text must not be empty' })
   .refine((t) => utf8Bytes(t) <= LIMITS.messageTextBytes, {
     message: `text must be at most ${LIMITS.messageTextBytes} UTF-8 bytes`,
     params: { keelCode: TEXT_TOO_LARGE },
   });
 
-export const MessageId = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+export const MessageId = storableString().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 /** The body of POST .../messages, and the argument of the `submitMessage` Update (after defaults). */
 export const SubmitMessageBody = z
   .object({
     text: MessageText,
     messageId: MessageId.optional(),
-    author: z.string().min(1).max(200).optional(),
+    author: storableString().min(1).max(200).optional(),
     mode: z.enum(MESSAGE_MODES).optional(),
     delivery: Delivery.optional(),
   })

@@ -23,8 +23,9 @@ const TOOL_SYNTAX_PREFIXES = ['{', '[', '(', '<system-reminder>', '<path>'];
 export type GuardVerdict = { ok: true } | { ok: false; rule: 'tool_syntax' | 'secret'; detail: string };
 
 export function checkReply(text: string): GuardVerdict {
-  // Zero-width and byte-order characters are invisible: they must not hide a leading "{" from the check.
-  const trimmed = text.replace(/[\u200B-\u200D\u2060\uFEFF]/g, '').trim();
+  // Zero-width and byte-order characters are invisible: they must hide neither a leading "{" nor a secret.
+  const visible = text.replace(/[\u200B-\u200D\u2060\uFEFF]/g, '');
+  const trimmed = visible.trim();
   if (trimmed.length === 0) return { ok: false, rule: 'tool_syntax', detail: 'the reply is empty' };
   const lower = trimmed.toLowerCase();
   if (TOOL_SYNTAX_PREFIXES.some((p) => lower.startsWith(p))) {
@@ -33,7 +34,7 @@ export function checkReply(text: string): GuardVerdict {
   if (lower.replace(/[^a-z]/g, '') === 'skip') {
     return { ok: false, rule: 'tool_syntax', detail: 'the reply is the word "skip"; call the skip tool instead' };
   }
-  for (const form of decodedForms(text)) {
+  for (const form of decodedForms(visible)) {
     for (const { name, pattern } of SECRET_PATTERNS) {
       if (pattern.test(form.text)) {
         return { ok: false, rule: 'secret', detail: `the reply contains what looks like a secret (${name}${form.how === 'raw' ? '' : `, ${form.how}-encoded`})` };

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { stopProcess } from './processes';
 import { ensureTemporalCli } from './temporal-cli';
 
 export interface DevServerOptions {
@@ -49,17 +50,14 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
   const address = `127.0.0.1:${o.port}`;
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`temporal dev server exited early (code ${code})`))));
   exited.catch(() => undefined);
-  await Promise.race([waitForTemporal(address, 60_000), exited]);
-  return {
-    address,
-    process: child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+  const stop = () => stopProcess(child, 15_000);
+  try {
+    await Promise.race([waitForTemporal(address, 60_000), exited]);
+  } catch (err) {
+    await stop(); // never leave a half-started server behind
+    throw err;
+  }
+  return { address, process: child, stop };
 }
 
 /** Resolves once the frontend answers and the namespace exists. */

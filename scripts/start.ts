@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { migrate } from '../db/migrate';
-import { loadConfig } from '../domain/config';
+import { isLoopbackHost, loadConfig } from '../domain/config';
 import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { spawnTs, stopProcess } from './processes';
@@ -38,6 +38,8 @@ async function main(): Promise<void> {
     if (await waitForTemporal(address, 1_000, config.temporal.namespace).then(() => true, () => false)) {
       console.log(`keel: using the Temporal server already at ${address}`);
       uiUrl = `(the UI of your Temporal server at ${address})`;
+    } else if (!isLoopbackHost(address.split(':')[0] ?? '')) {
+      throw new Error(`Temporal at ${address} does not answer; npm start runs a dev server only on this machine (unset TEMPORAL_ADDRESS for that)`);
     } else {
       console.log('keel: starting the Temporal dev server…');
       temporal = await startDevServer({ port, uiPort: port + 1000, dbFile: path.join(dataDir, 'temporal.db'), namespace: config.temporal.namespace });

@@ -73,16 +73,26 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
           return { messageId: message.messageId, turnId, status: 'accepted', duplicate: false };
         }
         if (current && message.mode === 'interrupt') {
-          queue.unshift(entry);
+          // Next in line, behind interrupts that came earlier.
+          const firstOther = queue.findIndex((q) => q.mode !== 'interrupt');
+          queue.splice(firstOther < 0 ? queue.length : firstOther, 0, entry);
           current.interrupted = true;
           current.modelCall?.cancel();
           return { messageId: message.messageId, turnId, status: 'queued', duplicate: false };
         }
-        queue.push(entry);
+        if (!queue.some((q) => q.turnId === turnId)) queue.push(entry);
         return { messageId: message.messageId, turnId, status: idle ? 'accepted' : 'queued', duplicate: false };
       }),
     { validator: assertValidInbound, description: 'Submit an inbound message; idempotent by messageId.' },
   );
+
+  if (!input.carried) {
+    // A run that did not inherit a queue (the first, or one started after a run was terminated) takes up the turns
+    // PostgreSQL still has open, oldest first, so that no accepted message is left unanswered.
+    const open = await store.openTurns({ conversationKey });
+    const known = new Set(queue.map((q) => q.turnId));
+    queue.unshift(...open.filter((t) => !known.has(t.turnId)));
+  }
 
   while (!workflowInfo().continueAsNewSuggested) {
     await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested);
@@ -153,7 +163,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     }
 
     async function finish(end: TurnEnd, toolResults: ToolResults | undefined): Promise<void> {
-      await store.finishTurn({ conversationKey, turnId: turn.turnId, end, modelCalls: ctx.callIndex, toolResults });
+      // Committed even when the workflow is being cancelled: the turn's end is the record users read.
+      await CancellationScope.nonCancellable(() => store.finishTurn({ conversationKey, turnId: turn.turnId, end, modelCalls: ctx.callIndex, toolResults }));
       if (lastOutcome !== end.status) {
         lastOutcome = end.status;
         upsertSearchAttributes([{ key: SA.outcome, value: end.status }]);
@@ -168,12 +179,15 @@ function interrupted(): TurnEnd {
 
 /** A model call that an interrupting message can cancel; a failure that retries cannot mend ends the turn. */
 async function callModel(turn: RunningTurn, input: Parameters<typeof model.callModel>[0]): Promise<Awaited<ReturnType<typeof model.callModel>> | { error: TurnEnd }> {
+  // An interrupt that arrived while the transcript was being written stops the turn before its next model call.
+  if (turn.interrupted) return { error: interrupted() };
   const scope = new CancellationScope();
   turn.modelCall = scope;
   try {
     return await scope.run(() => model.callModel(input));
   } catch (err) {
-    if (isCancellation(err)) return { error: interrupted() };
+    // Interrupted: whether the call acknowledged its cancellation or timed out doing so (a worker gone meanwhile).
+    if (turn.interrupted || isCancellation(err)) return { error: interrupted() };
     return { error: { status: 'error', error: turnErrorOf(err) } };
   } finally {
     turn.modelCall = undefined;

@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { getAgent } from '../../db/agents';
-import { appendTranscriptTx, findByOrigin, loadTranscript } from '../../db/conversations';
+import { appendTranscript, appendTranscriptTx, findByOrigin, loadTranscript } from '../../db/conversations';
 import { recordModelCall } from '../../db/model-calls';
-import type { Pool } from '../../db/pool';
+import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { FAILURE } from '../../domain/failures';
 import { transcriptOrigin } from '../../domain/ids';
 import { ModelRequestError, ModelRetryableError, ZERO_USAGE, type ModelProvider, type StopReason, type TextBlock, type ToolUseBlock } from '../../domain/model';
@@ -55,8 +55,8 @@ export function modelActivities(deps: ModelDeps) {
       let partial = '';
       const started = Date.now();
       const model = agent?.model ?? deps.defaultModel;
-      const record = (stopReason: string | null, usage = ZERO_USAGE, error?: string) =>
-        recordModelCall(pool, {
+      const record = (db: Queryable, stopReason: string | null, usage = ZERO_USAGE, error?: string) =>
+        recordModelCall(db, {
           conversationKey: input.conversationKey,
           turnId: input.turnId,
           callIndex: input.callIndex,
@@ -92,22 +92,26 @@ export function modelActivities(deps: ModelDeps) {
             sleep: (ms) => ctx.sleep(ms),
           },
         );
-        await record(res.stopReason, res.usage);
-        const seq = await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
-          { role: 'assistant', content: res.content, text: textOf(res.content), origin },
-        ]);
-        return { seq, stopReason: res.stopReason, content: res.content };
+        // The answer and its usage commit together; if another attempt committed first, its answer is the one.
+        const committed = await inTransaction(pool, async (db) => {
+          await appendTranscript(db, input.conversationKey, input.turnId, [{ role: 'assistant', content: res.content, text: textOf(res.content), origin }]);
+          await record(db, res.stopReason, res.usage);
+          return findByOrigin(db, input.conversationKey, origin);
+        });
+        return stepFrom(committed!.seq, committed!.content as ModelStep['content']);
       } catch (err) {
-        if (ctx.cancellationSignal.aborted) {
-          // Interrupted: keep what was streamed so far, as the assistant's partial answer.
+        if (ctx.cancellationDetails?.cancelRequested) {
+          // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
+          // the call's own origin, so that it can never be mistaken for a finished answer.
           if (partial) {
             await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
-              { role: 'assistant', content: [{ type: 'text', text: partial }], text: `${partial} [interrupted]`, origin },
+              { role: 'assistant', content: [{ type: 'text', text: partial }], text: `${partial} [interrupted]`, origin: `${origin}:partial` },
             ]);
           }
           throw new CancelledFailure('model call interrupted');
         }
-        await record(null, ZERO_USAGE, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+        // A worker shutting down or a heartbeat timeout also aborts the call: that attempt simply fails and is retried.
+        await record(pool, null, ZERO_USAGE, err instanceof Error ? err.message : String(err)).catch(() => undefined);
         throw toTemporalFailure(err);
       }
     },

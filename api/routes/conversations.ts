@@ -40,7 +40,8 @@ export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQue
           ...(body.delivery ? { delivery: body.delivery } : {}),
         }, deps.temporalDeadlineMs);
         const waitMs = req.query.wait * 1000;
-        const done = waitMs > 0 ? await waitForTurn(pool, conversationWorkflowId(agentId, conversationId), accepted.messageId, Date.now() + waitMs) : undefined;
+        const gone = () => req.raw.destroyed || reply.raw.destroyed;
+        const done = waitMs > 0 ? await waitForTurn(pool, conversationWorkflowId(agentId, conversationId), accepted.messageId, Date.now() + waitMs, gone) : undefined;
         if (!done) return reply.status(202).send(acceptedView(accepted));
         return reply.status(200).send(finishedView(accepted.messageId, done));
       },
@@ -85,12 +86,18 @@ function finishedView(messageId: string, t: TurnView & { status: FinishedTurnSta
 }
 
 /** Waits for the turn that answers the message (a steered message's turn may change while it waits). */
-async function waitForTurn(pool: Pool, conversationKey: string, messageId: string, deadline: number): Promise<(TurnView & { status: FinishedTurnStatus }) | undefined> {
+async function waitForTurn(
+  pool: Pool,
+  conversationKey: string,
+  messageId: string,
+  deadline: number,
+  clientGone: () => boolean,
+): Promise<(TurnView & { status: FinishedTurnStatus }) | undefined> {
   for (;;) {
     const turnId = await turnOfMessage(pool, conversationKey, messageId);
     const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
     if (turn && isFinished(turn)) return turn;
-    if (Date.now() >= deadline) return undefined;
+    if (Date.now() >= deadline || clientGone()) return undefined;
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }

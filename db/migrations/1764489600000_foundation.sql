@@ -37,6 +37,8 @@ CREATE TABLE inbound_messages (
 
 CREATE TABLE turns (
   turn_id           text PRIMARY KEY,
+  -- Order of acceptance, for taking up open turns in order after a run ended abnormally.
+  accepted_order    bigserial NOT NULL,
   conversation_key  text NOT NULL REFERENCES conversations(key),
   message_id        text NOT NULL,
   status            text NOT NULL CHECK (status IN ('queued', 'running', 'replied', 'skipped', 'error', 'interrupted')),
