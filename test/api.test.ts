@@ -80,6 +80,19 @@ describe('bad input gets the error shape and the right status, and loses nothing
     expect(badWait.status).toBe(400);
   });
 
+  it('a NUL character (which PostgreSQL cannot store) → 400, in a message and in an agent', async () => {
+    const msg = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'a\u0000b' }) });
+    expect(msg.status).toBe(400);
+    expect(msg.body.error.message).toMatch(/NUL/);
+    expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x\u0000' }) })).status).toBe(400);
+  });
+
+  it('a transcript query beyond the range of seq → 400, not 500', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await send(keel, 'POST', `${messages(a, c)}?wait=30`, { payload: '{"text":"hi"}' });
+    expect((await send(keel, 'GET', `/v1/agents/${a}/conversations/${c}?afterSeq=99999999999`)).status).toBe(400);
+  });
+
   it('refused requests start no conversation', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await send(keel, 'POST', messages(a, c), { payload: JSON.stringify({ text: '' }) });
@@ -164,6 +177,9 @@ describe('a dependency that is down', () => {
       const res = await api.inject({ method: 'POST', url: messages(a, c), headers: { 'content-type': 'application/json' }, payload: '{"text":"hello?"}' });
       expect(res.statusCode).toBe(503);
       expect(res.json<ErrorBody>().error.code).toBe('unavailable');
+      // The generated messageId comes back, so the client can retry without risking a second turn.
+      const details = res.json<ErrorBody>().error.details as { messageId?: unknown };
+      expect(typeof details.messageId).toBe('string');
       const { rowCount } = await keel.pool.query('SELECT 1 FROM inbound_messages WHERE conversation_key = $1', [`conv:${a}:${c}`]);
       expect(rowCount).toBe(0);
     } finally {

@@ -34,7 +34,7 @@ async function transcript(agentId: string, conversationId: string): Promise<Tran
 
 async function turnRows(conversationKey: string) {
   const { rows } = await keel.pool.query<{ turn_id: string; status: string; error: { code: string; message: string } | null }>(
-    'SELECT turn_id, status, error FROM turns WHERE conversation_key = $1 ORDER BY created_at',
+    'SELECT turn_id, status, error FROM turns WHERE conversation_key = $1 ORDER BY accepted_order',
     [conversationKey],
   );
   return rows;
@@ -170,6 +170,27 @@ describe('a conversation turn', () => {
     const t = await transcript(a, c);
     const partial = t.messages.find((m) => m.role === 'assistant' && m.turnId === first.body.turnId);
     expect(partial?.text).toMatch(/^echo: one.*\[interrupted\]$/);
+  });
+});
+
+describe('a run that ended abnormally', () => {
+  it('leaves no accepted message unanswered: the next run takes up the open turns, oldest first', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    const running = await keel.post(a, c, { text: '/delay 3000 was running' });
+    const queued = await keel.post(a, c, { text: 'was queued' });
+    expect(queued.body.status).toBe('queued');
+    await keel.client.workflow.getHandle(key).terminate('operator terminated the run');
+    const next = await keel.post(a, c, { text: 'after the terminate' }, { wait: 60 });
+    expect(next.body.reply?.text).toBe('echo: after the terminate');
+    const turns = await turnRows(key);
+    expect(turns.map((t) => [t.turn_id, t.status])).toEqual([
+      [running.body.turnId, 'replied'],
+      [queued.body.turnId, 'replied'],
+      [next.body.turnId, 'replied'],
+    ]);
+    const t = await transcript(a, c);
+    expect(t.messages.filter((m) => m.role === 'assistant').map((m) => m.text)).toEqual(['echo: was running', 'echo: was queued', 'echo: after the terminate']);
   });
 });
 

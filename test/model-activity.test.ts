@@ -1,0 +1,93 @@
+import { ActivityCancellationDetails, CancelledFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { modelActivities, type CallModelInput, type ModelStep } from '../activities/model/call-model';
+import { createScriptedProvider } from '../activities/model/scripted';
+import { acceptInbound, appendTranscriptTx } from '../db/conversations';
+import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
+import { CHANNEL_TOOL_NAMES } from '../domain/tools';
+import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+
+let keel: TestKeel;
+beforeAll(async () => {
+  keel = await startTestKeel({ worker: false });
+});
+afterAll(async () => keel?.stop());
+
+const quiet = { logger: new DefaultLogger('ERROR') };
+
+/** A conversation whose transcript holds one user message; returns the model call's input. */
+async function seed(text: string): Promise<CallModelInput> {
+  const [a, c] = [uniqueId('a'), uniqueId('c')];
+  const key = conversationWorkflowId(a, c);
+  const turnId = uniqueId('turn');
+  await acceptInbound(keel.pool, { conversationKey: key, agentId: a, conversationId: c, turnId, startsTurn: true, message: { messageId: 'm', text, mode: 'queue' } });
+  const throughSeq = await appendTranscriptTx(keel.pool, key, turnId, [{ role: 'user', content: [{ type: 'text', text }], text, origin: transcriptOrigin.userMessage('m') }]);
+  return { conversationKey: key, agentId: a, turnId, callIndex: 1, throughSeq, toolNames: CHANNEL_TOOL_NAMES };
+}
+
+const activities = () => modelActivities({ pool: keel.pool, provider: createScriptedProvider(keel.pool), defaultModel: 'scripted' });
+
+async function assistantRows(key: string) {
+  const { rows } = await keel.pool.query<{ origin: string; text: string }>(`SELECT origin, text FROM messages WHERE conversation_key = $1 AND role = 'assistant' ORDER BY seq`, [key]);
+  return rows;
+}
+
+/** Runs callModel and cancels it after its first streamed heartbeat, for the given reason. */
+async function cancelMidStream(input: CallModelInput, details: ActivityCancellationDetails): Promise<unknown> {
+  const env = new MockActivityEnvironment({ attempt: 1 }, quiet);
+  env.on('heartbeat', (d: { streamedChars?: number }) => {
+    if ((d.streamedChars ?? 0) > 0) env.cancel(details.workerShutdown ? 'WORKER_SHUTDOWN' : 'CANCELLED', details);
+  });
+  return env.run(activities().callModel, input).then(
+    () => new Error('the call finished although it was cancelled'),
+    (err: unknown) => err,
+  );
+}
+
+describe('the model activity', () => {
+  it('keeps an interrupted answer as partial text under an origin of its own, never as the finished call', async () => {
+    const input = await seed('/delay 2000 one two three four five six seven eight');
+    const err = await cancelMidStream(input, new ActivityCancellationDetails({ cancelRequested: true }));
+    expect(err).toBeInstanceOf(CancelledFailure);
+    const rows = await assistantRows(input.conversationKey);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.origin).toBe(`${transcriptOrigin.modelCall(input.turnId, 1)}:partial`);
+    expect(rows[0]!.text).toMatch(/^echo: .*\[interrupted\]$/);
+  });
+
+  it('keeps nothing when the worker shuts down mid-stream, and the retry gives the whole answer', async () => {
+    const input = await seed('/delay 1500 the whole answer, please');
+    await cancelMidStream(input, new ActivityCancellationDetails({ workerShutdown: true }));
+    expect(await assistantRows(input.conversationKey)).toEqual([]);
+    const retry: ModelStep = await new MockActivityEnvironment({ attempt: 2 }, quiet).run(activities().callModel, input);
+    expect(retry.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'reply', input: { text: 'echo: the whole answer, please' } })]);
+    expect(await assistantRows(input.conversationKey)).toHaveLength(1);
+  });
+
+  it('gives overlapping attempts of one call the same committed answer and one transcript row', async () => {
+    const input = await seed('/delay 300 only once');
+    const [first, second] = await Promise.all([
+      new MockActivityEnvironment({ attempt: 1 }, quiet).run(activities().callModel, input),
+      new MockActivityEnvironment({ attempt: 2 }, quiet).run(activities().callModel, input),
+    ]);
+    expect(second).toEqual(first);
+    expect(await assistantRows(input.conversationKey)).toHaveLength(1);
+    // A later attempt answers from the transcript without calling the model again.
+    const { rows: before } = await keel.pool.query('SELECT 1 FROM model_calls WHERE turn_id = $1', [input.turnId]);
+    expect(await new MockActivityEnvironment({ attempt: 3 }, quiet).run(activities().callModel, input)).toEqual(first);
+    const { rows: after } = await keel.pool.query('SELECT 1 FROM model_calls WHERE turn_id = $1', [input.turnId]);
+    expect(after.length).toBe(before.length);
+  });
+});
+
+describe('accepting a message', () => {
+  it('treats a retry of the same acceptance as the same message, and a second submission as a duplicate', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const base = { conversationKey: conversationWorkflowId(a, c), agentId: a, conversationId: c, startsTurn: true, message: { messageId: 'same', text: 'hi', mode: 'queue' as const } };
+    expect(await acceptInbound(keel.pool, { ...base, turnId: 't-1' })).toEqual({ turnId: 't-1', duplicate: false });
+    expect(await acceptInbound(keel.pool, { ...base, turnId: 't-1' })).toEqual({ turnId: 't-1', duplicate: false });
+    expect(await acceptInbound(keel.pool, { ...base, turnId: 't-2' })).toEqual({ turnId: 't-1', duplicate: true });
+  });
+});
