@@ -1,4 +1,3 @@
-import { defaultPayloadConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueScriptedResponse } from '../db/scripted-responses';
@@ -6,7 +5,7 @@ import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import { stateQuery } from '../workflows/conversation';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { inject } from 'vitest';
 
 let keel: TestKeel;
@@ -40,13 +39,6 @@ async function turnRows(conversationKey: string) {
   return rows;
 }
 
-/** What the running model call last reported in its heartbeat details. */
-async function streamedChars(workflowId: string): Promise<number> {
-  const { raw } = await keel.client.workflow.getHandle(workflowId).describe();
-  const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
-  if (!details) return 0;
-  return defaultPayloadConverter.fromPayload<{ streamedChars: number }>(details).streamedChars;
-}
 
 describe('a conversation turn', () => {
   it('answers a plain message with the scripted echo and runs as workflow conv:<agent>:<conversation>', async () => {
@@ -161,7 +153,7 @@ describe('a conversation turn', () => {
     const key = conversationWorkflowId(a, c);
     const first = await keel.post(a, c, { text: '/delay 6000 one two three four five six seven eight nine ten' });
     // Wait until the model call reports streamed text in its heartbeat.
-    await eventually(async () => (await streamedChars(key)) > 0, 10_000, 'streamed text');
+    await eventually(async () => (await streamedChars(keel, key)) > 0, 10_000, 'streamed text');
     const second = await keel.post(a, c, { text: 'stop', mode: 'interrupt' }, { wait: 30 });
     expect(second.body.reply?.text).toBe('echo: stop');
     const turns = await turnRows(key);

@@ -1,12 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../db/migrate';
 import { conversationWorkflowId } from '../domain/ids';
 import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-process';
 import { spawnTs, stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { freePort } from './support/ports';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -17,12 +16,6 @@ afterEach(async () => {
 let hook: WebhookReceiver;
 afterAll(async () => hook?.close());
 
-/** What the running model call last reported in its heartbeat details (0 until it has streamed). */
-async function streamedChars(keel: TestKeel, workflowId: string): Promise<number> {
-  const { raw } = await keel.client.workflow.getHandle(workflowId).describe();
-  const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
-  return details ? defaultPayloadConverter.fromPayload<{ streamedChars: number }>(details).streamedChars : 0;
-}
 
 async function turnStatus(keel: TestKeel, turnId: string): Promise<string | undefined> {
   const { rows } = await keel.pool.query<{ status: string }>('SELECT status FROM turns WHERE turn_id = $1', [turnId]);

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from './http';
 
 /**
  * A local stand-in for the Anthropic Messages API (`POST /v1/messages`), answering queued answers in order with
@@ -182,15 +183,6 @@ function splitText(text: string, parts: number): string[] {
   const chunks: string[] = [];
   for (let i = 0; i < chars.length; i += size) chunks.push(chars.slice(i, i + size).join(''));
   return chunks;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

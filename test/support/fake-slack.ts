@@ -1,5 +1,6 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from './http';
 
 export interface FakeSlackCall {
   /** The Web API method, e.g. `chat.postMessage`. */
@@ -20,15 +21,6 @@ export interface FakeSlack {
   /** Scripts the answers to the next calls, in order; once used up, calls get the default success. */
   enqueue(...answers: FakeSlackAnswer[]): void;
   close(): Promise<void>;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function parseBody(contentType: string | undefined, raw: string): Record<string, unknown> {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
@@ -126,4 +127,11 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** What the running model call last reported in its heartbeat details (0 until it has streamed). */
+export async function streamedChars(keel: TestKeel, workflowId: string): Promise<number> {
+  const { raw } = await keel.client.workflow.getHandle(workflowId).describe();
+  const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
+  return details ? defaultPayloadConverter.fromPayload<{ streamedChars: number }>(details).streamedChars : 0;
 }

@@ -1,7 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { signWebhookBody } from '../../activities/delivery/webhook';
+import { readBody } from './http';
 
 export interface ReceivedWebhook {
   path: string;
@@ -24,15 +25,6 @@ export interface WebhookReceiver {
   /** Resolves once `predicate(received)` holds; rejects after timeoutMs or on close. */
   waitFor(predicate: (received: ReceivedWebhook[]) => boolean, timeoutMs: number): Promise<void>;
   close(): Promise<void>;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function parseJson(raw: string): unknown {
