@@ -50,6 +50,20 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   let lastOutcome: string | undefined;
   // Messages are accepted one at a time, so the queue's order is the order of acceptance.
   const accepting = new Mutex();
+  // Every turn this run has queued, so that a turn reaches the queue once whichever path brings it (a message's
+  // acceptance, or open turns taken up from PostgreSQL) and however their results interleave.
+  const taken = new Set<string>(queue.map((q) => q.turnId));
+  const enqueue = (entry: QueuedMessage, at: 'back' | 'front' | 'after-interrupts'): boolean => {
+    if (taken.has(entry.turnId)) return false;
+    taken.add(entry.turnId);
+    if (at === 'back') queue.push(entry);
+    else if (at === 'front') queue.unshift(entry);
+    else {
+      const firstOther = queue.findIndex((q) => q.mode !== 'interrupt');
+      queue.splice(firstOther < 0 ? queue.length : firstOther, 0, entry);
+    }
+    return true;
+  };
 
   setHandler(stateQuery, () => ({
     busy: current !== undefined,
@@ -67,20 +81,21 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         const accepted = await store.acceptMessage({ conversationKey, agentId, conversationId, message, turnId, startsTurn: true });
         if (accepted.duplicate) return { messageId: message.messageId, turnId: accepted.turnId, status: 'accepted', duplicate: true };
         const entry: QueuedMessage = { messageId: message.messageId, turnId, mode: message.mode };
-        const idle = current === undefined && queue.length === 0;
-        if (current && message.mode === 'steer') {
+        // Its own turn may already be queued, taken up from PostgreSQL by a run that was just starting.
+        const idle = current === undefined && queue.every((q) => q.turnId === turnId);
+        if (current && message.mode === 'steer' && !taken.has(turnId)) {
+          taken.add(turnId);
           steered.push(entry);
           return { messageId: message.messageId, turnId, status: 'accepted', duplicate: false };
         }
         if (current && message.mode === 'interrupt') {
           // Next in line, behind interrupts that came earlier.
-          const firstOther = queue.findIndex((q) => q.mode !== 'interrupt');
-          queue.splice(firstOther < 0 ? queue.length : firstOther, 0, entry);
+          enqueue(entry, 'after-interrupts');
           current.interrupted = true;
           current.modelCall?.cancel();
           return { messageId: message.messageId, turnId, status: 'queued', duplicate: false };
         }
-        if (!queue.some((q) => q.turnId === turnId)) queue.push(entry);
+        enqueue(entry, 'back');
         return { messageId: message.messageId, turnId, status: idle ? 'accepted' : 'queued', duplicate: false };
       }),
     { validator: assertValidInbound, description: 'Submit an inbound message; idempotent by messageId.' },
@@ -90,8 +105,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     // A run that did not inherit a queue (the first, or one started after a run was terminated) takes up the turns
     // PostgreSQL still has open, oldest first, so that no accepted message is left unanswered.
     const open = await store.openTurns({ conversationKey });
-    const known = new Set(queue.map((q) => q.turnId));
-    queue.unshift(...open.filter((t) => !known.has(t.turnId)));
+    for (const t of open.reverse()) enqueue(t, 'front');
   }
 
   while (!workflowInfo().continueAsNewSuggested) {

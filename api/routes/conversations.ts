@@ -40,7 +40,13 @@ export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQue
           ...(body.delivery ? { delivery: body.delivery } : {}),
         }, deps.temporalDeadlineMs);
         const waitMs = req.query.wait * 1000;
-        const gone = () => req.raw.destroyed || reply.raw.destroyed;
+        // The response closing before it was written means the client hung up: stop waiting for it. (The request
+        // stream itself is destroyed as soon as its body has been read, so it says nothing about the client.)
+        let clientGone = false;
+        reply.raw.once('close', () => {
+          clientGone = !reply.raw.writableFinished;
+        });
+        const gone = () => clientGone;
         const done = waitMs > 0 ? await waitForTurn(pool, conversationWorkflowId(agentId, conversationId), accepted.messageId, Date.now() + waitMs, gone) : undefined;
         if (!done) return reply.status(202).send(acceptedView(accepted));
         return reply.status(200).send(finishedView(accepted.messageId, done));
