@@ -53,8 +53,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   // Every turn this run has queued, so that a turn reaches the queue once whichever path brings it (a message's
   // acceptance, or open turns taken up from PostgreSQL) and however their results interleave.
   const taken = new Set<string>(queue.map((q) => q.turnId));
-  const enqueue = (entry: QueuedMessage, at: 'back' | 'front' | 'after-interrupts'): boolean => {
-    if (taken.has(entry.turnId)) return false;
+  const enqueue = (entry: QueuedMessage, at: 'back' | 'front' | 'after-interrupts'): void => {
+    if (taken.has(entry.turnId)) return;
     taken.add(entry.turnId);
     if (at === 'back') queue.push(entry);
     else if (at === 'front') queue.unshift(entry);
@@ -62,7 +62,6 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       const firstOther = queue.findIndex((q) => q.mode !== 'interrupt');
       queue.splice(firstOther < 0 ? queue.length : firstOther, 0, entry);
     }
-    return true;
   };
 
   setHandler(stateQuery, () => ({
