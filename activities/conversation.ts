@@ -1,5 +1,6 @@
 import {
   acceptInbound,
+  createRetriggerTurn,
   joinTurn,
   openTurns,
   appendTranscript,
@@ -10,7 +11,9 @@ import {
   type NewTranscriptEntry,
 } from '../db/conversations';
 import { ApplicationFailure } from '@temporalio/common';
+import { admittedResults, markRelay } from '../db/delegation';
 import { inTransaction, type Pool } from '../db/pool';
+import { retriggerText } from '../domain/delegation';
 import type { QueuedMessage, TurnEnd } from '../domain/conversation';
 import { transcriptOrigin } from '../domain/ids';
 import type { ToolResultBlock } from '../domain/model';
@@ -51,9 +54,7 @@ export function conversationActivities({ pool }: { pool: Pool }) {
     },
 
     /** Turns PostgreSQL has queued or running for the conversation, oldest first. */
-    openTurns: async (input: { conversationKey: string }): Promise<QueuedMessage[]> => {
-      return openTurns(pool, input.conversationKey);
-    },
+    openTurns: async (input: { conversationKey: string }): Promise<QueuedMessage[]> => openTurns(pool, input.conversationKey),
 
     /** Puts the turn's message into the transcript and marks the turn running; returns the transcript's last seq. */
     startTurn: async (input: { conversationKey: string; turnId: string; messageIds: string[] }): Promise<number> => {
@@ -78,12 +79,32 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       });
     },
 
-    /** Commits how the turn ended (with its last tool results) before anyone is told. */
-    finishTurn: async (input: { conversationKey: string; turnId: string; end: TurnEnd; modelCalls: number; toolResults?: ToolResults }): Promise<void> => {
+    /** Opens a retrigger turn: its synthetic message lists the admitted results (text from their durable rows). */
+    startRetrigger: async (input: { conversationKey: string; turnId: string; delegateIds: string[] }): Promise<number> => {
+      return inTransaction(pool, async (db) => {
+        await createRetriggerTurn(db, input.conversationKey, input.turnId);
+        const text = retriggerText(await admittedResults(db, input.delegateIds));
+        return appendTranscript(db, input.conversationKey, input.turnId, [{ role: 'system', content: [{ type: 'text', text }], text, origin: `retrigger:${input.turnId}` }]);
+      });
+    },
+
+    /** Commits how the turn ended (with its last tool results) before anyone is told; a retrigger also records its relay. */
+    finishTurn: async (input: {
+      conversationKey: string;
+      turnId: string;
+      end: TurnEnd;
+      modelCalls: number;
+      toolResults?: ToolResults;
+      relayOf?: string[];
+    }): Promise<void> => {
       const entries = input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : [];
       // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
       if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));
       await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
+      if (input.relayOf?.length) {
+        const relayed = input.end.status === 'replied' && !/^(error|dropped):/.test(input.end.delivery);
+        await markRelay(pool, input.relayOf, relayed ? 'relayed' : 'relay_failed');
+      }
     },
   };
 }

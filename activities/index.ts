@@ -2,6 +2,7 @@ import type { Pool } from '../db/pool';
 import type { KeelConfig } from '../domain/config';
 import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
+import { delegationActivities } from './delegation';
 import { deliveryActivities, type Transports } from './delivery/deliver-reply';
 import { noneTransport } from './delivery/none';
 import { slackTransport } from './delivery/slack';
@@ -24,6 +25,7 @@ export function createActivities(deps: ActivityDeps) {
     ...conversationActivities(deps),
     ...modelActivities(deps),
     ...deliveryActivities(deps),
+    ...delegationActivities(deps),
   };
 }
 

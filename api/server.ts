@@ -10,6 +10,7 @@ import { registerAuth } from './auth';
 import { errorBody, handleError } from './errors';
 import { agentRoutes } from './routes/agents';
 import { conversationRoutes } from './routes/conversations';
+import { delegationRoutes } from './routes/delegation';
 
 export interface ApiDeps {
   pool: Pool;
@@ -49,5 +50,6 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   });
   await app.register(agentRoutes(deps.pool));
   await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
+  await app.register(delegationRoutes(deps));
   return app;
 }

@@ -140,6 +140,16 @@ export async function turnOfMessage(db: Queryable, conversationKey: string, mess
   return rows[0]?.turn_id;
 }
 
+/** A retrigger turn (relaying delegate results) has no inbound message; it replies where the conversation does. */
+export async function createRetriggerTurn(db: Queryable, conversationKey: string, turnId: string): Promise<void> {
+  await db.query(
+    `INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery, started_at)
+     SELECT $2, key, 'retrigger:' || $2, 'running', COALESCE(default_delivery, '{"channel":"none"}'::jsonb), now() FROM conversations WHERE key = $1
+     ON CONFLICT (turn_id) DO NOTHING`,
+    [conversationKey, turnId],
+  );
+}
+
 export async function markTurnRunning(db: Queryable, turnId: string): Promise<void> {
   await db.query(`UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now()) WHERE turn_id = $1 AND status IN ('queued', 'running')`, [turnId]);
 }

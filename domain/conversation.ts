@@ -34,6 +34,8 @@ export interface QueuedMessage {
   messageId: string;
   turnId: string;
   mode: MessageMode;
+  /** Set for a retrigger turn: the delegates whose admitted results it relays (no inbound message). */
+  retrigger?: string[];
 }
 
 /** Answer of the `state` query. */
@@ -52,5 +54,10 @@ export interface ConversationInput {
   carried?: {
     queue: QueuedMessage[];
     turnsCompleted: number;
+    liveDelegates: string[];
+    /** Admitted results waiting for their retrigger turn. */
+    pendingResults: string[];
+    /** Retrigger turns since the last user message. */
+    retriggers: number;
   };
 }

@@ -3,6 +3,10 @@ export function conversationWorkflowId(agentId: string, conversationId: string):
   return `conv:${agentId}:${conversationId}`;
 }
 
+export function delegateWorkflowId(agentId: string, delegateId: string): string {
+  return `delegate:${agentId}:${delegateId}`;
+}
+
 /** The key a conversation is stored under in PostgreSQL is its workflow id. */
 export type ConversationKey = string;
 

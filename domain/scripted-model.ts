@@ -1,3 +1,4 @@
+import { RETRIGGER_PREFIX, TASK_PREFIX } from './delegation';
 import type { ModelMessage, TextBlock, ToolResultBlock, ToolUseBlock } from './model';
 
 /**
@@ -29,6 +30,9 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
     content: [{ type: 'tool_use', id: toolId('reply'), name: 'reply', input: { text } }],
     delayMs,
   });
+  // A retrigger turn: relay each delegate's result, one line each.
+  const retrigger = lastRetrigger(messages);
+  if (retrigger !== undefined) return reply(`relay: ${retrigger}`);
   const m = /^\/(\w+)(?:\s+([\s\S]*))?$/.exec(command.trim());
   if (!m) return reply(`echo: ${command}`);
   const verb = m[1] ?? '';
@@ -73,6 +77,82 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
       return reply(`here is the key you asked for: ${FAKE_SECRET}`);
     default:
       return reply(`echo: ${command}`);
+  }
+}
+
+/** The results of a retrigger message when it is the latest thing the model was told, as `<id> <kind>: <result>` lines. */
+function lastRetrigger(messages: readonly ModelMessage[]): string | undefined {
+  const last = messages[messages.length - 1];
+  if (!last || last.role !== 'user') return undefined;
+  const texts = last.content.filter((b): b is TextBlock => b.type === 'text');
+  const text = texts[texts.length - 1]?.text ?? '';
+  if (!new RegExp(`^\\[note\\] \\d+ ${RETRIGGER_PREFIX}`).test(text)) return undefined;
+  const lines = [...text.matchAll(/--- delegate (\S+) \((\w+)[^)]*\) ---\n([^\n]*)/g)].map((m) => `${m[1]} ${m[2]}: ${m[3]}`);
+  return lines.join(' | ');
+}
+
+/**
+ * The scripted model as a delegate: the task's first line (or its description's) may carry a command.
+ *
+ *   plain task              → set_status outcome "done: <title>"
+ *   /delay <ms> <t>         → one slow call, then outcome "done: <t>"
+ *   /work <n> <ms> <t>      → n calls of <ms> each, reporting progress "step i of n", then outcome "done: <t>"
+ *   /fail <n> <t>           → the first n attempts of each model call fail retryably, then outcome
+ *   /error <n> <t>          → the model call fails for good (the delegate fails)
+ *   /noop <t>               → answers text and never sets an outcome (nudged twice, then failed)
+ *   /loop                   → reports progress forever (ten segments, then partial)
+ *   /blocked <reason>       → sets the outcome blocked
+ *   /skill <name>           → reads the skill, then sets the outcome to its first line
+ */
+export function scriptedDelegatePlan(messages: readonly ModelMessage[], callIndex: number): ScriptedPlan {
+  const task = messages
+    .flatMap((m) => (m.role === 'user' ? m.content : []))
+    .find((b): b is TextBlock => b.type === 'text' && b.text.startsWith(TASK_PREFIX));
+  const lines = (task?.text.slice(TASK_PREFIX.length) ?? '').split('\n').map((l) => l.trim());
+  const title = lines[0] ?? '';
+  const command = lines.find((l) => l.startsWith('/')) ?? '';
+  const calls = messages.filter((m) => m.role === 'assistant').length;
+  const toolId = `toolu_delegate_${callIndex}`;
+  const status = (kind: 'progress' | 'outcome', text: string, delayMs = 0, extra: Record<string, unknown> = {}): ScriptedPlan => ({
+    kind: 'respond',
+    content: [{ type: 'tool_use', id: toolId, name: 'set_status', input: { kind, text, ...extra } }],
+    delayMs,
+  });
+  const m = /^\/(\w+)(?:\s+([\s\S]*))?$/.exec(command);
+  if (!m) return status('outcome', `done: ${title}`);
+  const rest = (m[2] ?? '').trim();
+  switch (m[1]) {
+    case 'delay': {
+      const [ms, text] = splitFirst(rest);
+      return status('outcome', `done: ${text}`, clampInt(ms, 0, 600_000));
+    }
+    case 'work': {
+      const [n, more] = splitFirst(rest);
+      const [ms, text] = splitFirst(more);
+      const steps = clampInt(n, 1, 1000);
+      if (calls + 1 < steps) return status('progress', `step ${calls + 1} of ${steps}`, clampInt(ms, 0, 600_000));
+      return status('outcome', `done: ${text}`, clampInt(ms, 0, 600_000));
+    }
+    case 'fail': {
+      const [n, text] = splitFirst(rest);
+      return { kind: 'fail', attemptsToFail: clampInt(n, 0, 100), then: status('outcome', `done: ${text}`) };
+    }
+    case 'error':
+      return { kind: 'error', message: `scripted delegate error: ${rest}` };
+    case 'noop':
+      return { kind: 'respond', content: [{ type: 'text', text: `still thinking about ${rest || title}` }], delayMs: 0 };
+    case 'loop':
+      return status('progress', `still going (call ${calls + 1})`);
+    case 'blocked':
+      return status('outcome', 'blocked', 0, { blocked: rest || 'blocked' });
+    case 'skill': {
+      const read = messages.flatMap((msg) => msg.content).filter((b): b is ToolResultBlock => b.type === 'tool_result');
+      const last = read[read.length - 1];
+      if (last) return status('outcome', `skill ${rest}: ${last.content.split('\n')[0] ?? ''}`);
+      return { kind: 'respond', content: [{ type: 'tool_use', id: toolId, name: 'read_skill', input: { name: rest } }], delayMs: 0 };
+    }
+    default:
+      return status('outcome', `done: ${title}`);
   }
 }
 

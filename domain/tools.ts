@@ -34,6 +34,59 @@ export const skipTool = defineTool({
   endsTurn: true,
 });
 
+export const spawnDelegateTool = defineTool({
+  name: 'spawn_delegate',
+  description:
+    'Hand a task to a delegate that works on it in the background; its result comes back to you later in this ' +
+    'conversation. Give either `task` (the number of a task on the board) or `text` (an ad-hoc task). The delegate ' +
+    'does not see this conversation unless historyMode is "fork".',
+  input: z
+    .object({
+      task: z.number().int().positive().optional().describe('The number of a ready task.'),
+      text: z.string().min(1).max(32_768).optional().describe('An ad-hoc task, self-contained.'),
+      historyMode: z.enum(['clean', 'fork']).optional(),
+    })
+    .refine((v) => (v.task === undefined) !== (v.text === undefined), 'give exactly one of task or text'),
+  endsTurn: false,
+});
+
+export const cancelDelegateTool = defineTool({
+  name: 'cancel_delegate',
+  description: 'Stop a running delegate; the reason is kept in its outcome.',
+  input: z.object({ delegateId: z.string().min(1), reason: z.string().min(1).max(1000) }),
+  endsTurn: false,
+});
+
+export const setStatusTool = defineTool({
+  name: 'set_status',
+  description:
+    'Report on your task. kind "progress": how far you are (keep working afterwards). kind "outcome": the final ' +
+    'result, only when every step is done; set blocked to a reason instead if you cannot go on.',
+  input: z.object({ kind: z.enum(['progress', 'outcome']), text: z.string().min(1), blocked: z.string().min(1).optional() }),
+  endsTurn: false,
+});
+
+export const readSkillTool = defineTool({
+  name: 'read_skill',
+  description: 'Read the full body of a skill from the skills index.',
+  input: z.object({ name: z.string().min(1) }),
+  endsTurn: false,
+});
+
+export const taskUpdateTool = defineTool({
+  name: 'task_update',
+  description: "Update your task's description on the board (for example with what remains to be done).",
+  input: z.object({ description: z.string().min(1).max(32_768) }),
+  endsTurn: false,
+});
+
+export const addTaskCommentTool = defineTool({
+  name: 'add_task_comment',
+  description: 'Add a comment to your task on the board.',
+  input: z.object({ body: z.string().min(1).max(8_000) }),
+  endsTurn: false,
+});
+
 const registry = new Map<string, ToolSpec>();
 
 export function registerTool(spec: ToolSpec): void {
@@ -45,11 +98,13 @@ export function toolSpec(name: string): ToolSpec | undefined {
   return registry.get(name);
 }
 
-registerTool(replyTool);
-registerTool(skipTool);
+for (const tool of [replyTool, skipTool, spawnDelegateTool, cancelDelegateTool, setStatusTool, readSkillTool, taskUpdateTool, addTaskCommentTool]) registerTool(tool);
 
 /** The tools a channel turn offers the model. Later issues append to this list. */
-export const CHANNEL_TOOL_NAMES: string[] = [replyTool.name, skipTool.name];
+export const CHANNEL_TOOL_NAMES: string[] = [replyTool.name, skipTool.name, spawnDelegateTool.name, cancelDelegateTool.name];
+
+/** The tools a delegate works with (task_update and add_task_comment act on its own task only). */
+export const DELEGATE_TOOL_NAMES: string[] = [setStatusTool.name, readSkillTool.name, taskUpdateTool.name, addTaskCommentTool.name];
 
 /** Anthropic tool definitions for the named tools; unknown names are a programming error. */
 export function toolDefinitions(names: readonly string[]): ToolDefinition[] {

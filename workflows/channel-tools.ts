@@ -1,11 +1,15 @@
 import type { TurnEnd } from '../domain/conversation';
-import { replyEffectKey } from '../domain/ids';
+import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { checkReply, guardErrorForModel } from '../domain/reply-guard';
-import { replyTool, skipTool, toolSpec } from '../domain/tools';
+import { cancelDelegateTool, replyTool, skipTool, spawnDelegateTool, toolSpec } from '../domain/tools';
 import { toolResult } from '../domain/transcript';
-import { delivery } from './activities';
+import { ParentClosePolicy, getExternalWorkflowHandle, startChild, uuid4 } from '@temporalio/workflow';
+import type { HistoryMode } from '../domain/delegation';
+import { SA } from '../domain/search-attributes';
+import { delivery, store } from './activities';
+import type { delegateWorkflow } from './delegate';
 
 /** What a channel tool sees of the turn it runs in. */
 export interface TurnContext {
@@ -18,6 +22,8 @@ export interface TurnContext {
   stepSeq: number;
   /** Replies blocked by the guard so far in this turn. */
   corrections: number;
+  /** The conversation's running delegates (a spawn adds to it). */
+  liveDelegates: Set<string>;
 }
 
 export interface ToolOutcome {
@@ -54,11 +60,48 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
   return { result: toolResult(toolUseId, `reply ${report.outcome}`), end: { status: 'replied', replySeq: turn.stepSeq, delivery: report.outcome } };
 }
 
+/**
+ * Admission first (every rule, and the claim of the task attempt, in PostgreSQL), then the delegate's workflow as a
+ * child that outlives this run (ABANDON): it reports back by signalling the conversation's workflow id.
+ */
+async function spawnDelegate(call: ToolUseBlock, input: { task?: number; text?: string; historyMode?: HistoryMode }, turn: TurnContext): Promise<ToolOutcome> {
+  const delegateId = uuid4();
+  const decision = await store.claimDelegate({ agentId: turn.agentId, conversationKey: turn.conversationKey, delegateId, ...input });
+  if (decision.kind === 'refused') return { result: toolResult(call.id, `not spawned: ${decision.reason}`, true) };
+  if (decision.kind === 'existing') {
+    return { result: toolResult(call.id, `not spawned again: delegate ${decision.delegateId} is already working on this exact task`) };
+  }
+  await startChild<typeof delegateWorkflow>('delegateWorkflow', {
+    workflowId: delegateWorkflowId(turn.agentId, delegateId),
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    args: [{ agentId: turn.agentId, delegateId, conversationKey: turn.conversationKey, taskNumber: decision.taskNumber, wallClockSeconds: decision.wallClockSeconds }],
+    typedSearchAttributes: [
+      { key: SA.agentId, value: turn.agentId },
+      { key: SA.conversationId, value: turn.conversationId },
+      { key: SA.kind, value: 'delegate' },
+    ],
+    memo: { agent: turn.agentId, conversation: turn.conversationId, ...(decision.taskNumber !== null ? { task: decision.taskNumber } : {}) },
+    staticSummary: decision.taskNumber !== null ? `Delegate for task #${decision.taskNumber}` : 'Delegate for an ad-hoc task',
+  });
+  turn.liveDelegates.add(delegateId);
+  const what = decision.taskNumber !== null ? `task #${decision.taskNumber}` : 'the ad-hoc task';
+  return { result: toolResult(call.id, `spawned delegate ${delegateId} for ${what}; its result will come back to this conversation`) };
+}
+
+async function cancelDelegateCall(call: ToolUseBlock, input: { delegateId: string; reason: string }, turn: TurnContext): Promise<ToolOutcome> {
+  if (!turn.liveDelegates.has(input.delegateId)) return { result: toolResult(call.id, `no running delegate ${input.delegateId} in this conversation`, true) };
+  // By name, not by importing the delegate's signal: the delegate module imports this workflow's own signal.
+  await getExternalWorkflowHandle(delegateWorkflowId(turn.agentId, input.delegateId)).signal<[{ reason: string }]>('cancelDelegate', { reason: input.reason });
+  return { result: toolResult(call.id, `cancel requested for delegate ${input.delegateId}; its outcome will come back`) };
+}
+
 /** The channel's tool handlers by name. Later capabilities add theirs here and their specs in domain/tools. */
 const handlers: Record<string, ToolHandler> = {
   [replyTool.name]: (call, input: { text: string }, turn) => sendReply(call.id, input.text, turn),
   [skipTool.name]: (call, input: { reason?: string }) =>
     Promise.resolve({ result: toolResult(call.id, 'skipped'), end: { status: 'skipped', ...(input.reason ? { reason: input.reason } : {}) } }),
+  [spawnDelegateTool.name]: spawnDelegate,
+  [cancelDelegateTool.name]: cancelDelegateCall,
 };
 
 export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promise<ToolOutcome> {

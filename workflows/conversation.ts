@@ -6,9 +6,11 @@ import {
   condition,
   continueAsNew,
   defineQuery,
+  defineSignal,
   defineUpdate,
   isCancellation,
   setHandler,
+  sleep,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
@@ -22,12 +24,15 @@ import { LIMITS } from '../domain/limits';
 import { assertValidInbound, type InboundMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
+import { DELEGATION, type AdmittedResult, type DelegateFinished } from '../domain/delegation';
 import { textOf, toolUses } from '../domain/transcript';
 import { model, store } from './activities';
 import { dispatchTool, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
 
 export const submitMessage = defineUpdate<SubmitResult, [InboundMessage]>('submitMessage');
 export const stateQuery = defineQuery<ConversationState>('state');
+/** Sent by a delegate after its outcome is committed; only a claim: admission re-reads the committed row. */
+export const delegateFinished = defineSignal<[DelegateFinished]>('delegateFinished');
 
 interface RunningTurn {
   turnId: string;
@@ -48,6 +53,13 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   let turnsCompleted = input.carried?.turnsCompleted ?? 0;
   let current: RunningTurn | undefined;
   let lastOutcome: string | undefined;
+  // Delegation: delegates still running, their completion claims not yet examined, admitted results not yet relayed.
+  const liveDelegates = new Set<string>(input.carried?.liveDelegates ?? []);
+  const finishedClaims: DelegateFinished[] = [];
+  let pendingResults: string[] = [...(input.carried?.pendingResults ?? [])];
+  let retriggers = input.carried?.retriggers ?? 0;
+  let relayDue = pendingResults.length > 0;
+  let relayArmed = false;
   // Messages are accepted one at a time, so the queue's order is the order of acceptance.
   const accepting = new Mutex();
   // Every turn this run has queued, so that a turn reaches the queue once whichever path brings it (a message's
@@ -68,9 +80,12 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     busy: current !== undefined,
     ...(current ? { currentTurnId: current.turnId } : {}),
     queued: queue.length + steered.length,
-    liveDelegates: [],
+    liveDelegates: [...liveDelegates],
     turnsCompleted,
   }));
+  setHandler(delegateFinished, (claim) => {
+    finishedClaims.push(claim);
+  });
 
   setHandler(
     submitMessage,
@@ -106,30 +121,85 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const open = await store.openTurns({ conversationKey });
     for (const t of open.reverse()) enqueue(t, 'front');
   }
+  // After continue-as-new (or a fresh start) the outcomes committed meanwhile are reconciled from PostgreSQL.
+  await admitOutcomes(true);
 
   while (!workflowInfo().continueAsNewSuggested) {
-    await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested);
+    const wake = () => queue.length > 0 || finishedClaims.length > 0 || relayDue || workflowInfo().continueAsNewSuggested;
+    // While delegates run, a lost completion signal is caught up with on an interval (condition answers false then).
+    const reconcileDue = liveDelegates.size > 0 ? (await condition(wake, DELEGATION.reconcileIntervalMs)) === false : (await condition(wake), false);
+    if (reconcileDue || finishedClaims.length > 0) {
+      await admitOutcomes(reconcileDue);
+      continue;
+    }
+    if (relayDue) {
+      await relayResults();
+      continue;
+    }
     const next = queue.shift();
     if (!next) break;
     await runTurn(next);
     turnsCompleted++;
+    // Each turn end reconciles too, while delegates are out.
+    if (liveDelegates.size > 0) await admitOutcomes(true);
   }
 
   // Let accepted messages finish being recorded, then hand the queue to the next run.
   await condition(allHandlersFinished);
-  await continueAsNew<typeof conversationWorkflow>({ agentId, conversationId, carried: { queue, turnsCompleted } });
+  await continueAsNew<typeof conversationWorkflow>({
+    agentId,
+    conversationId,
+    carried: { queue, turnsCompleted, liveDelegates: [...liveDelegates], pendingResults, retriggers },
+  });
+
+  /** Examines completion claims (and, reconciling, every committed outcome not yet admitted); admits each once. */
+  async function admitOutcomes(reconcile: boolean): Promise<void> {
+    const signals = finishedClaims.splice(0);
+    const { admitted, live } = await store.admitDelegateOutcomes({ conversationKey, signals, reconcile });
+    liveDelegates.clear();
+    for (const id of live) liveDelegates.add(id);
+    if (admitted.length === 0) return;
+    pendingResults.push(...admitted.map((r: AdmittedResult) => r.delegateId));
+    // Results that arrive together are relayed together: wait a moment for company.
+    if (!relayArmed) {
+      relayArmed = true;
+      void sleep(DELEGATION.retriggerDebounceMs).then(() => {
+        relayArmed = false;
+        relayDue = true;
+      });
+    }
+  }
+
+  /** One retrigger turn for the admitted results, at most three per user message; past that, notes. */
+  async function relayResults(): Promise<void> {
+    relayDue = false;
+    const delegateIds = pendingResults;
+    pendingResults = [];
+    if (delegateIds.length === 0) return;
+    if (retriggers >= DELEGATION.retriggersPerUserMessage) {
+      await store.noteBackgroundResults({ conversationKey, delegateIds });
+      return;
+    }
+    retriggers++;
+    const turnId = uuid4();
+    enqueue({ messageId: `retrigger:${turnId}`, turnId, mode: 'queue', retrigger: delegateIds }, 'back');
+  }
 
   async function runTurn(first: QueuedMessage): Promise<void> {
     const turn: RunningTurn = { turnId: first.turnId, interrupted: false };
     current = turn;
-    const ctx: TurnContext = { conversationKey, agentId, conversationId, turnId: turn.turnId, callIndex: 0, stepSeq: 0, corrections: 0 };
-    let throughSeq = await store.startTurn({ conversationKey, turnId: turn.turnId, messageIds: [first.messageId] });
+    const ctx: TurnContext = { conversationKey, agentId, conversationId, turnId: turn.turnId, callIndex: 0, stepSeq: 0, corrections: 0, liveDelegates };
+    const maxCalls = first.retrigger ? LIMITS.modelCallsPerRetriggerTurn : LIMITS.modelCallsPerTurn;
+    if (!first.retrigger) retriggers = 0;
+    let throughSeq = first.retrigger
+      ? await store.startRetrigger({ conversationKey, turnId: turn.turnId, delegateIds: first.retrigger })
+      : await store.startTurn({ conversationKey, turnId: turn.turnId, messageIds: [first.messageId] });
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
     try {
       for (;;) {
         if (turn.interrupted) return await finish(interrupted(), pending.toolResults);
-        if (ctx.callIndex >= LIMITS.modelCallsPerTurn) {
-          return await finish({ status: 'error', error: { code: 'max_model_calls', message: `the turn used its ${LIMITS.modelCallsPerTurn} model calls without replying` } }, pending.toolResults);
+        if (ctx.callIndex >= maxCalls) {
+          return await finish({ status: 'error', error: { code: 'max_model_calls', message: `the turn used its ${maxCalls} model calls without replying` } }, pending.toolResults);
         }
         const steer = steered;
         steered = [];
@@ -177,7 +247,9 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
 
     async function finish(end: TurnEnd, toolResults: ToolResults | undefined): Promise<void> {
       // Committed even when the workflow is being cancelled: the turn's end is the record users read.
-      await CancellationScope.nonCancellable(() => store.finishTurn({ conversationKey, turnId: turn.turnId, end, modelCalls: ctx.callIndex, toolResults }));
+      await CancellationScope.nonCancellable(() =>
+        store.finishTurn({ conversationKey, turnId: turn.turnId, end, modelCalls: ctx.callIndex, toolResults, ...(first.retrigger ? { relayOf: first.retrigger } : {}) }),
+      );
       if (lastOutcome !== end.status) {
         lastOutcome = end.status;
         upsertSearchAttributes([{ key: SA.outcome, value: end.status }]);

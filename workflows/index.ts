@@ -1,2 +1,3 @@
 // Every workflow the worker registers. One file per workflow.
 export { conversationWorkflow } from './conversation';
+export { delegateWorkflow } from './delegate';

@@ -8,6 +8,8 @@ import { FAILURE } from '../../domain/failures';
 import { transcriptOrigin } from '../../domain/ids';
 import { ModelRequestError, ModelRetryableError, ZERO_USAGE, type ModelProvider, type StopReason, type TextBlock, type ToolUseBlock } from '../../domain/model';
 import { channelSystemPrompt } from '../../domain/prompts';
+import { delegateSystemPrompt, taskMessage } from '../../domain/delegation';
+import { delegateBrief } from '../../db/delegation';
 import { toolDefinitions } from '../../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../../domain/transcript';
 import { ScriptedTurnError } from './scripted';
@@ -20,6 +22,8 @@ export interface CallModelInput {
   callIndex: number;
   throughSeq: number;
   toolNames: string[];
+  /** Set for a delegate's model calls: its system prompt is its task, skills and instructions. */
+  delegateId?: string;
 }
 
 /** One model step, committed to the transcript at `seq` before the workflow hears of it. */
@@ -72,7 +76,9 @@ export function modelActivities(deps: ModelDeps) {
         const res = await provider.call(
           {
             model,
-            system: channelSystemPrompt({ name: agent?.name ?? input.agentId, systemPrompt: agent?.systemPrompt ?? null }),
+            system: input.delegateId
+              ? delegateSystemPrompt(await delegateBrief(pool, input.delegateId).then((b) => ({ ...b, task: taskMessage(b.title, b.description) })))
+              : channelSystemPrompt({ name: agent?.name ?? input.agentId, systemPrompt: agent?.systemPrompt ?? null }),
             messages: toModelMessages(rows),
             tools: toolDefinitions(input.toolNames),
             maxTokens: MAX_TOKENS,

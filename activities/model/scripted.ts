@@ -1,6 +1,6 @@
 import { takeScriptedResponse } from '../../db/scripted-responses';
 import type { Pool } from '../../db/pool';
-import { scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
+import { scriptedDelegatePlan, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
 import { ModelRetryableError, ZERO_USAGE, type ModelCallContext, type ModelProvider, type ModelRequest, type ModelResponse } from '../../domain/model';
 
 /** Thrown for a scripted `/error` turn; the model activity makes it a non-retryable turn error. */
@@ -23,7 +23,9 @@ export function createScriptedProvider(pool: Pool): ModelProvider {
         if (delayMs) await streamSlowly(replyText(response.content), delayMs, ctx);
         return { ...response, model: 'scripted' };
       }
-      return perform(scriptedPlan(request.messages, ctx.callIndex), ctx);
+      // A delegate is recognised by its tools: it reports with set_status instead of replying.
+      const plan = request.tools.some((t) => t.name === 'set_status') ? scriptedDelegatePlan(request.messages, ctx.callIndex) : scriptedPlan(request.messages, ctx.callIndex);
+      return perform(plan, ctx);
     },
   };
 }

@@ -52,7 +52,7 @@ export interface TestKeelOptions {
 /** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
 export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKeel> {
   if (!runtimeInstalled) {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    Runtime.install({ logger: new DefaultLogger(process.env.KEEL_TEST_LOG === 'warn' ? 'WARN' : 'ERROR') });
     runtimeInstalled = true;
   }
   const databaseUrl = opts.databaseUrl ?? inject('databaseUrl');

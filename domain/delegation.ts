@@ -1,0 +1,236 @@
+import { z } from 'zod';
+import type { TranscriptMessage } from './transcript';
+import { storableString } from './text';
+
+/** Spacebot's delegation numbers, kept. */
+export const DELEGATION = {
+  maxLiveDelegatesPerConversation: 5,
+  modelCallsPerSegment: 15,
+  maxSegments: 10,
+  defaultWallClockSeconds: 1800,
+  outcomeNudges: 2,
+  retriggerDebounceMs: 500,
+  retriggersPerUserMessage: 3,
+  attemptSummaryChars: 280,
+  /** Fork: the context window, less a 15% reserve, in chars/4 tokens; never fewer than 4 messages kept. */
+  contextWindowTokens: 128_000,
+  forkReserve: 0.15,
+  forkMinMessages: 4,
+  /** While delegates run, the conversation also reconciles on this interval, so a lost signal waits at most this. */
+  reconcileIntervalMs: 60_000,
+} as const;
+
+export const TASK_STATUSES = ['pending_approval', 'backlog', 'ready', 'in_progress', 'done', 'failed'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+export const HISTORY_MODES = ['clean', 'fork'] as const;
+export type HistoryMode = (typeof HISTORY_MODES)[number];
+
+export const SkillName = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, '1–128 characters of [A-Za-z0-9._-]');
+
+export const NewTask = z
+  .object({
+    title: storableString().min(1).max(500),
+    description: storableString().max(32_768).default(''),
+    status: z.enum(['pending_approval', 'backlog', 'ready']).default('backlog'),
+    requiredSkills: z.array(SkillName).max(50).default([]),
+    historyMode: z.enum(HISTORY_MODES).default('fork'),
+    wallClockSeconds: z.number().int().min(1).max(86_400).default(DELEGATION.defaultWallClockSeconds),
+  })
+  .strict();
+export type NewTask = z.infer<typeof NewTask>;
+
+/** Status changes a user may make through the API; the delegate's own moves (claim, finish) are not among them. */
+const USER_TRANSITIONS: Record<TaskStatus, readonly TaskStatus[]> = {
+  pending_approval: ['ready', 'backlog'],
+  backlog: ['ready', 'pending_approval'],
+  ready: ['backlog', 'pending_approval'],
+  in_progress: [],
+  done: ['ready'],
+  failed: ['ready'],
+};
+
+export function userMayMoveTask(from: TaskStatus, to: TaskStatus): boolean {
+  return USER_TRANSITIONS[from].includes(to);
+}
+
+/** Why a task may not be worked on now, in words the model reads; undefined when it may. */
+export function taskRefusal(number: number, status: TaskStatus): string | undefined {
+  switch (status) {
+    case 'ready':
+    case 'in_progress':
+      return undefined;
+    case 'pending_approval':
+    case 'backlog':
+      return `task #${number} is ${status} — it must be approved (ready) before work starts`;
+    case 'done':
+    case 'failed':
+      return `task #${number} is already ${status}`;
+  }
+}
+
+// ---- the delegate's lifecycle -------------------------------------------------------------------------------------
+
+export const OUTCOME_KINDS = ['success', 'partial', 'timeout', 'blocked', 'cancelled', 'failed'] as const;
+export type OutcomeKind = (typeof OUTCOME_KINDS)[number];
+export type TerminalOwner = 'delegate' | 'cancel' | 'timeout' | 'reconcile';
+
+/** Live states; a live state plus the event that ends it gives the outcome (the reference notes' race rules). */
+export type LiveLifecycle = 'running' | 'cancelling' | 'timing_out' | 'completing';
+export type EndEvent = 'success' | 'partial' | 'blocked' | 'failure' | 'cancel' | 'timeout';
+
+/**
+ * How a delegate ends, given what it was doing when the ending event arrived:
+ * - a success wins over a pending cancel or timeout;
+ * - a cancel or timeout while completing is partial;
+ * - a failure or timeout while cancelling is partial with a transcript, else cancelled;
+ * - a failure or cancel while timing out is a timeout; blocked while cancelling or timing out is partial.
+ */
+export function settleOutcome(state: LiveLifecycle, event: EndEvent, hasTranscript: boolean): OutcomeKind {
+  if (event === 'success') return 'success';
+  switch (state) {
+    case 'running':
+      return ({ partial: 'partial', blocked: 'blocked', failure: 'failed', cancel: 'cancelled', timeout: 'timeout' } as const)[event];
+    case 'completing':
+      return event === 'cancel' || event === 'timeout' ? 'partial' : event === 'failure' ? 'failed' : event === 'blocked' ? 'blocked' : 'partial';
+    case 'cancelling':
+      if (event === 'failure' || event === 'timeout') return hasTranscript ? 'partial' : 'cancelled';
+      if (event === 'blocked' || event === 'partial') return 'partial';
+      return 'cancelled';
+    case 'timing_out':
+      if (event === 'blocked' || event === 'partial') return 'partial';
+      return 'timeout';
+  }
+}
+
+/** The lifecycle column's terminal value for an outcome. */
+export function terminalLifecycle(kind: OutcomeKind): string {
+  return ({ success: 'succeeded', partial: 'partial', timeout: 'timed_out', blocked: 'blocked', cancelled: 'cancelled', failed: 'failed' } as const)[kind];
+}
+
+/** A task moves to done when its delegate succeeded (fully or partly), to failed otherwise. */
+export function taskStatusAfter(kind: OutcomeKind): 'done' | 'failed' {
+  return kind === 'success' || kind === 'partial' ? 'done' : 'failed';
+}
+
+// ---- prompts and relay text ---------------------------------------------------------------------------------------
+
+export const DELEGATE_INSTRUCTIONS = [
+  'You are a delegate: you work on one task on behalf of a conversation, and the conversation relays your result.',
+  'CRITICAL: Do not signal an outcome until every step of the task is actually complete. If the task has multiple steps,',
+  'finish ALL of them before calling set_status with kind "outcome". Report progress with kind "progress" as you go.',
+  'Use read_skill to read any skill in the index. If you cannot go on (a login wall, a missing permission), set the',
+  'outcome with blocked set to the reason.',
+].join('\n');
+
+export const NUDGE_TEXT = 'You answered without setting an outcome. When every step of the task is done, call set_status with kind "outcome"; if not, keep working.';
+export const CONTINUE_TEXT = 'Continue where you left off. Do not repeat completed work.';
+export const TASK_PREFIX = 'Task: ';
+
+export function delegateSystemPrompt(p: { task: string; requiredSkills: { name: string; body: string }[]; skillIndex: string[] }): string {
+  const parts = [DELEGATE_INSTRUCTIONS, `## Task\n${p.task}`];
+  if (p.skillIndex.length) parts.push(`## Skills you can read with read_skill\n${p.skillIndex.map((s) => `- ${s}`).join('\n')}`);
+  for (const s of p.requiredSkills) parts.push(`## Required skill: ${s.name}\n${s.body}`);
+  return parts.join('\n\n');
+}
+
+/** What the delegate's first user message says: the task (the model reads it; the scripted model parses it). */
+export function taskMessage(title: string, description: string): string {
+  return description ? `${TASK_PREFIX}${title}\n\n${description}` : `${TASK_PREFIX}${title}`;
+}
+
+export interface AdmittedResult {
+  delegateId: string;
+  kind: OutcomeKind;
+  result: string;
+}
+
+export const RETRIGGER_PREFIX = 'background task';
+
+/** The synthetic message of a retrigger turn: the results, each under its delegate id and outcome. */
+export function retriggerText(results: readonly AdmittedResult[]): string {
+  const head = `${results.length} ${RETRIGGER_PREFIX}${results.length === 1 ? '' : 's'} just completed. The user has NOT seen any of the results below.`;
+  const body = results.map((r) => `--- delegate ${r.delegateId} (${r.kind}${r.kind === 'success' ? '' : ', NOT a full success'}) ---\n${r.result}`);
+  return [head, ...body, 'Relay these results to the user with the reply tool, in your own words.'].join('\n\n');
+}
+
+export function backgroundNote(r: AdmittedResult, why = ''): string {
+  return `[Background delegate ${r.delegateId} ${r.kind}]${why ? ` (${why})` : ''}: ${r.result}`;
+}
+
+// ---- fork history -------------------------------------------------------------------------------------------------
+
+const estimateTokens = (m: TranscriptMessage) => Math.ceil(JSON.stringify(m.content).length / 4);
+
+/**
+ * A forked history within a token budget: the oldest half is dropped until it fits, never leaving a tool result
+ * (or an assistant message) first, and always keeping at least 4 messages. Returns how many were removed.
+ */
+export function forkHistory(messages: readonly TranscriptMessage[], budgetTokens: number): { kept: TranscriptMessage[]; removed: number } {
+  let kept = [...messages];
+  const total = (ms: TranscriptMessage[]) => ms.reduce((n, m) => n + estimateTokens(m), 0);
+  while (kept.length > DELEGATION.forkMinMessages && total(kept) > budgetTokens) {
+    let drop = Math.max(1, Math.floor(kept.length / 2));
+    drop = Math.min(drop, kept.length - DELEGATION.forkMinMessages);
+    let next = kept.slice(drop);
+    while (next.length > DELEGATION.forkMinMessages && next[0]!.role !== 'user' && next[0]!.role !== 'system') next = next.slice(1);
+    if (next.length === kept.length) break;
+    kept = next;
+  }
+  // Even at the minimum, a window may not open on a tool result.
+  while (kept.length > 0 && (kept[0]!.role === 'tool' || kept[0]!.role === 'assistant')) kept = kept.slice(1);
+  return { kept, removed: messages.length - kept.length };
+}
+
+export function forkNote(removed: number): string {
+  return `[Forked context compacted: ${removed} older message${removed === 1 ? '' : 's'} removed]`;
+}
+
+/** The result text of each outcome, as the conversation (and its model) will read it. */
+export function outcomeResult(
+  kind: OutcomeKind,
+  d: { outcomeText?: string; recovered?: string; reason?: string; modelCalls?: number; wallClockSeconds?: number },
+): string {
+  switch (kind) {
+    case 'success':
+      return d.outcomeText ?? '';
+    case 'blocked':
+      return `Delegate blocked: ${d.reason ?? 'no reason given'}`;
+    case 'partial':
+      return `${d.recovered ?? d.outcomeText ?? ''}\n(reached max segments after ${d.modelCalls ?? 0} model calls — partial result)`.trim();
+    case 'timeout':
+      return d.recovered
+        ? `${d.recovered}\n(Delegate exceeded its ${d.wallClockSeconds}s wall-clock timeout — partial result)`
+        : `Delegate exceeded its ${d.wallClockSeconds}s wall-clock timeout before producing any result`;
+    case 'cancelled':
+      return `Delegate cancelled: ${d.reason ?? 'cancelled'}`;
+    case 'failed':
+      return `Delegate failed: ${d.reason ?? 'unknown error'}`;
+  }
+}
+
+/** What a timed-out or partial delegate had done: its last progress report, else its last words. */
+export function recoverProgress(messages: readonly TranscriptMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'assistant') continue;
+    for (const b of [...m.content].reverse()) {
+      if (b.type === 'tool_use' && b.name === 'set_status' && typeof b.input.text === 'string') return b.input.text;
+    }
+  }
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'assistant') continue;
+    const text = m.content.map((b) => (b.type === 'text' ? b.text : '')).join('').trim();
+    if (text) return text;
+  }
+  return undefined;
+}
+
+/** The completion signal a delegate sends its conversation after its outcome is committed. */
+export interface DelegateFinished {
+  delegateId: string;
+  outcomeVersion: number;
+  transcriptVersion: number;
+  outcomeKind: OutcomeKind;
+  terminalOwner: TerminalOwner;
+}

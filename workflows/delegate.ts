@@ -1,0 +1,176 @@
+import {
+  CancellationScope,
+  defineQuery,
+  defineSignal,
+  getExternalWorkflowHandle,
+  isCancellation,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { ToolResults, TurnNote } from '../activities/conversation';
+import type { CommittedOutcome } from '../db/delegation';
+import { CONTINUE_TEXT, DELEGATION, NUDGE_TEXT, settleOutcome, type EndEvent, type LiveLifecycle, type TerminalOwner } from '../domain/delegation';
+import { delegateWorkflowId } from '../domain/ids';
+import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
+import { DELEGATE_TOOL_NAMES, toolSpec } from '../domain/tools';
+import { toolResult, toolUses } from '../domain/transcript';
+import { SA } from '../domain/search-attributes';
+import { model, store } from './activities';
+import { delegateFinished } from './conversation';
+
+export const cancelDelegate = defineSignal<[{ reason: string }]>('cancelDelegate');
+export const delegateStateQuery = defineQuery<{ lifecycle: LiveLifecycle; modelCalls: number }>('state');
+
+export interface DelegateInput {
+  agentId: string;
+  delegateId: string;
+  /** The conversation's workflow id: the delegate signals it by id, so a continue-as-new of the parent loses nothing. */
+  conversationKey: string;
+  taskNumber: number | null;
+  wallClockSeconds: number;
+}
+
+interface WorkEnd {
+  event: EndEvent;
+  outcomeText?: string;
+  reason?: string;
+}
+
+/**
+ * A delegate works on one task in segments of model calls, under a wall clock. However it ends (outcome, segments
+ * used up, nudges used up, failure, cancel, timeout), its outcome is committed to PostgreSQL first, and only then is
+ * the conversation signalled.
+ */
+export async function delegateWorkflow(input: DelegateInput): Promise<CommittedOutcome> {
+  const { agentId, delegateId, conversationKey } = input;
+  const transcriptKey = delegateWorkflowId(agentId, delegateId);
+  // An object, not a variable: signal handlers and the clock change it while the work runs.
+  const live: { lifecycle: LiveLifecycle } = { lifecycle: 'running' };
+  let cancelReason: string | undefined;
+  let modelCalls = 0;
+  const work = new CancellationScope();
+
+  setHandler(delegateStateQuery, () => ({ lifecycle: live.lifecycle, modelCalls }));
+  setHandler(cancelDelegate, ({ reason }) => {
+    cancelReason ??= reason;
+    if (live.lifecycle === 'running') live.lifecycle = 'cancelling';
+    work.cancel();
+  });
+
+  // The wall clock: when it runs out, the work stops and whatever the transcript holds is the result.
+  const clock = new CancellationScope();
+  void clock
+    .run(() => sleep(input.wallClockSeconds * 1000))
+    .then(
+      () => {
+        if (live.lifecycle === 'running') live.lifecycle = 'timing_out';
+        work.cancel();
+      },
+      () => undefined,
+    );
+
+  let end: WorkEnd;
+  try {
+    end = await work.run(() => doWork());
+  } catch (err) {
+    if (isCancellation(err)) end = { event: live.lifecycle === 'timing_out' ? 'timeout' : 'cancel', reason: cancelReason };
+    else end = { event: 'failure', reason: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err) };
+  } finally {
+    clock.cancel();
+  }
+
+  const kind = settleOutcome(live.lifecycle, end.event, modelCalls > 0);
+  const owner: TerminalOwner = live.lifecycle === 'cancelling' ? 'cancel' : live.lifecycle === 'timing_out' ? 'timeout' : 'delegate';
+  const committed = await store.commitDelegateOutcome({
+    delegateId,
+    kind,
+    owner,
+    outcomeText: end.outcomeText,
+    reason: end.event === 'cancel' || live.lifecycle === 'cancelling' ? (cancelReason ?? end.reason) : end.reason,
+    modelCalls,
+  });
+  upsertSearchAttributes([{ key: SA.outcome, value: committed.outcomeKind }]);
+  // Only after the commit: the conversation hears of it, and re-reads the committed row before admitting it.
+  await getExternalWorkflowHandle(conversationKey).signal(delegateFinished, {
+    delegateId,
+    outcomeVersion: committed.outcomeVersion,
+    transcriptVersion: committed.transcriptVersion,
+    outcomeKind: committed.outcomeKind,
+    terminalOwner: committed.terminalOwner,
+  });
+  return committed;
+
+  async function doWork(): Promise<WorkEnd> {
+    let throughSeq = await store.prepareDelegate({ delegateId });
+    let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
+    let nudges = 0;
+    for (let segment = 1; segment <= DELEGATION.maxSegments; segment++) {
+      if (segment > 1) pending.note = { callIndex: modelCalls, text: CONTINUE_TEXT };
+      for (let call = 1; call <= DELEGATION.modelCallsPerSegment; call++) {
+        if (pending.toolResults || pending.note) {
+          throughSeq = await store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: pending.toolResults, note: pending.note });
+          pending = {};
+        }
+        modelCalls++;
+        const step = await model.callModel({ conversationKey: transcriptKey, agentId, turnId: delegateId, callIndex: modelCalls, throughSeq, toolNames: DELEGATE_TOOL_NAMES, delegateId });
+        throughSeq = step.seq;
+        const calls = toolUses(step.content);
+        if (calls.length === 0) {
+          // Finished talking without an outcome: nudged twice, then failed (not cancelled, as Spacebot records it).
+          if (++nudges > DELEGATION.outcomeNudges) return { event: 'failure', reason: `finished without setting an outcome after ${DELEGATION.outcomeNudges} nudges` };
+          pending = { note: { callIndex: modelCalls, text: NUDGE_TEXT } };
+          continue;
+        }
+        nudges = 0;
+        const results: ToolResultBlock[] = [];
+        let ended: WorkEnd | undefined;
+        for (const c of calls) {
+          if (ended) {
+            results.push(toolResult(c.id, 'not run: the outcome was already set', true));
+            continue;
+          }
+          const r = await runTool(c);
+          results.push(r.result);
+          ended = r.end;
+        }
+        if (ended) {
+          await store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: { callIndex: modelCalls, results } });
+          return ended;
+        }
+        pending = { toolResults: { callIndex: modelCalls, results } };
+      }
+    }
+    if (pending.toolResults || pending.note) await store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: pending.toolResults, note: pending.note });
+    return { event: 'partial' };
+  }
+
+  async function runTool(c: ToolUseBlock): Promise<{ result: ToolResultBlock; end?: WorkEnd }> {
+    const spec = toolSpec(c.name);
+    if (!spec || !DELEGATE_TOOL_NAMES.includes(c.name)) return { result: toolResult(c.id, `unknown tool "${c.name}"`, true) };
+    const parsed = spec.input.safeParse(c.input);
+    if (!parsed.success) return { result: toolResult(c.id, `invalid arguments for ${c.name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`, true) };
+    const args = parsed.data as Record<string, unknown>;
+    switch (c.name) {
+      case 'set_status': {
+        const { kind, text, blocked } = args as { kind: 'progress' | 'outcome'; text: string; blocked?: string };
+        if (kind === 'progress') return { result: toolResult(c.id, 'progress noted; keep working') };
+        live.lifecycle = 'completing';
+        return { result: toolResult(c.id, 'outcome recorded'), end: blocked ? { event: 'blocked', reason: blocked } : { event: 'success', outcomeText: text } };
+      }
+      case 'read_skill': {
+        const skill = await store.readSkill({ agentId, name: String(args.name) });
+        return { result: toolResult(c.id, skill.text, !skill.ok) };
+      }
+      case 'task_update':
+      case 'add_task_comment': {
+        if (input.taskNumber === null) return { result: toolResult(c.id, 'this delegate works on an ad-hoc task: there is no task on the board to change', true) };
+        if (c.name === 'task_update') await store.updateTask({ agentId, taskNumber: input.taskNumber, description: String(args.description) });
+        else await store.commentOnTask({ agentId, taskNumber: input.taskNumber, delegateId, body: String(args.body) });
+        return { result: toolResult(c.id, 'done') };
+      }
+      default:
+        return { result: toolResult(c.id, `unknown tool "${c.name}"`, true) };
+    }
+  }
+}
