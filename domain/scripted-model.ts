@@ -104,14 +104,14 @@ function lastRetrigger(messages: readonly ModelMessage[]): string | undefined {
  *   /blocked <reason>       → sets the outcome blocked
  *   /skill <name>           → reads the skill, then sets the outcome to its first line
  */
-export function scriptedDelegatePlan(messages: readonly ModelMessage[], callIndex: number): ScriptedPlan {
-  const task = messages
-    .flatMap((m) => (m.role === 'user' ? m.content : []))
-    .find((b): b is TextBlock => b.type === 'text' && b.text.startsWith(TASK_PREFIX));
-  const lines = (task?.text.slice(TASK_PREFIX.length) ?? '').split('\n').map((l) => l.trim());
+export function scriptedDelegatePlan(system: string, messages: readonly ModelMessage[], callIndex: number): ScriptedPlan {
+  // The task is read from the system prompt, which always carries it (a long run's window may no longer reach
+  // the first message); callIndex counts the delegate's model calls across segments.
+  const at = system.indexOf(TASK_PREFIX);
+  const lines = (at < 0 ? '' : system.slice(at + TASK_PREFIX.length).split('\n\n## ')[0]!).split('\n').map((l) => l.trim());
   const title = lines[0] ?? '';
   const command = lines.find((l) => l.startsWith('/')) ?? '';
-  const calls = messages.filter((m) => m.role === 'assistant').length;
+  const calls = callIndex - 1;
   const toolId = `toolu_delegate_${callIndex}`;
   const status = (kind: 'progress' | 'outcome', text: string, delayMs = 0, extra: Record<string, unknown> = {}): ScriptedPlan => ({
     kind: 'respond',
@@ -146,10 +146,10 @@ export function scriptedDelegatePlan(messages: readonly ModelMessage[], callInde
     case 'blocked':
       return status('outcome', 'blocked', 0, { blocked: rest || 'blocked' });
     case 'skill': {
-      const read = messages.flatMap((msg) => msg.content).filter((b): b is ToolResultBlock => b.type === 'tool_result');
-      const last = read[read.length - 1];
-      if (last) return status('outcome', `skill ${rest}: ${last.content.split('\n')[0] ?? ''}`);
-      return { kind: 'respond', content: [{ type: 'tool_use', id: toolId, name: 'read_skill', input: { name: rest } }], delayMs: 0 };
+      if (calls === 0) return { kind: 'respond', content: [{ type: 'tool_use', id: toolId, name: 'read_skill', input: { name: rest } }], delayMs: 0 };
+      const lastMessage = messages[messages.length - 1];
+      const read = lastMessage?.content.find((b): b is ToolResultBlock => b.type === 'tool_result');
+      return status('outcome', `skill ${rest}: ${read?.content.split('\n')[0] ?? ''}`);
     }
     default:
       return status('outcome', `done: ${title}`);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueScriptedResponse } from '../db/scripted-responses';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { delegateFinished } from '../workflows/conversation';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
@@ -70,6 +71,166 @@ describe('delegation through the REST API alone', () => {
 
     const task = await api<{ status: string; attempts: { delegateId: string; outcome: string; endedAt: string | null }[] }>('GET', `/v1/agents/${a}/tasks/1`);
     expect(task.body.status).toBe('done');
-    expect(task.body.attempts).toEqual([expect.objectContaining({ delegateId: id, outcome: 'success', endedAt: expect.any(String) })]);
+    expect(task.body.attempts.map((x) => [x.delegateId, x.outcome, typeof x.endedAt])).toEqual([[id, 'success', 'string']]);
   });
+});
+
+describe('admission of a spawn', () => {
+  it('refuses a pending_approval task with its reason; after PATCH ready it is admitted; a second spawn with the attempt open is refused', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Slow work', description: '/delay 3000 slow work', status: 'pending_approval' });
+    const refused = await spawn(a, c, { task: 1 });
+    expect(refused.text).toBe('tool error: not spawned: task #1 is pending_approval — it must be approved (ready) before work starts');
+
+    expect((await api('PATCH', `/v1/agents/${a}/tasks/1`, { status: 'ready' })).status).toBe(200);
+    const admitted = await spawn(a, c, { task: 1 });
+    expect(admitted.delegateId).toBeTruthy();
+    const again = await spawn(a, c, { task: 1 });
+    expect(again.text).toMatch(/^tool error: not spawned: task #1 (is in_progress|already has an open attempt)/);
+    expect(again.text).toContain(`already has an open attempt (delegate ${admitted.delegateId})`);
+    await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
+  });
+
+  it('refuses unknown required skills, done tasks and a missing task; gives the skill bodies to the delegate', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Needs skills', description: '/skill Triage', status: 'ready', requiredSkills: ['triage', 'billing'] });
+    expect((await spawn(a, c, { task: 1 })).text).toBe('tool error: not spawned: task #1 requires unknown skill(s): triage, billing');
+    expect((await spawn(a, c, { task: 7 })).text).toBe('tool error: not spawned: task #7 not found');
+    await api('PUT', `/v1/agents/${a}/skills/Triage`, { body: 'Sort by urgency first.\nThen by age.' });
+    await api('PUT', `/v1/agents/${a}/skills/billing`, { body: 'Refunds need approval.' });
+    const { delegateId } = await spawn(a, c, { task: 1 });
+    await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
+    expect((await delegate(a, delegateId!)).outcome?.result).toBe('skill Triage: Sort by urgency first.');
+    expect((await spawn(a, c, { task: 1 })).text).toBe('tool error: not spawned: task #1 is already done');
+  });
+
+  it('returns the running delegate for an identical ad-hoc task, and allows at most 5 live delegates', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const first = await spawn(a, c, { text: '/delay 30000 same thing' });
+    const same = await spawn(a, c, { text: '/delay 30000 same thing' });
+    expect(same.text).toBe(`tool result: not spawned again: delegate ${first.delegateId} is already working on this exact task`);
+    for (let i = 2; i <= 5; i++) expect((await spawn(a, c, { text: `/delay 30000 task ${i}` })).delegateId).toBeTruthy();
+    const sixth = await spawn(a, c, { text: '/delay 30000 one too many' });
+    expect(sixth.text).toMatch(/^tool error: not spawned: at most 5 delegates may run at once/);
+    const state = await api<{ state: { liveDelegates: string[] } }>('GET', `/v1/agents/${a}/conversations/${c}`);
+    expect(state.body.state.liveDelegates).toHaveLength(5);
+  });
+});
+
+describe('how a delegate ends', () => {
+  async function endOf(text: string, taskExtra: Record<string, unknown> = {}): Promise<{ a: string; c: string; d: DelegateView; id: string }> {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await api('POST', `/v1/agents/${a}/tasks`, { title: 'The task', description: text, status: 'ready', ...taskExtra });
+    const { delegateId } = await spawn(a, c, { task: 1 });
+    const id = delegateId!;
+    const d = await eventually(async () => {
+      const v = await delegate(a, id);
+      return v.outcome ? v : undefined;
+    }, 60_000, 'the outcome');
+    return { a, c, d, id };
+  }
+
+  it('a wall-clock timeout after some model calls returns timeout with what was done', async () => {
+    const { d } = await endOf('/work 20 1000 never finishes in time', { wallClockSeconds: 4 });
+    expect(d.outcome).toMatchObject({ kind: 'timeout', terminalOwner: 'timeout' });
+    expect(d.outcome?.result).toMatch(/^step \d+ of 20\n\(Delegate exceeded its 4s wall-clock timeout — partial result\)$/);
+    expect(Number(/^step (\d+)/.exec(d.outcome!.result)![1])).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a cancel with a reason returns cancelled with that reason', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const { delegateId } = await spawn(a, c, { text: '/delay 20000 long job' });
+    const res = await api('POST', `/v1/agents/${a}/delegates/${delegateId}/cancel`, { reason: 'the user changed their mind' });
+    expect(res.status).toBe(202);
+    const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
+    expect(d).toMatchObject({ kind: 'cancelled', terminalOwner: 'cancel', result: 'Delegate cancelled: the user changed their mind' });
+    expect((await api('POST', `/v1/agents/${a}/delegates/${delegateId}/cancel`, { reason: 'again' })).status).toBe(409);
+    await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
+  });
+
+  it('the conversation model can cancel its own delegate through cancel_delegate', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const { delegateId } = await spawn(a, c, { text: '/delay 20000 long job' });
+    const res = await keel.post(a, c, { text: `/tool cancel_delegate ${JSON.stringify({ delegateId, reason: 'not needed any more' })}` }, { wait: 30 });
+    expect(res.body.reply?.text).toBe(`tool result: cancel requested for delegate ${delegateId}; its outcome will come back`);
+    const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
+    expect(d.result).toBe('Delegate cancelled: not needed any more');
+  });
+
+  it('a delegate that never sets an outcome is nudged twice, then failed', async () => {
+    const { d, id, a } = await endOf('/noop thinking', { historyMode: 'clean' });
+    expect(d.outcome).toMatchObject({ kind: 'failed', terminalOwner: 'delegate' });
+    expect(d.outcome?.result).toBe('Delegate failed: finished without setting an outcome after 2 nudges');
+    const { rows } = await keel.pool.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE conversation_key = $1 AND role = 'assistant'`, [delegateWorkflowId(a, id)]);
+    expect(Number(rows[0]!.n)).toBe(3);
+    expect((await api<{ status: string }>('GET', `/v1/agents/${a}/tasks/1`)).body.status).toBe('failed');
+  });
+
+  it('ten exhausted segments of fifteen model calls end partial', async () => {
+    const { d, id, a } = await endOf('/loop');
+    expect(d.outcome).toMatchObject({ kind: 'partial', terminalOwner: 'delegate' });
+    expect(d.outcome?.result).toBe('still going (call 150)\n(reached max segments after 150 model calls — partial result)');
+    const { rows } = await keel.pool.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE conversation_key = $1 AND text = $2`, [
+      delegateWorkflowId(a, id),
+      'Continue where you left off. Do not repeat completed work.',
+    ]);
+    expect(Number(rows[0]!.n)).toBe(9);
+  });
+
+  it('a delegate that is blocked says why', async () => {
+    const { d } = await endOf('/blocked a login wall');
+    expect(d.outcome).toMatchObject({ kind: 'blocked', result: 'Delegate blocked: a login wall' });
+  });
+
+  it('a model failure that retries cannot mend fails the delegate', async () => {
+    const { d } = await endOf('/error 1 broken');
+    expect(d.outcome?.kind).toBe('failed');
+    expect(d.outcome?.result).toMatch(/^Delegate failed: scripted delegate error/);
+  });
+});
+
+describe('admission in the conversation', () => {
+  it('ignores a duplicate completion signal with a consumed version, and rejects one whose versions disagree with the row', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const { delegateId } = await spawn(a, c, { text: 'quick job' });
+    const id = delegateId!;
+    await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
+    const handle = keel.client.workflow.getHandle(conversationWorkflowId(a, c));
+    const claim = { delegateId: id, outcomeVersion: 1, transcriptVersion: 1, outcomeKind: 'success' as const, terminalOwner: 'delegate' as const };
+    await handle.signal(delegateFinished, claim);
+    await handle.signal(delegateFinished, { ...claim, outcomeVersion: 2, outcomeKind: 'failed' });
+    const d = await eventually(async () => {
+      const v = await delegate(a, id);
+      return v.admissions.length >= 3 ? v : undefined;
+    }, 30_000, 'three admission decisions');
+    // Admitted once (by its signal or by reconciliation at a turn end, whichever came first); then the two sent here.
+    expect(d.admissions.filter((x) => x.decision === 'admitted')).toHaveLength(1);
+    expect(d.admissions.slice(-2).map((x) => x.decision)).toEqual(['ignored:consumed', 'rejected:mismatch']);
+    // A user message afterwards still gets its answer, and no second relay happens.
+    expect((await keel.post(a, c, { text: 'anything new?' }, { wait: 30 })).body.reply?.text).toBe('echo: anything new?');
+    expect(relays(await messages(a, c))).toHaveLength(1);
+  });
+
+  it('relays at most 3 retriggers per user message; later results become notes', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT DO NOTHING', [a]);
+    await keel.pool.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3)', [key, a, c]);
+    // One user message whose model call spawns four delegates, finishing far enough apart for a retrigger each.
+    await queueScriptedResponse(keel.pool, key, {
+      content: [0, 1, 2, 3].map((i) => ({ type: 'tool_use' as const, id: `toolu_spawn_${i}`, name: 'spawn_delegate', input: { text: `/delay ${1000 + i * 3000} job ${i}`, historyMode: 'clean' } })),
+      stopReason: 'tool_use',
+      usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+    });
+    await keel.post(a, c, { text: 'do four things' }, { wait: 30 });
+    const { rows } = await keel.pool.query<{ delegate_id: string }>('SELECT delegate_id FROM delegates WHERE conversation_key = $1 ORDER BY created_at', [key]);
+    expect(rows).toHaveLength(4);
+    const ids = rows.map((r) => r.delegate_id);
+    await eventually(async () => (await Promise.all(ids.map((id) => delegate(a, id)))).every((d) => d.relay), 60_000, 'all four relayed or noted');
+    expect((await Promise.all(ids.map((id) => delegate(a, id)))).map((d) => d.relay)).toEqual(['relayed', 'relayed', 'relayed', 'noted']);
+    const ms = await messages(a, c);
+    expect(relays(ms)).toHaveLength(3);
+    expect(ms.some((m) => m.role === 'system' && m.text.startsWith(`[Background delegate ${ids[3]} success]`))).toBe(true);
+  });
+
 });

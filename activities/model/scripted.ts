@@ -24,7 +24,7 @@ export function createScriptedProvider(pool: Pool): ModelProvider {
         return { ...response, model: 'scripted' };
       }
       // A delegate is recognised by its tools: it reports with set_status instead of replying.
-      const plan = request.tools.some((t) => t.name === 'set_status') ? scriptedDelegatePlan(request.messages, ctx.callIndex) : scriptedPlan(request.messages, ctx.callIndex);
+      const plan = request.tools.some((t) => t.name === 'set_status') ? scriptedDelegatePlan(request.system, request.messages, ctx.callIndex) : scriptedPlan(request.messages, ctx.callIndex);
       return perform(plan, ctx);
     },
   };
