@@ -50,6 +50,35 @@ describe('continue-as-new', () => {
     expect(texts.filter((_, i) => i % 2 === 0).slice(12).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
   });
 
+  it('admits and relays, once each, the results of two delegates that finish after the conversation continued as new', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    const ids: string[] = [];
+    for (const ms of [6000, 7000]) {
+      const res = await keel.post(a, c, { text: `/tool spawn_delegate {"text":"/delay ${ms} job ${ms}","historyMode":"clean"}` }, { wait: 30 });
+      ids.push(/spawned delegate (\S+)/.exec(res.body.reply?.text ?? '')![1]!);
+    }
+    const runsBefore = (await runsOf(key)).length;
+    // Enough turns for at least one continue-as-new while both delegates still run.
+    for (let i = 0; i < 5; i++) await keel.post(a, c, { text: `filler ${i}` }, { wait: 30 });
+    const { rows: running } = await keel.pool.query('SELECT 1 FROM delegates WHERE conversation_key = $1 AND completed_at IS NULL', [key]);
+    expect(running).toHaveLength(2);
+    expect((await runsOf(key)).length).toBeGreaterThan(runsBefore);
+
+    const relays = async () => {
+      const { rows } = await keel.pool.query<{ text: string }>(`SELECT text FROM messages WHERE conversation_key = $1 AND role = 'assistant' AND text LIKE 'relay: %'`, [key]);
+      return rows.map((r) => r.text).join(' | ');
+    };
+    await eventually(async () => {
+      const text = await relays();
+      return ids.every((id) => text.includes(id)) ? text : undefined;
+    }, 60_000, 'both relayed');
+    const text = await relays();
+    for (const id of ids) expect(text.split(id).length - 1).toBe(1);
+    const { rows } = await keel.pool.query<{ n: string }>(`SELECT count(*) AS n FROM delegate_admissions WHERE decision = 'admitted' AND delegate_id = ANY($1)`, [ids]);
+    expect(Number(rows[0]!.n)).toBe(2);
+  });
+
   it('keeps messageId idempotency across runs', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);

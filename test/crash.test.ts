@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../db/migrate';
-import { conversationWorkflowId } from '../domain/ids';
+import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-process';
 import { spawnTs, stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
@@ -71,6 +71,40 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(await transcriptRoles(keel, key)).toEqual(['user', 'assistant', 'tool']);
     const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM turns WHERE conversation_key = $1', [key]);
     expect(Number(rows[0]!.n)).toBe(1);
+  });
+
+  it('kill -9 of the worker while a delegate runs: after a restart the delegate finishes and its result is relayed once', async () => {
+    hook ??= await startWebhookReceiver();
+    const keel = await startTestKeel({ worker: false });
+    cleanups.push(() => keel.stop());
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const worker = startWorkerProcess(keel, inject('databaseUrl'));
+    const spawned = await keel.post(
+      a,
+      c,
+      { text: '/tool spawn_delegate {"text":"/delay 5000 survived","historyMode":"clean"}', delivery: { channel: 'webhook', url: hook.url } },
+      { wait: 60 },
+    );
+    const delegateId = /spawned delegate (\S+)/.exec(spawned.body.reply?.text ?? '')![1]!;
+    await eventually(async () => (await streamedChars(keel, delegateWorkflowId(a, delegateId))) > 0, 60_000, 'the delegate to be streaming');
+
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+    startWorkerProcess(keel, inject('databaseUrl'));
+
+    const relayed = () => hook.received.filter((r) => (r.body as { conversationId?: string; text?: string }).conversationId === c && (r.body as { text: string }).text.startsWith('relay: '));
+    await eventually(async () => relayed().length === 1 || undefined, 90_000, 'the relay');
+    expect(relayed().map((r) => (r.body as { text: string }).text)).toEqual([`relay: ${delegateId} success: done: survived`]);
+    // The relay is recorded when the retrigger turn is committed, just after its delivery.
+    const row = await eventually(async () => {
+      const { rows } = await keel.pool.query<{ outcome_version: number; relay: string | null }>('SELECT outcome_version, relay FROM delegates WHERE delegate_id = $1', [delegateId]);
+      return rows[0]?.relay ? rows[0] : undefined;
+    }, 30_000, 'the relay to be recorded');
+    expect(row).toEqual({ outcome_version: 1, relay: 'relayed' });
+    // A later turn end reconciles again and relays nothing twice.
+    await keel.post(a, c, { text: 'thanks' }, { wait: 30 });
+    expect(relayed()).toHaveLength(1);
   });
 
   it('PostgreSQL stopped during a turn and started again 10 s later: the turn completes, nothing lost or doubled', async () => {

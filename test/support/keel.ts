@@ -47,6 +47,8 @@ export interface TestKeelOptions {
   worker?: boolean;
   databaseUrl?: string;
   temporalAddress?: string;
+  /** A workflow bundle of the test's own (one built with a test interceptor); the run's shared bundle otherwise. */
+  workflowBundlePath?: string;
 }
 
 /** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
@@ -72,7 +74,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
-      workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      workflows: { workflowBundle: { codePath: opts.workflowBundlePath ?? inject('workflowBundlePath') } },
       deps: {
         pool,
         provider: (opts.provider ?? createScriptedProvider)(pool),
