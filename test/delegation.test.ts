@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { queueScriptedResponse } from '../db/scripted-responses';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { delegateFinished } from '../workflows/conversation';
@@ -233,4 +234,50 @@ describe('admission in the conversation', () => {
     expect(ms.some((m) => m.role === 'system' && m.text.startsWith(`[Background delegate ${ids[3]} success]`))).toBe(true);
   });
 
+});
+
+describe('history modes', () => {
+  it('fork gives the delegate a copy of the conversation; clean gives it only the task', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await keel.post(a, c, { text: 'remember the codeword heliotrope' }, { wait: 30 });
+    const forked = await spawn(a, c, { text: 'recall the codeword', historyMode: 'fork' });
+    const clean = await spawn(a, c, { text: 'recall nothing', historyMode: 'clean' });
+    const transcriptOf = async (id: string) => {
+      await eventually(async () => (await delegate(a, id)).outcome, 30_000, 'the outcome');
+      const { rows } = await keel.pool.query<{ role: string; content: unknown }>('SELECT role, content FROM messages WHERE conversation_key = $1 ORDER BY seq', [
+        delegateWorkflowId(a, id),
+      ]);
+      return JSON.stringify(rows);
+    };
+    expect(await transcriptOf(forked.delegateId!)).toContain('remember the codeword heliotrope');
+    expect(await transcriptOf(clean.delegateId!)).not.toContain('heliotrope');
+  });
+});
+
+describe('task, skill and delegate routes', () => {
+  it('answer bad input and unknown resources with the error shape', async () => {
+    const a = uniqueId('a');
+    expect((await api('POST', `/v1/agents/${a}/tasks`, { description: 'no title' })).status).toBe(400);
+    expect((await api('POST', `/v1/agents/${a}/tasks`, { title: 'x', status: 'in_progress' })).status).toBe(400);
+    expect((await api('GET', `/v1/agents/${a}/tasks/99`)).status).toBe(404);
+    expect((await api('PUT', `/v1/agents/${a}/skills/bad%20name`, { body: 'x' })).status).toBe(400);
+    expect((await api('GET', `/v1/agents/${a}/delegates/00000000-0000-0000-0000-000000000000`)).status).toBe(404);
+    expect((await api('POST', `/v1/agents/${a}/delegates/00000000-0000-0000-0000-000000000000/cancel`, { reason: 'x' })).status).toBe(404);
+    await api('POST', `/v1/agents/${a}/tasks`, { title: 'x', status: 'ready' });
+    const wrong = await api<{ error: { code: string; message: string } }>('PATCH', `/v1/agents/${a}/tasks/1`, { status: 'done' });
+    expect(wrong.status).toBe(409);
+    expect(wrong.body.error).toEqual({ code: 'invalid_transition', message: 'task #1 cannot move from ready to done' });
+  });
+});
+
+describe('replay', () => {
+  it("replays a delegate's recorded history and its conversation's against the current workflow code", async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const { delegateId } = await spawn(a, c, { text: '/work 3 10 three steps' });
+    await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
+    for (const id of [delegateWorkflowId(a, delegateId!), conversationWorkflowId(a, c)]) {
+      const history = await keel.client.workflow.getHandle(id).fetchHistory();
+      await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
+    }
+  });
 });
