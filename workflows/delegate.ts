@@ -4,6 +4,7 @@ import {
   defineSignal,
   getExternalWorkflowHandle,
   isCancellation,
+  log,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -92,13 +93,18 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   });
   upsertSearchAttributes([{ key: SA.outcome, value: committed.outcomeKind }]);
   // Only after the commit: the conversation hears of it, and re-reads the committed row before admitting it.
-  await getExternalWorkflowHandle(conversationKey).signal(delegateFinished, {
-    delegateId,
-    outcomeVersion: committed.outcomeVersion,
-    transcriptVersion: committed.transcriptVersion,
-    outcomeKind: committed.outcomeKind,
-    terminalOwner: committed.terminalOwner,
-  });
+  try {
+    await getExternalWorkflowHandle(conversationKey).signal(delegateFinished, {
+      delegateId,
+      outcomeVersion: committed.outcomeVersion,
+      transcriptVersion: committed.transcriptVersion,
+      outcomeKind: committed.outcomeKind,
+      terminalOwner: committed.terminalOwner,
+    });
+  } catch (err) {
+    // No running conversation to tell (it was terminated): its next run reconciles from PostgreSQL at start.
+    log.warn('conversation not signalled; it will reconcile', { conversationKey, error: err instanceof Error ? err.message : String(err) });
+  }
   return committed;
 
   async function doWork(): Promise<WorkEnd> {
