@@ -1,4 +1,4 @@
-import { appendTranscript, loadTranscript, type NewTranscriptEntry } from '../db/conversations';
+import { appendTranscript, appendTranscriptTx, loadTranscript, transcriptAfterOrigin, type NewTranscriptEntry } from '../db/conversations';
 import {
   addTaskComment,
   admitOutcome,
@@ -32,6 +32,9 @@ import {
 } from '../domain/delegation';
 import { delegateWorkflowId } from '../domain/ids';
 import { TRANSCRIPT_WINDOW } from '../domain/transcript';
+
+/** The origin of a delegate's task message: what comes after it is the delegate's own work. */
+const TASK_ORIGIN = 'task';
 
 /** Every seq of a transcript. */
 const ALL_SEQ = 2_147_483_647;
@@ -72,7 +75,7 @@ export function delegationActivities({ pool }: { pool: Pool }) {
           for (const m of kept) entries.push({ role: m.role, content: m.content, text: '', origin: `fork:${m.seq}` });
         }
         const task = taskMessage(brief.title, brief.description);
-        entries.push({ role: 'user', content: [{ type: 'text', text: task }], text: task, origin: 'task' });
+        entries.push({ role: 'user', content: [{ type: 'text', text: task }], text: task, origin: TASK_ORIGIN });
         return appendTranscript(db, key, brief.delegateId, entries);
       });
     },
@@ -94,7 +97,8 @@ export function delegationActivities({ pool }: { pool: Pool }) {
      */
     commitDelegateOutcome: async (end: DelegateEnd): Promise<CommittedOutcome> => {
       const brief = await delegateBrief(pool, end.delegateId);
-      const transcript = await loadTranscript(pool, delegateWorkflowId(brief.agentId, end.delegateId), ALL_SEQ, TRANSCRIPT_WINDOW);
+      // Only the delegate's own work counts, not the conversation history a fork copied in before its task.
+      const transcript = await transcriptAfterOrigin(pool, delegateWorkflowId(brief.agentId, end.delegateId), TASK_ORIGIN, TRANSCRIPT_WINDOW);
       const hasTranscript = transcript.some((m) => m.role === 'assistant');
       const result = outcomeResult(end.kind, {
         outcomeText: end.outcomeText,
@@ -121,7 +125,13 @@ export function delegationActivities({ pool }: { pool: Pool }) {
       const consider = async (claim: DelegateFinished, via: 'signal' | 'reconcile') => {
         const { decision, result } = await admitOutcome(pool, input.conversationKey, claim, via);
         decisions.push({ delegateId: claim.delegateId, decision });
-        if (result) admitted.push(result);
+        if (!result) return;
+        admitted.push(result);
+        // The transcript records the event (admission runs between turns, never inside one).
+        const note = `delegate.finished ${result.delegateId} (${result.kind})`;
+        await appendTranscriptTx(pool, input.conversationKey, 'delegation', [
+          { role: 'system', content: [{ type: 'text', text: note }], text: note, origin: `delegate-finished:${result.delegateId}:${claim.outcomeVersion}` },
+        ]);
       };
       for (const s of input.signals) await consider(s, 'signal');
       if (input.reconcile) for (const s of await unadmittedOutcomes(pool, input.conversationKey)) await consider(s, 'reconcile');

@@ -165,6 +165,19 @@ export async function loadTranscript(db: Queryable, conversationKey: string, thr
   return rows;
 }
 
+/** The transcript after the row of `origin` (a delegate's own work, after its task message). */
+export async function transcriptAfterOrigin(db: Queryable, conversationKey: string, origin: string, limit: number): Promise<TranscriptMessage[]> {
+  const { rows } = await db.query<{ seq: number; role: TranscriptRole; content: ContentBlock[] }>(
+    `SELECT seq, role, content FROM (
+       SELECT seq, role, content FROM messages
+        WHERE conversation_key = $1 AND seq > (SELECT seq FROM messages WHERE conversation_key = $1 AND origin = $2)
+        ORDER BY seq DESC LIMIT $3
+     ) t ORDER BY seq`,
+    [conversationKey, origin, limit],
+  );
+  return rows;
+}
+
 export async function findByOrigin(db: Queryable, conversationKey: string, origin: string): Promise<{ seq: number; content: ContentBlock[] } | undefined> {
   const { rows } = await db.query<{ seq: number; content: ContentBlock[] }>('SELECT seq, content FROM messages WHERE conversation_key = $1 AND origin = $2', [
     conversationKey,

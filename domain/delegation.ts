@@ -166,19 +166,20 @@ const estimateTokens = (m: TranscriptMessage) => Math.ceil(JSON.stringify(m.cont
  * (or an assistant message) first, and always keeping at least 4 messages. Returns how many were removed.
  */
 export function forkHistory(messages: readonly TranscriptMessage[], budgetTokens: number): { kept: TranscriptMessage[]; removed: number } {
-  let kept = [...messages];
-  const total = (ms: TranscriptMessage[]) => ms.reduce((n, m) => n + estimateTokens(m), 0);
-  while (kept.length > DELEGATION.forkMinMessages && total(kept) > budgetTokens) {
-    let drop = Math.max(1, Math.floor(kept.length / 2));
-    drop = Math.min(drop, kept.length - DELEGATION.forkMinMessages);
-    let next = kept.slice(drop);
-    while (next.length > DELEGATION.forkMinMessages && next[0]!.role !== 'user' && next[0]!.role !== 'system') next = next.slice(1);
-    if (next.length === kept.length) break;
-    kept = next;
+  const n = messages.length;
+  const tokensFrom = (i: number) => messages.slice(i).reduce((sum, m) => sum + estimateTokens(m), 0);
+  // A window may only open on a user message or a note: never on a tool result or an assistant message.
+  const starts = messages.flatMap((m, i) => (m.role === 'user' || m.role === 'system' ? [i] : []));
+  let start = starts[0] ?? n;
+  while (start < n && tokensFrom(start) > budgetTokens) {
+    const target = start + Math.max(1, Math.floor((n - start) / 2));
+    const fits = (i: number) => i > start && n - i >= DELEGATION.forkMinMessages;
+    // The next opening at or past half of what is left; else the latest opening that still keeps the minimum.
+    const next = starts.find((i) => i >= target && fits(i)) ?? [...starts].reverse().find(fits);
+    if (next === undefined) break;
+    start = next;
   }
-  // Even at the minimum, a window may not open on a tool result.
-  while (kept.length > 0 && (kept[0]!.role === 'tool' || kept[0]!.role === 'assistant')) kept = kept.slice(1);
-  return { kept, removed: messages.length - kept.length };
+  return { kept: messages.slice(start), removed: start };
 }
 
 export function forkNote(removed: number): string {

@@ -69,6 +69,7 @@ describe('delegation through the REST API alone', () => {
     expect(d.relay).toBe('relayed');
     expect(d.admissions.filter((x) => x.decision === 'admitted')).toHaveLength(1);
     expect(relays(await messages(a, c))[0]!.text).toBe(`relay: ${id} success: done: Write the summary`);
+    expect((await messages(a, c)).filter((m) => m.role === 'system' && m.text === `delegate.finished ${id} (success)`)).toHaveLength(1);
 
     const task = await api<{ status: string; attempts: { delegateId: string; outcome: string; endedAt: string | null }[] }>('GET', `/v1/agents/${a}/tasks/1`);
     expect(task.body.status).toBe('done');

@@ -294,13 +294,9 @@ describe('forkHistory', () => {
     }
   });
 
-  // BUG (domain/delegation.ts, forkHistory): the half-drop steps past the last usable user row, the inner
-  // re-alignment stops at the 4-message floor on a tool row, and the final "never start on a tool/assistant" pass
-  // then strips the rest, so the fork ends with fewer than 4 messages — here none at all — although a window that
-  // starts on a user row, has 6 messages and fits the budget exists ([u3 … a8]).
-  // Input: roles [user, assistant, user, assistant, tool, assistant, tool, assistant], budget = tokens of messages 3…8.
-  // Expected: at least 4 messages kept, starting on user (seq 3…8, removed 2). Actual: kept [], removed 8.
-  it.fails('keeps at least 4 messages when a user-led window of 4+ fits (BUG: the whole history is dropped)', () => {
+  // A window that opens on a user row, keeps 4+ messages and fits the budget exists ([u3 … a8]): the fork finds it
+  // even when halving would step past the last user row.
+  it('keeps at least 4 messages when a user-led window of 4+ fits', () => {
     const ms = history('user', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'tool', 'assistant');
     const { kept, removed } = forkHistory(ms, tokens(ms.slice(2)));
     expect(kept.length).toBeGreaterThanOrEqual(DELEGATION.forkMinMessages);
@@ -308,9 +304,8 @@ describe('forkHistory', () => {
     expect(removed).toBe(ms.length - kept.length);
   });
 
-  // The same defect with a longer run: [u1 a t a u5 a t a u9 a], budget tokens(5…10): u5…a10 (6 messages) fits, but the
-  // result is [u9, a10] — 2 messages.
-  it.fails('keeps at least 4 messages after a long tool exchange (BUG: only 2 survive)', () => {
+  // [u1 a t a u5 a t a u9 a], budget tokens(5…10): u5…a10 (6 messages) fits and is kept, not just [u9, a10].
+  it('keeps at least 4 messages after a long tool exchange', () => {
     const ms = history('user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant');
     const { kept } = forkHistory(ms, tokens(ms.slice(4)));
     expect(kept.length).toBeGreaterThanOrEqual(DELEGATION.forkMinMessages);
