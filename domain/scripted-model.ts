@@ -80,15 +80,25 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
   }
 }
 
-/** The results of a retrigger message when it is the latest thing the model was told, as `<id> <kind>: <result>` lines. */
+/**
+ * The results of the retrigger message this turn answers, as `<id> <kind>: <result>` lines: the latest retrigger note
+ * with no user text after it (the turn's own tool results may follow it, so a blocked relay is tried again).
+ */
 function lastRetrigger(messages: readonly ModelMessage[]): string | undefined {
-  const last = messages[messages.length - 1];
-  if (!last || last.role !== 'user') return undefined;
-  const texts = last.content.filter((b): b is TextBlock => b.type === 'text');
-  const text = texts[texts.length - 1]?.text ?? '';
-  if (!new RegExp(`^\\[note\\] \\d+ ${RETRIGGER_PREFIX}`).test(text)) return undefined;
-  const lines = [...text.matchAll(/--- delegate (\S+) \((\w+)[^)]*\) ---\n([^\n]*)/g)].map((m) => `${m[1]} ${m[2]}: ${m[3]}`);
-  return lines.join(' | ');
+  const retrigger = new RegExp(`^\\[note\\] \\d+ ${RETRIGGER_PREFIX}`);
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'user') continue;
+    const texts = m.content.filter((b): b is TextBlock => b.type === 'text');
+    for (let k = texts.length - 1; k >= 0; k--) {
+      const text = texts[k]!.text;
+      if (retrigger.test(text)) {
+        return [...text.matchAll(/--- delegate (\S+) \((\w+)[^)]*\) ---\n([^\n]*)/g)].map((r) => `${r[1]} ${r[2]}: ${r[3]}`).join(' | ');
+      }
+      if (!text.startsWith('[note]')) return undefined;
+    }
+  }
+  return undefined;
 }
 
 /**

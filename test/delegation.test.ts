@@ -1,6 +1,7 @@
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { queueScriptedResponse } from '../db/scripted-responses';
+import { FAKE_SECRET } from '../domain/scripted-model';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { delegateFinished } from '../workflows/conversation';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
@@ -63,7 +64,11 @@ describe('delegation through the REST API alone', () => {
     const id = delegateId!;
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
 
-    const d = await delegate(a, id);
+    // The relay is recorded when the retrigger turn commits, just after its reply.
+    const d = await eventually(async () => {
+      const v = await delegate(a, id);
+      return v.relay ? v : undefined;
+    }, 30_000, 'the relay to be recorded');
     expect(d.outcome).toEqual({ kind: 'success', result: 'done: Write the summary', outcomeVersion: 1, transcriptVersion: 1, terminalOwner: 'delegate' });
     expect(d.admittedAt).toBeTruthy();
     expect(d.relay).toBe('relayed');
@@ -235,6 +240,20 @@ describe('admission in the conversation', () => {
     expect(ms.some((m) => m.role === 'system' && m.text.startsWith(`[Background delegate ${ids[3]} success]`))).toBe(true);
   });
 
+});
+
+describe('relay', () => {
+  it('records "relay failed" on a result whose retrigger reply the guard blocks', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const { delegateId } = await spawn(a, c, { text: `/delay 10 ${FAKE_SECRET}`, historyMode: 'clean' });
+    const d = await eventually(async () => {
+      const v = await delegate(a, delegateId!);
+      return v.relay ? v : undefined;
+    }, 30_000, 'the relay to be recorded');
+    expect(d.outcome?.kind).toBe('success');
+    expect(d.relay).toBe('relay_failed');
+    expect(relays(await messages(a, c))).toHaveLength(0);
+  });
 });
 
 describe('history modes', () => {
