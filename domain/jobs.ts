@@ -1,0 +1,145 @@
+import { Cron } from 'croner';
+import { z } from 'zod';
+import { Delivery } from './delivery';
+import { utf8Bytes } from './messages';
+import { storableString } from './text';
+
+/** Phantom's scheduler numbers, kept. */
+export const JOBS = {
+  maxJobsPerAgent: 1000,
+  taskBytes: 32_768,
+  nameChars: 200,
+  descriptionChars: 1000,
+  /** The shortest `every` interval, unless configured otherwise. */
+  defaultEveryFloorMs: 60_000,
+  /** Retry delays of a failed run: 30 s, 1 min, 5 min, 15 min, then every 60 min. */
+  backoffMs: [30_000, 60_000, 300_000, 900_000, 3_600_000],
+  oneShotMaxErrors: 3,
+  maxConsecutiveErrors: 10,
+  defaultCatchupWindowMs: 600_000,
+} as const;
+
+export const JobSchedule = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('at'), at: z.string() }).strict(),
+  z.object({ kind: z.literal('every'), intervalMs: z.number() }).strict(),
+  z.object({ kind: z.literal('cron'), expr: z.string(), tz: z.string().optional() }).strict(),
+]);
+export type JobSchedule = z.infer<typeof JobSchedule>;
+
+/** The shape of a new job, from the API or the agent's `schedule` tool; the rules are in `validateNewJob`. */
+export const NewJob = z
+  .object({
+    name: storableString(),
+    description: storableString().optional(),
+    schedule: JobSchedule,
+    task: storableString(),
+    delivery: Delivery.optional(),
+    deleteAfterRun: z.boolean().optional(),
+  })
+  .strict();
+export type NewJob = z.infer<typeof NewJob>;
+
+export type JobRuleCode = 'job_limit' | 'task_too_large' | 'job_name_taken' | 'invalid_schedule' | 'invalid_request';
+
+/** A broken rule: the field it concerns, the rule in words, and the API status it maps to. */
+export interface JobRuleError {
+  code: JobRuleCode;
+  field: string;
+  message: string;
+  status: 400 | 409 | 413 | 429;
+}
+
+export interface JobContext {
+  now: Date;
+  /** Jobs the agent already has, in any status. */
+  existingJobs: number;
+  /** Whether another job of the agent has this name, ignoring case. */
+  nameTaken: boolean;
+  everyFloorMs?: number;
+}
+
+export type JobVerdict = { ok: true; nextRunAt: Date; schedule: JobSchedule } | { ok: false; error: JobRuleError };
+
+const fail = (code: JobRuleCode, field: string, message: string, status: JobRuleError['status']): JobVerdict => ({ ok: false, error: { code, field, message, status } });
+
+/**
+ * The one validation of a job, used by the API and by the agent's tool alike. Rules in Phantom's order: the job
+ * limit, the task size, the name, the schedule, the delivery target (checked by the Delivery schema).
+ */
+export function validateNewJob(job: NewJob, ctx: JobContext): JobVerdict {
+  if (ctx.existingJobs >= JOBS.maxJobsPerAgent) return fail('job_limit', 'agent', `an agent may have at most ${JOBS.maxJobsPerAgent} jobs`, 429);
+  if (utf8Bytes(job.task) > JOBS.taskBytes) return fail('task_too_large', 'task', `task must be at most ${JOBS.taskBytes} UTF-8 bytes`, 413);
+  if (!job.task.trim()) return fail('invalid_request', 'task', 'task must not be empty', 400);
+  const name = job.name.trim();
+  if (name.length < 1 || name.length > JOBS.nameChars) return fail('invalid_request', 'name', `name must be 1–${JOBS.nameChars} characters`, 400);
+  if ((job.description ?? '').length > JOBS.descriptionChars) return fail('invalid_request', 'description', `description must be at most ${JOBS.descriptionChars} characters`, 400);
+  if (ctx.nameTaken) return fail('job_name_taken', 'name', `a job named "${name}" already exists (names are unique ignoring case)`, 409);
+  const schedule = checkSchedule(job.schedule, ctx.now, ctx.everyFloorMs ?? JOBS.defaultEveryFloorMs);
+  if ('error' in schedule) return fail('invalid_schedule', schedule.field, schedule.error, 400);
+  return { ok: true, nextRunAt: schedule.next, schedule: schedule.normalized };
+}
+
+function checkSchedule(s: JobSchedule, now: Date, floorMs: number): { next: Date; normalized: JobSchedule } | { field: string; error: string } {
+  switch (s.kind) {
+    case 'at': {
+      const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(s.at) ? new Date(s.at) : undefined;
+      if (!at || Number.isNaN(at.getTime())) return { field: 'schedule.at', error: 'at must be an ISO-8601 time with a zone (e.g. 2027-01-01T09:00:00Z)' };
+      if (at.getTime() <= now.getTime()) return { field: 'schedule.at', error: 'at must be strictly in the future' };
+      return { next: at, normalized: { kind: 'at', at: at.toISOString() } };
+    }
+    case 'every':
+      if (!Number.isInteger(s.intervalMs) || s.intervalMs <= 0) return { field: 'schedule.intervalMs', error: 'intervalMs must be a positive whole number of milliseconds' };
+      if (s.intervalMs < floorMs) return { field: 'schedule.intervalMs', error: `intervalMs must be at least ${floorMs} ms` };
+      return { next: new Date(now.getTime() + s.intervalMs), normalized: s };
+    case 'cron': {
+      const tz = s.tz ?? 'UTC';
+      if (!isTimeZone(tz)) return { field: 'schedule.tz', error: `"${tz}" is not an IANA time zone` };
+      const expr = s.expr.trim();
+      if (expr.startsWith('@')) return { field: 'schedule.expr', error: 'cron nicknames such as @daily are not accepted: write the 5 fields' };
+      if (expr.split(/\s+/).length !== 5) return { field: 'schedule.expr', error: 'cron must have exactly 5 fields (minute hour day-of-month month day-of-week)' };
+      let next: Date | null;
+      try {
+        next = new Cron(expr, { timezone: tz, mode: '5-part', paused: true }).nextRun(now);
+      } catch (err) {
+        return { field: 'schedule.expr', error: `cron does not parse: ${err instanceof Error ? err.message : String(err)}` };
+      }
+      if (!next) return { field: 'schedule.expr', error: 'cron has no future fire' };
+      return { next, normalized: { kind: 'cron', expr, tz } };
+    }
+  }
+}
+
+export function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The next fire of a schedule after `after` (null when there is none: a past one-shot, a cron with no future). */
+export function nextFire(s: JobSchedule, after: Date): Date | null {
+  switch (s.kind) {
+    case 'at':
+      return new Date(s.at) > after ? new Date(s.at) : null;
+    case 'every':
+      return new Date(after.getTime() + s.intervalMs);
+    case 'cron':
+      return new Cron(s.expr, { timezone: s.tz ?? 'UTC', mode: '5-part', paused: true }).nextRun(after);
+  }
+}
+
+/**
+ * The delay before retry `n` (1-based) of a failed run: 30 s, 1 min, 5 min, 15 min, then 60 min; a cron job retries
+ * no later than its next fire (which then takes over).
+ */
+export function retryDelayMs(retry: number, untilNextFireMs?: number, backoff: readonly number[] = JOBS.backoffMs): number {
+  const step = backoff[Math.min(retry, backoff.length) - 1] ?? backoff[backoff.length - 1]!;
+  return untilNextFireMs !== undefined ? Math.min(step, Math.max(0, untilNextFireMs)) : step;
+}
+
+/** What consecutive errors do to a job: a one-shot fails after 3, any job after 10. */
+export function failsAfterErrors(kind: JobSchedule['kind'], consecutiveErrors: number): boolean {
+  return consecutiveErrors >= (kind === 'at' ? JOBS.oneShotMaxErrors : JOBS.maxConsecutiveErrors);
+}
