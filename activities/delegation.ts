@@ -1,7 +1,8 @@
-import { appendTranscript, appendTranscriptTx, loadTranscript, transcriptAfterOrigin, type NewTranscriptEntry } from '../db/conversations';
+import { appendTranscript, loadTranscript, transcriptAfterOrigin, type NewTranscriptEntry } from '../db/conversations';
 import {
   addTaskComment,
   admitOutcome,
+  admittedInBatch,
   admittedResults,
   claimDelegate,
   commitOutcome,
@@ -10,6 +11,7 @@ import {
   liveDelegateIds,
   markRelay,
   unadmittedOutcomes,
+  unrelayedResults,
   updateTaskDescription,
   type AdmissionDecision,
   type CommittedOutcome,
@@ -20,18 +22,18 @@ import { inTransaction, type Pool } from '../db/pool';
 import {
   DELEGATION,
   backgroundNote,
+  delegateSystemPrompt,
   forkHistory,
   forkNote,
   outcomeResult,
   recoverProgress,
   taskMessage,
-  type AdmittedResult,
   type DelegateFinished,
   type OutcomeKind,
   type TerminalOwner,
 } from '../domain/delegation';
 import { delegateWorkflowId } from '../domain/ids';
-import { TRANSCRIPT_WINDOW } from '../domain/transcript';
+import { TRANSCRIPT_WINDOW, withoutUnansweredToolCalls } from '../domain/transcript';
 
 /** The origin of a delegate's task message: what comes after it is the delegate's own work. */
 const TASK_ORIGIN = 'task';
@@ -51,7 +53,16 @@ export interface DelegateEnd {
 export function delegationActivities({ pool }: { pool: Pool }) {
   return {
     /** Every admission rule and the claim (delegate row, task attempt, ready → in_progress), before the child starts. */
-    claimDelegate: async (request: SpawnRequest): Promise<SpawnDecision> => claimDelegate(pool, request),
+    claimDelegate: async (request: SpawnRequest): Promise<SpawnDecision> => {
+      try {
+        return await claimDelegate(pool, request);
+      } catch (err) {
+        // The lookup itself failed on the data (SQLSTATE class 22): refuse, as Spacebot does, rather than retry forever.
+        const code = (err as { code?: unknown }).code;
+        if (typeof code === 'string' && code.startsWith('22')) return { kind: 'refused', reason: `the task lookup failed: ${(err as Error).message}` };
+        throw err;
+      }
+    },
 
     /**
      * The delegate's own transcript: a forked copy of the conversation (trimmed to the budget, with a note of what
@@ -68,8 +79,10 @@ export function delegationActivities({ pool }: { pool: Pool }) {
         ]);
         const entries: NewTranscriptEntry[] = [];
         if (brief.historyMode === 'fork') {
-          const parent = await loadTranscript(db, brief.conversationKey, ALL_SEQ, TRANSCRIPT_WINDOW);
-          const budget = Math.floor(DELEGATION.contextWindowTokens * (1 - DELEGATION.forkReserve)) - Math.ceil((brief.title.length + brief.description.length) / 4);
+          const parent = withoutUnansweredToolCalls(await loadTranscript(db, brief.conversationKey, ALL_SEQ, TRANSCRIPT_WINDOW));
+          // The budget: the context window less its reserve and less the system prompt (task, skills, index).
+          const system = delegateSystemPrompt({ task: taskMessage(brief.title, brief.description), requiredSkills: brief.requiredSkills, skillIndex: brief.skillIndex });
+          const budget = Math.floor(DELEGATION.contextWindowTokens * (1 - DELEGATION.forkReserve)) - Math.ceil(system.length / 4);
           const { kept, removed } = forkHistory(parent, budget);
           if (removed > 0) entries.push({ role: 'system', content: [{ type: 'text', text: forkNote(removed) }], text: forkNote(removed), origin: 'fork:note' });
           for (const m of kept) entries.push({ role: m.role, content: m.content, text: '', origin: `fork:${m.seq}` });
@@ -117,25 +130,32 @@ export function delegationActivities({ pool }: { pool: Pool }) {
      */
     admitDelegateOutcomes: async (input: {
       conversationKey: string;
+      /** The workflow's token for this call: a retry returns what an earlier attempt admitted. */
+      batch: string;
       signals: DelegateFinished[];
       reconcile: boolean;
-    }): Promise<{ admitted: AdmittedResult[]; decisions: { delegateId: string; decision: AdmissionDecision }[]; live: string[] }> => {
-      const admitted: AdmittedResult[] = [];
+      /** A fresh run also takes up results admitted before but never relayed. */
+      resume?: boolean;
+    }): Promise<{ admitted: string[]; decisions: { delegateId: string; decision: AdmissionDecision }[]; live: string[] }> => {
+      const admitted = await admittedInBatch(pool, input.batch);
       const decisions: { delegateId: string; decision: AdmissionDecision }[] = [];
+      // Live first: a delegate that commits while this runs is then found by the reconcile below, never missed by both.
+      const live = await liveDelegateIds(pool, input.conversationKey);
       const consider = async (claim: DelegateFinished, via: 'signal' | 'reconcile') => {
-        const { decision, result } = await admitOutcome(pool, input.conversationKey, claim, via);
+        const { decision, result } = await admitOutcome(pool, input.conversationKey, claim, via, input.batch, async (db, r) => {
+          // The transcript records the event (admission runs between turns, never inside one).
+          const note = `delegate.finished ${r.delegateId} (${r.kind})`;
+          await appendTranscript(db, input.conversationKey, 'delegation', [
+            { role: 'system', content: [{ type: 'text', text: note }], text: note, origin: `delegate-finished:${r.delegateId}:${claim.outcomeVersion}` },
+          ]);
+        });
         decisions.push({ delegateId: claim.delegateId, decision });
-        if (!result) return;
-        admitted.push(result);
-        // The transcript records the event (admission runs between turns, never inside one).
-        const note = `delegate.finished ${result.delegateId} (${result.kind})`;
-        await appendTranscriptTx(pool, input.conversationKey, 'delegation', [
-          { role: 'system', content: [{ type: 'text', text: note }], text: note, origin: `delegate-finished:${result.delegateId}:${claim.outcomeVersion}` },
-        ]);
+        if (result && !admitted.includes(result.delegateId)) admitted.push(result.delegateId);
       };
       for (const s of input.signals) await consider(s, 'signal');
       if (input.reconcile) for (const s of await unadmittedOutcomes(pool, input.conversationKey)) await consider(s, 'reconcile');
-      return { admitted, decisions, live: await liveDelegateIds(pool, input.conversationKey) };
+      if (input.resume) for (const id of await unrelayedResults(pool, input.conversationKey)) if (!admitted.includes(id)) admitted.push(id);
+      return { admitted, decisions, live: live.filter((id) => !admitted.includes(id)) };
     },
 
     /** Results past the retrigger cap go into the transcript as notes instead of being relayed. */

@@ -328,6 +328,9 @@ export async function admitOutcome(
   conversationKey: string,
   claim: DelegateFinished,
   via: 'signal' | 'reconcile',
+  batch: string,
+  /** Runs in the admitting transaction, so that what admission records (a transcript note) commits with it. */
+  onAdmitted: (db: Queryable, result: AdmittedResult) => Promise<void>,
 ): Promise<{ decision: AdmissionDecision; result?: AdmittedResult }> {
   return inTransaction(pool, async (db) => {
     const { rows } = await db.query<{
@@ -355,17 +358,35 @@ export async function admitOutcome(
       decision = 'rejected:mismatch';
     } else decision = 'admitted';
     if (d) {
-      await db.query('INSERT INTO delegate_admissions (delegate_id, outcome_version, decision, via) VALUES ($1, $2, $3, $4)', [
+      await db.query('INSERT INTO delegate_admissions (delegate_id, outcome_version, decision, via, batch) VALUES ($1, $2, $3, $4, $5)', [
         claim.delegateId,
         claim.outcomeVersion,
         decision,
         via,
+        batch,
       ]);
     }
     if (decision !== 'admitted' || !d) return { decision };
     await db.query('UPDATE delegates SET admitted_version = outcome_version, admitted_at = now() WHERE delegate_id = $1', [claim.delegateId]);
-    return { decision, result: { delegateId: claim.delegateId, kind: d.outcome_kind!, result: d.result ?? '' } };
+    const result: AdmittedResult = { delegateId: claim.delegateId, kind: d.outcome_kind!, result: d.result ?? '' };
+    await onAdmitted(db, result);
+    return { decision, result };
   });
+}
+
+/** What an earlier attempt of the same admission call admitted (its reply to the workflow was lost). */
+export async function admittedInBatch(db: Queryable, batch: string): Promise<string[]> {
+  const { rows } = await db.query<{ delegate_id: string }>(`SELECT delegate_id FROM delegate_admissions WHERE batch = $1 AND decision = 'admitted' ORDER BY id`, [batch]);
+  return rows.map((r) => r.delegate_id);
+}
+
+/** Admitted results no retrigger relayed or noted: after a run was terminated, a fresh run relays them. */
+export async function unrelayedResults(db: Queryable, conversationKey: string): Promise<string[]> {
+  const { rows } = await db.query<{ delegate_id: string }>(
+    `SELECT delegate_id FROM delegates WHERE conversation_key = $1 AND admitted_version > 0 AND admitted_version = outcome_version AND relay IS NULL ORDER BY admitted_at`,
+    [conversationKey],
+  );
+  return rows.map((r) => r.delegate_id);
 }
 
 /** Committed outcomes of the conversation that were never admitted (their signal was lost or not yet handled). */

@@ -197,7 +197,10 @@ export function outcomeResult(
     case 'blocked':
       return `Delegate blocked: ${d.reason ?? 'no reason given'}`;
     case 'partial':
-      return `${d.recovered ?? d.outcomeText ?? ''}\n(reached max segments after ${d.modelCalls ?? 0} model calls — partial result)`.trim();
+      // Partial from a race (cancelled or failed while finishing) says so; otherwise the segments ran out.
+      return d.reason
+        ? `${d.recovered ?? d.outcomeText ?? ''}\n(partial result: ${d.reason})`.trim()
+        : `${d.recovered ?? d.outcomeText ?? ''}\n(reached max segments after ${d.modelCalls ?? 0} model calls — partial result)`.trim();
     case 'timeout':
       return d.recovered
         ? `${d.recovered}\n(Delegate exceeded its ${d.wallClockSeconds}s wall-clock timeout — partial result)`

@@ -42,7 +42,7 @@ export const spawnDelegateTool = defineTool({
     'does not see this conversation unless historyMode is "fork".',
   input: z
     .object({
-      task: z.number().int().positive().optional().describe('The number of a ready task.'),
+      task: z.number().int().positive().max(2_147_483_647).optional().describe('The number of a ready task.'),
       text: z.string().min(1).max(32_768).optional().describe('An ad-hoc task, self-contained.'),
       historyMode: z.enum(['clean', 'fork']).optional(),
     })

@@ -42,6 +42,16 @@ export function toolResult(toolUseId: string, content: string, isError = false):
   return isError ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true } : { type: 'tool_result', tool_use_id: toolUseId, content };
 }
 
+/**
+ * A copy of a transcript ends where it is valid: an assistant message whose tool calls have no results yet (the
+ * model call that is spawning a delegate, say) is dropped, since the Messages API refuses an unanswered tool call.
+ */
+export function withoutUnansweredToolCalls(rows: readonly TranscriptMessage[]): TranscriptMessage[] {
+  let end = rows.length;
+  while (end > 0 && rows[end - 1]!.role === 'assistant' && rows[end - 1]!.content.some((b) => b.type === 'tool_use')) end--;
+  return rows.slice(0, end);
+}
+
 /** How many of the latest transcript messages a model call reads. */
 export const TRANSCRIPT_WINDOW = 200;
 

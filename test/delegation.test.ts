@@ -256,6 +256,37 @@ describe('relay', () => {
   });
 });
 
+describe('a conversation or a delegate that goes away', () => {
+  it('a delegate that finishes after its conversation was terminated is admitted and relayed by the next run', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const { delegateId } = await spawn(a, c, { text: '/delay 2000 outlived it', historyMode: 'clean' });
+    await keel.client.workflow.getHandle(conversationWorkflowId(a, c)).terminate('operator terminated the conversation');
+    await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
+    expect((await keel.post(a, c, { text: 'back again' }, { wait: 30 })).body.reply?.text).toBe('echo: back again');
+    await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
+    expect(relays(await messages(a, c))[0]!.text).toBe(`relay: ${delegateId} success: done: outlived it`);
+  });
+
+  it('a delegate workflow cancelled through Temporal still commits its outcome, and it is relayed', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Long', description: '/delay 30000 long', status: 'ready', historyMode: 'clean' });
+    const { delegateId } = await spawn(a, c, { task: 1 });
+    await keel.client.workflow.getHandle(delegateWorkflowId(a, delegateId!)).cancel();
+    const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
+    expect(d).toMatchObject({ kind: 'cancelled', terminalOwner: 'cancel', result: 'Delegate cancelled: the delegate workflow was cancelled' });
+    const task = await api<{ status: string; attempts: { endedAt: string | null }[] }>('GET', `/v1/agents/${a}/tasks/1`);
+    expect(task.body.status).toBe('failed');
+    expect(task.body.attempts[0]!.endedAt).not.toBeNull();
+    await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
+  });
+
+  it('refuses a task number beyond the range of task numbers without stalling the conversation', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    expect((await spawn(a, c, { task: 3_000_000_000 })).text).toMatch(/^tool error: invalid arguments for spawn_delegate/);
+    expect((await keel.post(a, c, { text: 'still here' }, { wait: 30 })).body.reply?.text).toBe('echo: still here');
+  });
+});
+
 describe('history modes', () => {
   it('fork gives the delegate a copy of the conversation; clean gives it only the task', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
@@ -270,6 +301,12 @@ describe('history modes', () => {
       return JSON.stringify(rows);
     };
     expect(await transcriptOf(forked.delegateId!)).toContain('remember the codeword heliotrope');
+    // The fork ends before the model call that spawned it: no tool call without its result reaches the delegate.
+    const { rows } = await keel.pool.query<{ role: string; content: { type: string }[] }>(
+      `SELECT role, content FROM messages WHERE conversation_key = $1 AND origin LIKE 'fork:%' ORDER BY seq DESC LIMIT 1`,
+      [delegateWorkflowId(a, forked.delegateId!)],
+    );
+    expect(rows[0]!.role === 'assistant' && rows[0]!.content.some((b) => b.type === 'tool_use')).toBe(false);
     expect(await transcriptOf(clean.delegateId!)).not.toContain('heliotrope');
   });
 });

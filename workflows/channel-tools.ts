@@ -90,8 +90,13 @@ async function spawnDelegate(call: ToolUseBlock, input: { task?: number; text?: 
 
 async function cancelDelegateCall(call: ToolUseBlock, input: { delegateId: string; reason: string }, turn: TurnContext): Promise<ToolOutcome> {
   if (!turn.liveDelegates.has(input.delegateId)) return { result: toolResult(call.id, `no running delegate ${input.delegateId} in this conversation`, true) };
-  // By name, not by importing the delegate's signal: the delegate module imports this workflow's own signal.
-  await getExternalWorkflowHandle(delegateWorkflowId(turn.agentId, input.delegateId)).signal<[{ reason: string }]>('cancelDelegate', { reason: input.reason });
+  try {
+    // By name, not by importing the delegate's signal: the delegate module imports this workflow's own signal.
+    await getExternalWorkflowHandle(delegateWorkflowId(turn.agentId, input.delegateId)).signal<[{ reason: string }]>('cancelDelegate', { reason: input.reason });
+  } catch {
+    // It finished meanwhile (its workflow is closed): its outcome is on its way through admission.
+    return { result: toolResult(call.id, `delegate ${input.delegateId} has already finished; its result will come back`) };
+  }
   return { result: toolResult(call.id, `cancel requested for delegate ${input.delegateId}; its outcome will come back`) };
 }
 

@@ -24,7 +24,7 @@ import { LIMITS } from '../domain/limits';
 import { assertValidInbound, type InboundMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
-import { DELEGATION, type AdmittedResult, type DelegateFinished } from '../domain/delegation';
+import { DELEGATION, type DelegateFinished } from '../domain/delegation';
 import { textOf, toolUses } from '../domain/transcript';
 import { model, store } from './activities';
 import { dispatchTool, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
@@ -122,7 +122,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     for (const t of open.reverse()) enqueue(t, 'front');
   }
   // After continue-as-new (or a fresh start) the outcomes committed meanwhile are reconciled from PostgreSQL.
-  await admitOutcomes(true);
+  await admitOutcomes(true, !input.carried);
 
   while (!workflowInfo().continueAsNewSuggested) {
     const wake = () => queue.length > 0 || finishedClaims.length > 0 || relayDue || workflowInfo().continueAsNewSuggested;
@@ -153,13 +153,14 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   });
 
   /** Examines completion claims (and, reconciling, every committed outcome not yet admitted); admits each once. */
-  async function admitOutcomes(reconcile: boolean): Promise<void> {
+  async function admitOutcomes(reconcile: boolean, resume = false): Promise<void> {
     const signals = finishedClaims.splice(0);
-    const { admitted, live } = await store.admitDelegateOutcomes({ conversationKey, signals, reconcile });
+    const { admitted, live } = await store.admitDelegateOutcomes({ conversationKey, batch: uuid4(), signals, reconcile, resume });
     liveDelegates.clear();
     for (const id of live) liveDelegates.add(id);
-    if (admitted.length === 0) return;
-    pendingResults.push(...admitted.map((r: AdmittedResult) => r.delegateId));
+    const fresh = admitted.filter((id) => !pendingResults.includes(id));
+    if (fresh.length === 0) return;
+    pendingResults.push(...fresh);
     // Results that arrive together are relayed together: wait a moment for company.
     if (!relayArmed) {
       relayArmed = true;

@@ -11,7 +11,7 @@ import {
 } from '@temporalio/workflow';
 import type { ToolResults, TurnNote } from '../activities/conversation';
 import type { CommittedOutcome } from '../db/delegation';
-import { CONTINUE_TEXT, DELEGATION, NUDGE_TEXT, settleOutcome, type EndEvent, type LiveLifecycle, type TerminalOwner } from '../domain/delegation';
+import { CONTINUE_TEXT, DELEGATION, NUDGE_TEXT, settleOutcome, type EndEvent, type LiveLifecycle, type OutcomeKind, type TerminalOwner } from '../domain/delegation';
 import { delegateWorkflowId } from '../domain/ids';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { DELEGATE_TOOL_NAMES, toolSpec } from '../domain/tools';
@@ -75,14 +75,20 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   try {
     end = await work.run(() => doWork());
   } catch (err) {
-    if (isCancellation(err)) end = { event: live.lifecycle === 'timing_out' ? 'timeout' : 'cancel', reason: cancelReason };
+    // Cancelled by the signal, by the clock, or (no signal) by a cancellation of this workflow through Temporal.
+    if (isCancellation(err)) end = { event: live.lifecycle === 'timing_out' ? 'timeout' : 'cancel', reason: cancelReason ?? 'the delegate workflow was cancelled' };
     else end = { event: 'failure', reason: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err) };
   } finally {
     clock.cancel();
   }
 
   const kind = settleOutcome(live.lifecycle, end.event, modelCalls > 0);
-  const owner: TerminalOwner = live.lifecycle === 'cancelling' ? 'cancel' : live.lifecycle === 'timing_out' ? 'timeout' : 'delegate';
+  const owner: TerminalOwner =
+    live.lifecycle === 'cancelling' || (end.event === 'cancel' && live.lifecycle === 'running') ? 'cancel' : live.lifecycle === 'timing_out' ? 'timeout' : 'delegate';
+  // The commit and the signal run even if this workflow is being cancelled: an outcome is never left unwritten.
+  return CancellationScope.nonCancellable(() => commitAndTell(kind, owner, end));
+
+  async function commitAndTell(kind: OutcomeKind, owner: TerminalOwner, end: WorkEnd): Promise<CommittedOutcome> {
   const committed = await store.commitDelegateOutcome({
     delegateId,
     kind,
@@ -106,13 +112,14 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
     log.warn('conversation not signalled; it will reconcile', { conversationKey, error: err instanceof Error ? err.message : String(err) });
   }
   return committed;
+  }
 
   async function doWork(): Promise<WorkEnd> {
     let throughSeq = await store.prepareDelegate({ delegateId });
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
     let nudges = 0;
     for (let segment = 1; segment <= DELEGATION.maxSegments; segment++) {
-      if (segment > 1) pending.note = { callIndex: modelCalls, text: CONTINUE_TEXT };
+      if (segment > 1) pending.note = { callIndex: modelCalls, text: pending.note ? `${pending.note.text}\n\n${CONTINUE_TEXT}` : CONTINUE_TEXT };
       for (let call = 1; call <= DELEGATION.modelCallsPerSegment; call++) {
         if (pending.toolResults || pending.note) {
           throughSeq = await store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: pending.toolResults, note: pending.note });
@@ -141,7 +148,8 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
           ended = r.end;
         }
         if (ended) {
-          await store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: { callIndex: modelCalls, results } });
+          // The outcome is decided: a cancel or the clock arriving now must not undo it (a success wins).
+          await CancellationScope.nonCancellable(() => store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: { callIndex: modelCalls, results } }));
           return ended;
         }
         pending = { toolResults: { callIndex: modelCalls, results } };

@@ -1,4 +1,4 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createTask, getDelegate, getTask, moveTask, putSkill, taskAttempts } from '../../db/delegation';
@@ -129,7 +129,13 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
         const d = await getDelegate(pool, req.params.agentId, req.params.delegateId);
         if (!d) throw notFound(`delegate ${req.params.delegateId}`);
         if (d.outcome) throw new ApiError(409, 'delegate_finished', `delegate ${d.delegateId} already finished (${d.outcome.kind})`);
-        await temporal.workflow.getHandle(delegateWorkflowId(req.params.agentId, d.delegateId)).signal(cancelDelegate, { reason: req.body.reason });
+        try {
+          await temporal.workflow.getHandle(delegateWorkflowId(req.params.agentId, d.delegateId)).signal(cancelDelegate, { reason: req.body.reason });
+        } catch (err) {
+          // It finished between the read and the signal: its workflow is closed.
+          if (err instanceof WorkflowNotFoundError) throw new ApiError(409, 'delegate_finished', `delegate ${d.delegateId} already finished`);
+          throw err;
+        }
         return reply.status(202).send({ delegateId: d.delegateId, status: 'cancelling' as const });
       },
     );

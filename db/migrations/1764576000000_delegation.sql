@@ -80,6 +80,8 @@ CREATE TABLE delegate_admissions (
   outcome_version integer NOT NULL,
   decision        text NOT NULL,
   via             text NOT NULL CHECK (via IN ('signal', 'reconcile')),
+  -- The admission call that made the decision: a retried call returns what it admitted before.
+  batch           text NOT NULL,
   at              timestamptz NOT NULL DEFAULT now()
 );
 
