@@ -1,11 +1,10 @@
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queueScriptedResponse } from '../db/scripted-responses';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import { stateQuery } from '../workflows/conversation';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
-import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
+import { eventually, queueAnswer, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { inject } from 'vitest';
 
 let keel: TestKeel;
@@ -131,9 +130,7 @@ describe('a conversation turn', () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);
     // The first model call takes 2 s and asks for a tool, so the turn makes a second model call.
-    await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT DO NOTHING', [a]);
-    await keel.pool.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [key, a, c]);
-    await queueScriptedResponse(keel.pool, key, {
+    await queueAnswer(keel, a, c, {
       content: [{ type: 'tool_use', id: 'toolu_1', name: 'look_around', input: {} }],
       stopReason: 'tool_use',
       usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 },
@@ -190,10 +187,8 @@ describe('limits of a turn', () => {
   it(`ends a turn that makes ${LIMITS.modelCallsPerTurn} model calls without replying`, async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);
-    await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT DO NOTHING', [a]);
-    await keel.pool.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3)', [key, a, c]);
     for (let i = 0; i < LIMITS.modelCallsPerTurn + 1; i++) {
-      await queueScriptedResponse(keel.pool, key, {
+      await queueAnswer(keel, a, c, {
         content: [{ type: 'tool_use', id: `toolu_${i}`, name: 'keep_busy', input: {} }],
         stopReason: 'tool_use',
         usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },

@@ -1,10 +1,9 @@
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { queueScriptedResponse } from '../db/scripted-responses';
 import { FAKE_SECRET } from '../domain/scripted-model';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { delegateFinished } from '../workflows/conversation';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { eventually, queueAnswer, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 let keel: TestKeel;
 beforeAll(async () => {
@@ -221,10 +220,8 @@ describe('admission in the conversation', () => {
   it('relays at most 3 retriggers per user message; later results become notes', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);
-    await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT DO NOTHING', [a]);
-    await keel.pool.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3)', [key, a, c]);
     // One user message whose model call spawns four delegates, finishing far enough apart for a retrigger each.
-    await queueScriptedResponse(keel.pool, key, {
+    await queueAnswer(keel, a, c, {
       content: [0, 1, 2, 3].map((i) => ({ type: 'tool_use' as const, id: `toolu_spawn_${i}`, name: 'spawn_delegate', input: { text: `/delay ${1000 + i * 3000} job ${i}`, historyMode: 'clean' } })),
       stopReason: 'tool_use',
       usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { delegateSystemPrompt, retriggerText, taskMessage, type AdmittedResult } from '../../domain/delegation';
-import type { ContentBlock, ModelMessage, ToolUseBlock } from '../../domain/model';
+import type { ContentBlock, ModelMessage } from '../../domain/model';
 import { scriptedDelegatePlan, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
 import { toModelMessages, type TranscriptMessage } from '../../domain/transcript';
-
-type Respond = Extract<ScriptedPlan, { kind: 'respond' }>;
+import { onlyToolUse, respond } from './scripted-plans';
 
 /** The delegate's system prompt for a task, as the delegate workflow builds it. */
 const systemFor = (title: string, description = '', extra: Partial<Parameters<typeof delegateSystemPrompt>[0]> = {}) =>
@@ -14,19 +13,6 @@ const user = (...content: ContentBlock[]): ModelMessage => ({ role: 'user', cont
 const assistant = (...content: ContentBlock[]): ModelMessage => ({ role: 'assistant', content });
 const text = (t: string): ContentBlock => ({ type: 'text', text: t });
 const taskOpening = (title: string, description = ''): ModelMessage[] => [user(text(taskMessage(title, description)))];
-
-function respond(plan: ScriptedPlan): Respond {
-  if (plan.kind !== 'respond') throw new Error(`expected a respond plan, got ${JSON.stringify(plan)}`);
-  return plan;
-}
-
-function onlyToolUse(plan: ScriptedPlan): ToolUseBlock {
-  const content = respond(plan).content;
-  expect(content).toHaveLength(1);
-  const b = content[0];
-  if (b?.type !== 'tool_use') throw new Error(`expected a tool_use block, got ${JSON.stringify(b)}`);
-  return b;
-}
 
 /** The set_status call of a plan: its kind, text and any other fields. */
 function statusOf(plan: ScriptedPlan): Record<string, unknown> {

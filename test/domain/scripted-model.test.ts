@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ContentBlock, ModelMessage, ToolUseBlock } from '../../domain/model';
+import type { ContentBlock, ModelMessage } from '../../domain/model';
 import { checkReply } from '../../domain/reply-guard';
 import { FAKE_SECRET, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
+import { onlyToolUse, respond } from './scripted-plans';
 
 const user = (...texts: string[]): ModelMessage => ({ role: 'user', content: texts.map((text) => ({ type: 'text', text })) });
 const userBlocks = (...content: ContentBlock[]): ModelMessage => ({ role: 'user', content });
@@ -9,21 +10,6 @@ const assistant = (...content: ContentBlock[]): ModelMessage => ({ role: 'assist
 const toolResult = (toolUseId: string, content: string, isError = false): ContentBlock =>
   isError ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true } : { type: 'tool_result', tool_use_id: toolUseId, content };
 const text = (t: string): ContentBlock => ({ type: 'text', text: t });
-
-type Respond = Extract<ScriptedPlan, { kind: 'respond' }>;
-
-function respond(plan: ScriptedPlan): Respond {
-  if (plan.kind !== 'respond') throw new Error(`expected a respond plan, got ${JSON.stringify(plan)}`);
-  return plan;
-}
-
-function onlyToolUse(plan: ScriptedPlan): ToolUseBlock {
-  const content = respond(plan).content;
-  expect(content).toHaveLength(1);
-  const block = content[0];
-  if (block?.type !== 'tool_use') throw new Error(`expected a tool_use block, got ${JSON.stringify(block)}`);
-  return block;
-}
 
 /** The text of a plan that replies through the reply tool. */
 function replyText(plan: ScriptedPlan): string {

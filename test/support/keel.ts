@@ -12,6 +12,8 @@ import { webhookTransport } from '../../activities/delivery/webhook';
 import { createScriptedProvider } from '../../activities/model/scripted';
 import { buildApi } from '../../api/server';
 import { createPool, type Pool } from '../../db/pool';
+import { queueScriptedResponse, type ScriptedResponse } from '../../db/scripted-responses';
+import { conversationWorkflowId } from '../../domain/ids';
 import { loadConfig } from '../../domain/config';
 import type { ModelProvider } from '../../domain/model';
 import { createKeelWorker } from '../../worker/worker';
@@ -136,4 +138,12 @@ export async function streamedChars(keel: TestKeel, workflowId: string): Promise
   const { raw } = await keel.client.workflow.getHandle(workflowId).describe();
   const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
   return details ? defaultPayloadConverter.fromPayload<{ streamedChars: number }>(details).streamedChars : 0;
+}
+
+/** Queues an exact scripted-model answer for a conversation, creating its rows first if it has none yet. */
+export async function queueAnswer(keel: TestKeel, agentId: string, conversationId: string, response: ScriptedResponse): Promise<void> {
+  const key = conversationWorkflowId(agentId, conversationId);
+  await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT DO NOTHING', [agentId]);
+  await keel.pool.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [key, agentId, conversationId]);
+  await queueScriptedResponse(keel.pool, key, response);
 }
