@@ -3,6 +3,7 @@ import type { KeelConfig } from '../domain/config';
 import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
 import { delegationActivities } from './delegation';
+import { DEFAULT_JOB_SETTINGS, jobRunActivities, type JobSettings } from './jobs';
 import { deliveryActivities, type Transports } from './delivery/deliver-reply';
 import { noneTransport } from './delivery/none';
 import { slackTransport } from './delivery/slack';
@@ -17,6 +18,8 @@ export interface ActivityDeps {
   defaultModel: string;
   transports: Transports;
   onTextDelta?: ModelDeps['onTextDelta'];
+  /** Scheduling settings of the run activities (retry backoff, floors). */
+  jobs?: Omit<JobSettings, 'taskQueue'>;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
@@ -26,6 +29,7 @@ export function createActivities(deps: ActivityDeps) {
     ...modelActivities(deps),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
+    ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
   };
 }
 
@@ -40,6 +44,11 @@ export function providerFromConfig(config: KeelConfig, pool: Pool): ModelProvide
 
 export function transportsFromConfig(config: KeelConfig): Transports {
   return { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport(config.slack) };
+}
+
+/** The scheduling settings from the environment. */
+export function jobSettings(config: KeelConfig): Omit<JobSettings, 'taskQueue'> {
+  return { everyFloorMs: config.jobs.everyFloorMs, catchupWindowMs: config.jobs.catchupWindowMs, backoffMs: config.jobs.backoffMs ?? DEFAULT_JOB_SETTINGS.backoffMs };
 }
 
 /** The model name recorded for calls when the agent names none. */

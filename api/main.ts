@@ -3,6 +3,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { assertSafeBind, loadConfig } from '../domain/config';
 import { buildApi } from './server';
+import { jobSettings } from '../activities';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -12,7 +13,7 @@ async function main(): Promise<void> {
   const pool = createPool(config.databaseUrl);
   const connection = await Connection.connect({ address: config.temporal.address });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
-  const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel } });
+  const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel }, jobs: jobSettings(config) });
   await app.listen({ host: config.api.host, port: config.api.port });
 
   const stop = async () => {

@@ -11,6 +11,8 @@ import { errorBody, handleError } from './errors';
 import { agentRoutes } from './routes/agents';
 import { conversationRoutes } from './routes/conversations';
 import { delegationRoutes } from './routes/delegation';
+import { jobRoutes } from './routes/jobs';
+import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../activities/jobs';
 
 export interface ApiDeps {
   pool: Pool;
@@ -20,6 +22,7 @@ export interface ApiDeps {
   logger?: boolean | { level: string };
   /** How long a submission may wait for Temporal and a worker before the API answers 503. */
   temporalDeadlineMs?: number;
+  jobs?: Omit<JobSettings, 'taskQueue'>;
 }
 
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
@@ -51,5 +54,6 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(agentRoutes(deps.pool));
   await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(delegationRoutes(deps));
+  await app.register(jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }));
   return app;
 }

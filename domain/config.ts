@@ -23,6 +23,10 @@ const Env = z.object({
   TEMPORAL_CLI_PATH: z.string().optional(),
   KEEL_EMBEDDED_PG_PORT: z.coerce.number().int().default(5433),
   KEEL_LOG_LEVEL: z.string().default('info'),
+  KEEL_JOB_EVERY_FLOOR_MS: z.coerce.number().int().positive().default(60_000),
+  KEEL_JOB_CATCHUP_WINDOW_MS: z.coerce.number().int().positive().default(600_000),
+  /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
+  KEEL_JOB_BACKOFF_MS: z.string().optional(),
 });
 
 export interface KeelConfig {
@@ -35,6 +39,7 @@ export interface KeelConfig {
   temporalCliPath?: string;
   embeddedPgPort: number;
   logLevel: string;
+  jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
 }
 
 export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
@@ -55,6 +60,11 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     temporalCliPath: e.TEMPORAL_CLI_PATH,
     embeddedPgPort: e.KEEL_EMBEDDED_PG_PORT,
     logLevel: e.KEEL_LOG_LEVEL,
+    jobs: {
+      everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
+      catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,
+      ...(e.KEEL_JOB_BACKOFF_MS ? { backoffMs: e.KEEL_JOB_BACKOFF_MS.split(',').map((v) => Number(v.trim())).filter((n) => Number.isFinite(n) && n > 0) } : {}),
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
-import { defaultModelName, providerFromConfig, transportsFromConfig } from '../activities';
+import { defaultModelName, jobSettings, providerFromConfig, transportsFromConfig } from '../activities';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { pool, provider: providerFromConfig(config, pool), defaultModel: defaultModelName(config), transports: transportsFromConfig(config) },
+      deps: { pool, provider: providerFromConfig(config, pool), defaultModel: defaultModelName(config), transports: transportsFromConfig(config), jobs: jobSettings(config) },
       workflows,
     });
     console.log(`keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, model ${config.model.provider}`);

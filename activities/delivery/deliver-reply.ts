@@ -6,7 +6,7 @@ import { beginEffect, settleEffect } from '../../db/effects';
 import type { Pool } from '../../db/pool';
 import type { Delivery, DeliveryOutcome, SendResult } from '../../domain/delivery';
 import { LIMITS } from '../../domain/limits';
-import type { Transport } from './transport';
+import type { OutboundMessage, Transport } from './transport';
 
 export interface DeliverReplyInput {
   conversationKey: string;
@@ -41,31 +41,42 @@ export function deliveryActivities({ pool, transports }: { pool: Pool; transport
       await setMessageText(pool, input.conversationKey, input.replySeq, input.text);
       const turn = await getTurn(pool, input.conversationKey, input.turnId);
       if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, 'KeelTurnMissing');
-      const target = turn.delivery;
-      const effect = await beginEffect<DeliveryReport>(pool, input.effectKey, 'delivery', { target, text: input.text });
-      if (effect.status !== 'pending' && effect.result) return effect.result;
-
-      const record = { effectKey: input.effectKey, conversationKey: input.conversationKey, turnId: input.turnId, target, text: input.text };
-      await recordDeliveryAttempt(pool, record, effect.attempts);
-      const result = await send(transports, target, {
-        agentId: input.agentId,
-        conversationId: input.conversationId,
+      return deliverOnce(pool, transports, {
+        effectKey: input.effectKey,
+        conversationKey: input.conversationKey,
         turnId: input.turnId,
-        text: input.text,
-        idempotencyKey: input.effectKey,
-      }, Context.current().cancellationSignal);
-
-      if (!result.ok && result.retryable && effect.attempts < LIMITS.deliveryAttempts) {
-        await recordDeliveryError(pool, input.effectKey, result.reason);
-        throw ApplicationFailure.retryable(`delivery attempt ${effect.attempts} failed: ${result.reason}`, 'KeelDeliveryRetryable');
-      }
-      const outcome = outcomeOf(result);
-      const report: DeliveryReport = { outcome, attempts: effect.attempts };
-      await recordDeliveryOutcome(pool, input.effectKey, outcome, result.ok ? undefined : result.reason);
-      await settleEffect(pool, input.effectKey, result.ok || outcome.startsWith('skipped') ? 'done' : 'failed', report);
-      return report;
+        target: turn.delivery,
+        message: { agentId: input.agentId, conversationId: input.conversationId, turnId: input.turnId, text: input.text, idempotencyKey: input.effectKey },
+      });
     },
   };
+}
+
+/**
+ * One delivery through the effects ledger, for a reply, a job's result or a notice alike. Call it from an activity
+ * (it reads the activity's cancellation): a retryable failure throws for Temporal to retry until the ledger's
+ * attempts run out, then the outcome is recorded as `error:*`.
+ */
+export async function deliverOnce(
+  pool: Pool,
+  transports: Transports,
+  d: { effectKey: string; conversationKey: string | null; turnId: string | null; target: Delivery; message: OutboundMessage },
+): Promise<DeliveryReport> {
+  const effect = await beginEffect<DeliveryReport>(pool, d.effectKey, 'delivery', { target: d.target, text: d.message.text });
+  if (effect.status !== 'pending' && effect.result) return effect.result;
+
+  await recordDeliveryAttempt(pool, { effectKey: d.effectKey, conversationKey: d.conversationKey, turnId: d.turnId, target: d.target, text: d.message.text }, effect.attempts);
+  const result = await send(transports, d.target, d.message, Context.current().cancellationSignal);
+
+  if (!result.ok && result.retryable && effect.attempts < LIMITS.deliveryAttempts) {
+    await recordDeliveryError(pool, d.effectKey, result.reason);
+    throw ApplicationFailure.retryable(`delivery attempt ${effect.attempts} failed: ${result.reason}`, 'KeelDeliveryRetryable');
+  }
+  const outcome = outcomeOf(result);
+  const report: DeliveryReport = { outcome, attempts: effect.attempts };
+  await recordDeliveryOutcome(pool, d.effectKey, outcome, result.ok ? undefined : result.reason);
+  await settleEffect(pool, d.effectKey, result.ok || outcome.startsWith('skipped') ? 'done' : 'failed', report);
+  return report;
 }
 
 function send(transports: Transports, target: Delivery, message: Parameters<Transport['send']>[1], signal: AbortSignal): Promise<SendResult> {

@@ -11,6 +11,7 @@ import { slackTransport } from '../../activities/delivery/slack';
 import { webhookTransport } from '../../activities/delivery/webhook';
 import { createScriptedProvider } from '../../activities/model/scripted';
 import { buildApi } from '../../api/server';
+import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../activities/jobs';
 import { createPool, type Pool } from '../../db/pool';
 import { queueScriptedResponse, type ScriptedResponse } from '../../db/scripted-responses';
 import { conversationWorkflowId } from '../../domain/ids';
@@ -49,6 +50,8 @@ export interface TestKeelOptions {
   worker?: boolean;
   databaseUrl?: string;
   temporalAddress?: string;
+  /** Scheduling settings (tests shorten the retry backoff). */
+  jobs?: Partial<Omit<JobSettings, 'taskQueue'>>;
   /** A workflow bundle of the test's own (one built with a test interceptor); the run's shared bundle otherwise. */
   workflowBundlePath?: string;
 }
@@ -65,7 +68,8 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   const pool = createPool(databaseUrl);
   const connection = await Connection.connect({ address });
   const client = new Client({ connection });
-  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: opts.tokens });
+  const jobs = { ...DEFAULT_JOB_SETTINGS, ...opts.jobs };
+  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: opts.tokens, jobs });
 
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
@@ -82,6 +86,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
         provider: (opts.provider ?? createScriptedProvider)(pool),
         defaultModel: defaultModelName(loadConfig({})),
         transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}), ...opts.transports },
+        jobs,
       },
     });
     running = worker.run();

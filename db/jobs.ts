@@ -1,0 +1,243 @@
+import type { Delivery, DeliveryOutcome } from '../domain/delivery';
+import type { JobSchedule } from '../domain/jobs';
+import type { Queryable } from './pool';
+
+export type JobStatus = 'active' | 'paused' | 'completed' | 'failed';
+
+export interface JobRow {
+  id: string;
+  agentId: string;
+  name: string;
+  description: string | null;
+  schedule: JobSchedule;
+  task: string;
+  delivery: Delivery;
+  deleteAfterRun: boolean;
+  createdBy: 'agent' | 'user';
+  status: JobStatus;
+  nextRunAt: string | null;
+  runCount: number;
+  consecutiveErrors: number;
+  lastRun: { at: string; status: string; durationMs: number | null; error: string | null; deliveryOutcome: string | null } | null;
+  createdAt: string;
+}
+
+interface JobRecord {
+  id: string;
+  agent_id: string;
+  name: string;
+  description: string | null;
+  schedule: JobSchedule;
+  task: string;
+  delivery: Delivery;
+  delete_after_run: boolean;
+  created_by: 'agent' | 'user';
+  status: JobStatus;
+  next_run_at: Date | null;
+  run_count: number;
+  consecutive_errors: number;
+  last_run_at: Date | null;
+  last_run_status: string | null;
+  last_run_duration_ms: number | null;
+  last_run_error: string | null;
+  last_delivery_outcome: string | null;
+  created_at: Date;
+}
+
+const toJob = (r: JobRecord): JobRow => ({
+  id: r.id,
+  agentId: r.agent_id,
+  name: r.name,
+  description: r.description,
+  schedule: r.schedule,
+  task: r.task,
+  delivery: r.delivery,
+  deleteAfterRun: r.delete_after_run,
+  createdBy: r.created_by,
+  status: r.status,
+  nextRunAt: r.next_run_at?.toISOString() ?? null,
+  runCount: r.run_count,
+  consecutiveErrors: r.consecutive_errors,
+  lastRun: r.last_run_at
+    ? { at: r.last_run_at.toISOString(), status: r.last_run_status ?? '', durationMs: r.last_run_duration_ms, error: r.last_run_error, deliveryOutcome: r.last_delivery_outcome }
+    : null,
+  createdAt: r.created_at.toISOString(),
+});
+
+export async function jobCount(db: Queryable, agentId: string): Promise<number> {
+  const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM jobs WHERE agent_id = $1', [agentId]);
+  return Number(rows[0]!.n);
+}
+
+export async function jobNameTaken(db: Queryable, agentId: string, name: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM jobs WHERE agent_id = $1 AND lower(name) = lower($2)', [agentId, name.trim()]);
+  return (rowCount ?? 0) > 0;
+}
+
+export interface NewJobRow {
+  id: string;
+  agentId: string;
+  name: string;
+  description?: string;
+  schedule: JobSchedule;
+  task: string;
+  delivery: Delivery;
+  deleteAfterRun: boolean;
+  createdBy: 'agent' | 'user';
+  nextRunAt: Date;
+}
+
+export async function insertJob(db: Queryable, j: NewJobRow): Promise<JobRow> {
+  const { rows } = await db.query<JobRecord>(
+    `INSERT INTO jobs (id, agent_id, name, description, schedule, task, delivery, delete_after_run, created_by, status, next_run_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'active', $10) RETURNING *`,
+    [j.id, j.agentId, j.name.trim(), j.description ?? null, JSON.stringify(j.schedule), j.task, JSON.stringify(j.delivery), j.deleteAfterRun, j.createdBy, j.nextRunAt],
+  );
+  return toJob(rows[0]!);
+}
+
+export async function getJob(db: Queryable, agentId: string, jobId: string): Promise<JobRow | undefined> {
+  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE agent_id = $1 AND id = $2', [agentId, jobId]);
+  return rows[0] ? toJob(rows[0]) : undefined;
+}
+
+export async function getJobById(db: Queryable, jobId: string): Promise<JobRow | undefined> {
+  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE id = $1', [jobId]);
+  return rows[0] ? toJob(rows[0]) : undefined;
+}
+
+export async function findJobByName(db: Queryable, agentId: string, name: string): Promise<JobRow | undefined> {
+  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE agent_id = $1 AND lower(name) = lower($2)', [agentId, name.trim()]);
+  return rows[0] ? toJob(rows[0]) : undefined;
+}
+
+export async function listJobs(db: Queryable, agentId: string): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE agent_id = $1 ORDER BY created_at DESC', [agentId]);
+  return rows.map(toJob);
+}
+
+/** A status change that only happens from the expected status (a pause during a run is never overwritten). */
+export async function moveJob(db: Queryable, jobId: string, from: JobStatus, to: JobStatus, extra: { nextRunAt?: Date | null; resetErrors?: boolean } = {}): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET status = $3, updated_at = now(),
+       next_run_at = CASE WHEN $4::boolean THEN $5 ELSE next_run_at END,
+       consecutive_errors = CASE WHEN $6::boolean THEN 0 ELSE consecutive_errors END
+     WHERE id = $1 AND status = $2`,
+    [jobId, from, to, extra.nextRunAt !== undefined, extra.nextRunAt ?? null, extra.resetErrors ?? false],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export async function deleteJob(db: Queryable, jobId: string): Promise<void> {
+  await db.query('DELETE FROM jobs WHERE id = $1', [jobId]);
+}
+
+export async function audit(db: Queryable, e: { jobId: string; agentId: string; action: string; actor: string; detail?: unknown }): Promise<void> {
+  await db.query('INSERT INTO job_audit (job_id, agent_id, action, actor, detail) VALUES ($1, $2, $3, $4, $5)', [
+    e.jobId,
+    e.agentId,
+    e.action,
+    e.actor,
+    e.detail === undefined ? null : JSON.stringify(e.detail),
+  ]);
+}
+
+// ---- runs ---------------------------------------------------------------------------------------------------------
+
+export type BeginRun = { kind: 'run'; job: JobRow } | { kind: 'skipped'; reason: string };
+
+/** A fire begins a run, or is recorded as skipped: the job is not active, or another fire is still running. */
+export async function beginRun(db: Queryable, runId: string, jobId: string, firedAt: Date): Promise<BeginRun> {
+  const existing = await db.query<{ status: string; error: string | null }>('SELECT status, error FROM job_runs WHERE run_id = $1', [runId]);
+  const job = await getJobById(db, jobId);
+  if (existing.rows[0]) {
+    // A retried begin: the decision already taken stands.
+    if (existing.rows[0].status === 'skipped') return { kind: 'skipped', reason: existing.rows[0].error ?? 'skipped' };
+    return job ? { kind: 'run', job } : { kind: 'skipped', reason: 'the job was deleted' };
+  }
+  if (!job) return { kind: 'skipped', reason: 'the job was deleted' };
+  const skip = async (reason: string): Promise<BeginRun> => {
+    await db.query(`INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now())`, [runId, jobId, firedAt, reason]);
+    return { kind: 'skipped', reason };
+  };
+  if (job.status !== 'active') return skip(`the job is ${job.status}`);
+  const inserted = await db.query(
+    `INSERT INTO job_runs (run_id, job_id, fired_at, status) VALUES ($1, $2, $3, 'running') ON CONFLICT (job_id) WHERE status = 'running' DO NOTHING`,
+    [runId, jobId, firedAt],
+  );
+  if ((inserted.rowCount ?? 0) === 0) return skip('the previous run was still running');
+  return { kind: 'run', job };
+}
+
+/** One failed attempt: the run's attempt count and the job's consecutive errors, counted across fires. */
+export async function recordRunError(db: Queryable, runId: string, jobId: string, error: string): Promise<number> {
+  await db.query('UPDATE job_runs SET attempts = attempts + 1, error = $2 WHERE run_id = $1', [runId, error]);
+  const { rows } = await db.query<{ consecutive_errors: number }>(
+    'UPDATE jobs SET consecutive_errors = consecutive_errors + 1, last_run_error = $2, updated_at = now() WHERE id = $1 RETURNING consecutive_errors',
+    [jobId, error],
+  );
+  return rows[0]?.consecutive_errors ?? 0;
+}
+
+export interface RunBooking {
+  runId: string;
+  jobId: string;
+  status: 'ok' | 'error';
+  reply?: string;
+  error?: string;
+  delivery?: { outcome: DeliveryOutcome; attempts: number };
+  durationMs: number;
+  nextRunAt: Date | null;
+  /** ok for a one-shot: the job is completed (or, with delete-after-run, removed after this write). */
+  completes: boolean;
+  /** The job failed for good. */
+  fails: boolean;
+}
+
+/** The run and the job's bookkeeping in one write; a status set meanwhile (a pause) is never overwritten. */
+export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
+  await db.query(
+    `UPDATE job_runs SET status = $2, reply = $3, error = $4, delivery_outcome = $5, delivery_attempts = $6, attempts = GREATEST(attempts, 1), finished_at = now()
+     WHERE run_id = $1`,
+    [b.runId, b.status, b.reply ?? null, b.status === 'ok' ? null : (b.error ?? null), b.delivery?.outcome ?? null, b.delivery?.attempts ?? 0],
+  );
+  await db.query(
+    `UPDATE jobs SET run_count = run_count + 1, last_run_at = now(), last_run_status = $2, last_run_duration_ms = $3, last_run_error = $4,
+       last_delivery_outcome = COALESCE($5, last_delivery_outcome),
+       consecutive_errors = CASE WHEN $2 = 'ok' THEN 0 ELSE consecutive_errors END,
+       next_run_at = $6,
+       status = CASE WHEN status = 'active' AND $7::boolean THEN 'failed' WHEN status = 'active' AND $8::boolean THEN 'completed' ELSE status END,
+       updated_at = now()
+     WHERE id = $1`,
+    [b.jobId, b.status, Math.round(b.durationMs), b.status === 'ok' ? null : (b.error ?? null), b.delivery?.outcome ?? null, b.nextRunAt, b.fails, b.completes],
+  );
+}
+
+export interface RunView {
+  runId: string;
+  firedAt: string;
+  status: 'running' | 'ok' | 'error' | 'skipped';
+  reply?: string;
+  error?: string;
+  delivery: { outcome: string | null; attempts: number };
+}
+
+export async function listRuns(db: Queryable, jobId: string): Promise<RunView[]> {
+  const { rows } = await db.query<{
+    run_id: string;
+    fired_at: Date;
+    status: RunView['status'];
+    reply: string | null;
+    error: string | null;
+    delivery_outcome: string | null;
+    delivery_attempts: number;
+  }>('SELECT * FROM job_runs WHERE job_id = $1 ORDER BY fired_at, run_id', [jobId]);
+  return rows.map((r) => ({
+    runId: r.run_id,
+    firedAt: r.fired_at.toISOString(),
+    status: r.status,
+    ...(r.reply !== null ? { reply: r.reply } : {}),
+    ...(r.error !== null ? { error: r.error } : {}),
+    delivery: { outcome: r.delivery_outcome, attempts: r.delivery_attempts },
+  }));
+}

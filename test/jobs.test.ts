@@ -1,0 +1,175 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobScheduleId } from '../activities/jobs';
+import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+
+let keel: TestKeel;
+const receivers: WebhookReceiver[] = [];
+beforeAll(async () => {
+  // The backoff of failed runs is shortened here; its real steps (30 s … 60 min) are unit-tested in domain.
+  keel = await startTestKeel({ jobs: { backoffMs: [200, 200, 200, 200, 200] } });
+});
+afterAll(async () => {
+  await keel?.stop();
+  await Promise.all(receivers.map((r) => r.close()));
+});
+
+async function receiver(opts?: Parameters<typeof startWebhookReceiver>[0]) {
+  const r = await startWebhookReceiver(opts);
+  receivers.push(r);
+  return r;
+}
+
+async function api<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await keel.api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+  return { status: res.statusCode, body: res.json<T>() };
+}
+
+interface Job {
+  id: string;
+  name: string;
+  status: string;
+  consecutiveErrors: number;
+  runCount: number;
+  nextRunAt: string | null;
+}
+interface Run {
+  runId: string;
+  firedAt: string;
+  status: string;
+  reply?: string;
+  error?: string;
+  delivery: { outcome: string | null; attempts: number };
+}
+
+async function createJob(a: string, body: Record<string, unknown>) {
+  const res = await api<Job & { error?: { code: string; message: string } }>('POST', `/v1/agents/${a}/jobs`, { name: uniqueId('job'), schedule: { kind: 'every', intervalMs: 3_600_000 }, ...body });
+  return res;
+}
+
+const runs = async (a: string, id: string) => (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${id}/runs`)).body;
+const finishedRuns = async (a: string, id: string, n: number) =>
+  eventually(async () => {
+    const r = await runs(a, id);
+    return r.filter((x) => x.status !== 'running').length >= n ? r : undefined;
+  }, 60_000, `${n} finished runs`);
+
+describe('scheduled jobs through the REST API', () => {
+  it('an every-60000 job with a webhook, run now: the receiver gets the reply once and the run is ok and delivered', async () => {
+    const a = uniqueId('a');
+    const hook = await receiver();
+    const created = await createJob(a, { name: 'Morning digest', schedule: { kind: 'every', intervalMs: 60_000 }, task: 'digest please', delivery: { channel: 'webhook', url: hook.url } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'Morning digest', status: 'active', runCount: 0 });
+    const described = await keel.client.schedule.getHandle(jobScheduleId(created.body.id)).describe();
+    expect(described.state.paused).toBe(false);
+
+    expect((await api('POST', `/v1/agents/${a}/jobs/${created.body.id}/run`)).status).toBe(202);
+    const [run] = await finishedRuns(a, created.body.id, 1);
+    expect(run).toMatchObject({ status: 'ok', reply: 'echo: digest please', delivery: { outcome: 'delivered', attempts: 1 } });
+    await hook.waitFor((r) => r.length >= 1, 10_000);
+    expect(hook.received.map((r) => (r.body as { text: string }).text)).toEqual(['echo: digest please']);
+    const job = (await api<Job>('GET', `/v1/agents/${a}/jobs/${created.body.id}`)).body;
+    expect(job).toMatchObject({ runCount: 1, consecutiveErrors: 0, lastRun: { status: 'ok', deliveryOutcome: 'delivered' } });
+  });
+
+  it('a webhook answering 500 twice then 200: the run is ok, delivered after 3 attempts, sent once', async () => {
+    const a = uniqueId('a');
+    const hook = await receiver({ failFirst: 2, failStatus: 500 });
+    const { body: job } = await createJob(a, { task: 'persist', delivery: { channel: 'webhook', url: hook.url } });
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    const [run] = await finishedRuns(a, job.id, 1);
+    expect(run).toMatchObject({ status: 'ok', delivery: { outcome: 'delivered', attempts: 3 } });
+    expect(hook.received.map((r) => r.status)).toEqual([500, 500, 200]);
+    expect([...hook.byIdempotencyKey().values()]).toEqual([1]);
+  });
+
+  it('a task whose first two turns end in error succeeds on its second retry, and the error count returns to 0', async () => {
+    const a = uniqueId('a');
+    const { body: job } = await createJob(a, { task: '/error 2 flaky report' });
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    const [run] = await finishedRuns(a, job.id, 1);
+    expect(run).toMatchObject({ status: 'ok', reply: 'echo: flaky report' });
+    expect((await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body).toMatchObject({ consecutiveErrors: 0, status: 'active' });
+  });
+
+  it('a job failing 10 times in a row becomes failed, its Schedule is paused and the owner hears of it', async () => {
+    const a = uniqueId('a');
+    const owner = await receiver();
+    await keel.api.inject({ method: 'PUT', url: `/v1/agents/${a}`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'A', owner: { delivery: { channel: 'webhook', url: owner.url } } }) });
+    const { body: job } = await createJob(a, { name: 'Broken', task: '/error 100 never works' });
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    const [run] = await finishedRuns(a, job.id, 1);
+    expect(run?.status).toBe('error');
+    const after = (await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body;
+    expect(after).toMatchObject({ status: 'failed', consecutiveErrors: 10 });
+    expect((await keel.client.schedule.getHandle(jobScheduleId(job.id)).describe()).state.paused).toBe(true);
+    await owner.waitFor((r) => r.length >= 1, 10_000);
+    expect((owner.received[0]!.body as { text: string }).text).toMatch(/^Scheduled job "Broken" failed 10 times in a row and has been stopped/);
+    expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`)).status).toBe(409);
+  });
+
+  it('a one-shot fails after 3 consecutive errors', async () => {
+    const a = uniqueId('a');
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const { body: job } = await createJob(a, { schedule: { kind: 'at', at }, task: '/error 100 nope' });
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    await finishedRuns(a, job.id, 1);
+    expect((await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body).toMatchObject({ status: 'failed', consecutiveErrors: 3 });
+  });
+
+  it('a fire while the previous run is still running is recorded skipped; a pause during a run stays', async () => {
+    const a = uniqueId('a');
+    const { body: job } = await createJob(a, { task: '/delay 3000 slow' });
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    const first = await eventually(async () => (await runs(a, job.id)).find((r) => r.status === 'running'), 20_000, 'a running run');
+    // Schedule-started runs are named by their fire time to the second: the second fire must fall in a later second.
+    await eventually(async () => Date.now() > new Date(first.firedAt).getTime() + 1000 || undefined, 5_000, 'the next second');
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    await eventually(async () => (await runs(a, job.id)).some((r) => r.status === 'skipped') || undefined, 20_000, 'a skipped fire');
+    expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/pause`)).status).toBe(200);
+    const all = await finishedRuns(a, job.id, 2);
+    expect(all.map((r) => r.status).sort()).toEqual(['ok', 'skipped']);
+    expect(all.find((r) => r.status === 'skipped')?.error).toBe('the previous run was still running');
+    expect((await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body.status).toBe('paused');
+    expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`)).status).toBe(409);
+    const resumed = await api<Job>('POST', `/v1/agents/${a}/jobs/${job.id}/resume`);
+    expect(resumed.body.status).toBe('active');
+  });
+});
+
+describe('job validation through the API', () => {
+  it('names each rule with its code and status', async () => {
+    const a = uniqueId('a');
+    const ok = await createJob(a, { name: 'Weekly', task: 't' });
+    expect(ok.status).toBe(201);
+    const dup = await createJob(a, { name: 'WEEKLY', task: 't' });
+    expect([dup.status, dup.body.error?.code]).toEqual([409, 'job_name_taken']);
+    const big = await createJob(a, { task: 'x'.repeat(32_769) });
+    expect([big.status, big.body.error?.code]).toEqual([413, 'task_too_large']);
+    for (const schedule of [
+      { kind: 'cron', expr: '@daily' },
+      { kind: 'at', at: '2020-01-01T00:00:00Z' },
+      { kind: 'cron', expr: '0 0 30 2 *' },
+      { kind: 'cron', expr: '0 9 * * *', tz: 'Not/AZone' },
+    ]) {
+      const res = await createJob(a, { task: 't', schedule });
+      expect([res.status, res.body.error?.code]).toEqual([400, 'invalid_schedule']);
+    }
+    const slack = await createJob(a, { task: 't', delivery: { channel: 'slack', target: '#general' } });
+    expect([slack.status, slack.body.error?.code]).toEqual([400, 'invalid_request']);
+    expect(slack.body.error?.message).toMatch(/delivery/);
+  });
+
+  it('the 1,001st job of an agent → 429 job_limit', async () => {
+    const a = uniqueId('a');
+    await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1)', [a]);
+    await keel.pool.query(
+      `INSERT INTO jobs (id, agent_id, name, schedule, task, delivery, created_by, status)
+       SELECT gen_random_uuid()::text, $1, 'job ' || g, '{"kind":"every","intervalMs":3600000}', 't', '{"channel":"none"}', 'user', 'completed' FROM generate_series(1, 1000) g`,
+      [a],
+    );
+    const res = await createJob(a, { task: 't' });
+    expect([res.status, res.body.error?.code]).toEqual([429, 'job_limit']);
+  });
+});
