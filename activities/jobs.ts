@@ -8,7 +8,7 @@ import * as jobsDb from '../db/jobs';
 import { inTransaction, type Pool } from '../db/pool';
 import { NO_DELIVERY, type Delivery } from '../domain/delivery';
 import { conversationWorkflowId } from '../domain/ids';
-import { JOBS, type NewJob, nextFire, validateNewJob, type JobRuleError, type JobSchedule } from '../domain/jobs';
+import { JOBS, NewJob, nextFire, validateNewJob, type JobRuleError, type JobSchedule } from '../domain/jobs';
 import { isFinished } from '../domain/conversation';
 import { SA } from '../domain/search-attributes';
 import type { conversationWorkflow } from '../workflows/conversation';
@@ -177,6 +177,47 @@ export function deleteJob(client: Client, pool: Pool, agentId: string, jobId: st
   });
 }
 
+// ---- the agent's `schedule` tool ----------------------------------------------------------------------------------
+
+export interface ScheduleToolInput {
+  action: 'create' | 'list' | 'delete' | 'run' | 'pause' | 'resume';
+  jobId?: string;
+  name?: string;
+  description?: string;
+  schedule?: JobSchedule;
+  task?: string;
+  delivery?: Delivery;
+  deleteAfterRun?: boolean;
+}
+
+const describeJob = (j: jobsDb.JobRow) => `${j.name} (id ${j.id}, ${j.status}, next run ${j.nextRunAt ?? 'none'})`;
+
+/** The tool's answer for the model, in words; rule errors name the field and the rule, as the API does. */
+async function scheduleToolAction(pool: Pool, client: Client, s: JobSettings, agentId: string, input: ScheduleToolInput): Promise<{ text: string; isError: boolean }> {
+  const answer = <T>(r: JobResult<T>, ok: (v: T) => string) => (r.ok ? { text: ok(r.value), isError: false } : { text: r.error.message, isError: true });
+  if (input.action === 'list') {
+    const jobs = await jobsDb.listJobs(pool, agentId);
+    return { text: jobs.length ? jobs.map(describeJob).join('\n') : 'no scheduled jobs', isError: false };
+  }
+  if (input.action === 'create') {
+    const parsed = NewJob.safeParse({ name: input.name, description: input.description, schedule: input.schedule, task: input.task, delivery: input.delivery, deleteAfterRun: input.deleteAfterRun });
+    if (!parsed.success) return { text: `cannot create the job: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, isError: true };
+    return answer(await createJob(pool, client, s, agentId, parsed.data, 'agent'), (j) => `created job ${describeJob(j)}`);
+  }
+  const job = input.jobId ? await jobsDb.getJob(pool, agentId, input.jobId) : input.name ? await jobsDb.findJobByName(pool, agentId, input.name) : undefined;
+  if (!job) return { text: `no job ${input.jobId ?? input.name ?? '(give jobId or name)'}`, isError: true };
+  switch (input.action) {
+    case 'delete':
+      return answer(await deleteJob(client, pool, agentId, job.id, 'agent'), () => `deleted job ${job.name}`);
+    case 'run':
+      return answer(await runJobNow(client, pool, agentId, job.id, 'agent'), () => `job ${job.name} started; its result goes to its delivery`);
+    case 'pause':
+      return answer(await pauseJob(pool, client, agentId, job.id, 'agent'), (j) => `paused ${describeJob(j)}`);
+    case 'resume':
+      return answer(await resumeJob(pool, client, agentId, job.id, 'agent'), (j) => `resumed ${describeJob(j)}`);
+  }
+}
+
 // ---- the run's activities -----------------------------------------------------------------------------------------
 
 export type TurnResult = { status: 'ok'; text: string } | { status: 'error'; error: string };
@@ -184,6 +225,12 @@ export type TurnResult = { status: 'ok'; text: string } | { status: 'error'; err
 export function jobRunActivities(deps: { pool: Pool; transports: Transports; jobs: Omit<JobSettings, 'taskQueue'> }) {
   const { pool, transports } = deps;
   return {
+    /** The agent's `schedule` tool: the same job functions (and validation) as the API. */
+    scheduleJobs: async (input: { agentId: string; request: ScheduleToolInput }): Promise<{ text: string; isError: boolean }> => {
+      const ctx = Context.current();
+      return scheduleToolAction(pool, ctx.client, { ...deps.jobs, taskQueue: ctx.info.taskQueue }, input.agentId, input.request);
+    },
+
     /** A fire begins a run, or records itself as skipped (the job is not active, or the previous run is busy). */
     beginJobRun: async (input: { runId: string; jobId: string; firedAt: string }) => {
       const begun = await jobsDb.beginRun(pool, input.runId, input.jobId, new Date(input.firedAt));

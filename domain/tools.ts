@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { Delivery } from './delivery';
+import { JobSchedule } from './jobs';
 import type { ToolDefinition } from './model';
 
 /**
@@ -87,6 +89,25 @@ export const addTaskCommentTool = defineTool({
   endsTurn: false,
 });
 
+export const scheduleTool = defineTool({
+  name: 'schedule',
+  description:
+    'Manage scheduled jobs. action "create" needs name, schedule ({kind:"at",at} | {kind:"every",intervalMs} | ' +
+    '{kind:"cron",expr,tz?}) and task; "list" lists them; "delete", "run", "pause" and "resume" take jobId or name. ' +
+    'Write the task self-contained: the run happens in a conversation of its own and will not see this one.',
+  input: z.object({
+    action: z.enum(['create', 'list', 'delete', 'run', 'pause', 'resume']),
+    jobId: z.string().optional(),
+    name: z.string().optional(),
+    description: z.string().optional(),
+    schedule: JobSchedule.optional(),
+    task: z.string().optional(),
+    delivery: Delivery.optional(),
+    deleteAfterRun: z.boolean().optional(),
+  }),
+  endsTurn: false,
+});
+
 const registry = new Map<string, ToolSpec>();
 
 export function registerTool(spec: ToolSpec): void {
@@ -98,10 +119,10 @@ export function toolSpec(name: string): ToolSpec | undefined {
   return registry.get(name);
 }
 
-for (const tool of [replyTool, skipTool, spawnDelegateTool, cancelDelegateTool, setStatusTool, readSkillTool, taskUpdateTool, addTaskCommentTool]) registerTool(tool);
+for (const tool of [replyTool, skipTool, spawnDelegateTool, cancelDelegateTool, scheduleTool, setStatusTool, readSkillTool, taskUpdateTool, addTaskCommentTool]) registerTool(tool);
 
 /** The tools a channel turn offers the model. Later issues append to this list. */
-export const CHANNEL_TOOL_NAMES: string[] = [replyTool.name, skipTool.name, spawnDelegateTool.name, cancelDelegateTool.name];
+export const CHANNEL_TOOL_NAMES: string[] = [replyTool.name, skipTool.name, spawnDelegateTool.name, cancelDelegateTool.name, scheduleTool.name];
 
 /** The tools a delegate works with (task_update and add_task_comment act on its own task only). */
 export const DELEGATE_TOOL_NAMES: string[] = [setStatusTool.name, readSkillTool.name, taskUpdateTool.name, addTaskCommentTool.name];

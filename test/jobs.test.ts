@@ -173,3 +173,41 @@ describe('job validation through the API', () => {
     expect([res.status, res.body.error?.code]).toEqual([429, 'job_limit']);
   });
 });
+
+describe("the agent's schedule tool", () => {
+  it('creates a job by tool call; it appears in GET jobs with its Temporal Schedule; list, pause and delete work by name', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const create = { action: 'create', name: 'Standup reminder', schedule: { kind: 'cron', expr: '0 9 * * MON-FRI', tz: 'Europe/Berlin' }, task: 'Remind the team about the standup.' };
+    const res = await keel.post(a, c, { text: `/tool schedule ${JSON.stringify(create)}` }, { wait: 30 });
+    expect(res.body.reply?.text).toMatch(/^tool result: created job Standup reminder \(id \S+, active, next run \d{4}-/);
+    const jobs = (await api<(Job & { createdBy: string; deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`)).body;
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ name: 'Standup reminder', createdBy: 'agent', status: 'active', deleteAfterRun: false });
+    const schedule = await keel.client.schedule.getHandle(jobScheduleId(jobs[0]!.id)).describe();
+    expect(schedule.spec.calendars?.length).toBeGreaterThan(0);
+    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'jobRunWorkflow' });
+
+    const bad = await keel.post(a, c, { text: `/tool schedule ${JSON.stringify({ ...create, name: 'Other', schedule: { kind: 'cron', expr: '@daily' } })}` }, { wait: 30 });
+    expect(bad.body.reply?.text).toMatch(/^tool error: .*nicknames/);
+    expect((await keel.post(a, c, { text: '/tool schedule {"action":"pause","name":"standup REMINDER"}' }, { wait: 30 })).body.reply?.text).toMatch(/^tool result: paused Standup reminder/);
+    expect((await keel.client.schedule.getHandle(jobScheduleId(jobs[0]!.id)).describe()).state.paused).toBe(true);
+    expect((await keel.post(a, c, { text: '/tool schedule {"action":"list"}' }, { wait: 30 })).body.reply?.text).toMatch(/Standup reminder \(id \S+, paused/);
+    expect((await keel.post(a, c, { text: '/tool schedule {"action":"delete","name":"Standup reminder"}' }, { wait: 30 })).body.reply?.text).toBe('tool result: deleted job Standup reminder');
+    expect((await api<Job[]>('GET', `/v1/agents/${a}/jobs`)).body).toEqual([]);
+  });
+
+  it("an agent's one-shot deletes itself after its run, once its delivery outcome is recorded", async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const hook = await receiver();
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const create = { action: 'create', name: 'Once', schedule: { kind: 'at', at }, task: 'one time only', delivery: { channel: 'webhook', url: hook.url } };
+    await keel.post(a, c, { text: `/tool schedule ${JSON.stringify(create)}` }, { wait: 30 });
+    const [job] = (await api<(Job & { deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`)).body;
+    expect(job?.deleteAfterRun).toBe(true);
+    await api('POST', `/v1/agents/${a}/jobs/${job!.id}/run`);
+    await eventually(async () => (await api('GET', `/v1/agents/${a}/jobs/${job!.id}`)).status === 404 || undefined, 30_000, 'the job to be gone');
+    expect(hook.received.map((r) => (r.body as { text: string }).text)).toEqual(['echo: one time only']);
+    const { rows } = await keel.pool.query<{ action: string }>('SELECT action FROM job_audit WHERE job_id = $1 ORDER BY id', [job!.id]);
+    expect(rows.map((r) => r.action)).toEqual(['create', 'run', 'delete-after-run']);
+  });
+});

@@ -3,7 +3,8 @@ import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { checkReply, guardErrorForModel } from '../domain/reply-guard';
-import { cancelDelegateTool, replyTool, skipTool, spawnDelegateTool, toolSpec } from '../domain/tools';
+import { cancelDelegateTool, replyTool, scheduleTool, skipTool, spawnDelegateTool, toolSpec } from '../domain/tools';
+import type { ScheduleToolInput } from '../activities/jobs';
 import { toolResult } from '../domain/transcript';
 import { ParentClosePolicy, getExternalWorkflowHandle, startChild, uuid4 } from '@temporalio/workflow';
 import type { HistoryMode } from '../domain/delegation';
@@ -100,6 +101,12 @@ async function cancelDelegateCall(call: ToolUseBlock, input: { delegateId: strin
   return { result: toolResult(call.id, `cancel requested for delegate ${input.delegateId}; its outcome will come back`) };
 }
 
+/** The agent manages its scheduled jobs through the same functions and rules as the API. */
+async function scheduleCall(call: ToolUseBlock, input: ScheduleToolInput, turn: TurnContext): Promise<ToolOutcome> {
+  const { text, isError } = await store.scheduleJobs({ agentId: turn.agentId, request: input });
+  return { result: toolResult(call.id, text, isError) };
+}
+
 /** The channel's tool handlers by name. Later capabilities add theirs here and their specs in domain/tools. */
 const handlers: Record<string, ToolHandler> = {
   [replyTool.name]: (call, input: { text: string }, turn) => sendReply(call.id, input.text, turn),
@@ -107,6 +114,7 @@ const handlers: Record<string, ToolHandler> = {
     Promise.resolve({ result: toolResult(call.id, 'skipped'), end: { status: 'skipped', ...(input.reason ? { reason: input.reason } : {}) } }),
   [spawnDelegateTool.name]: spawnDelegate,
   [cancelDelegateTool.name]: cancelDelegateCall,
+  [scheduleTool.name]: scheduleCall,
 };
 
 export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promise<ToolOutcome> {

@@ -5,7 +5,7 @@ import { CHANNEL_TOOL_NAMES, defineTool, registerTool, replyTool, skipTool, tool
 describe('toolDefinitions', () => {
   it('gives Anthropic-shaped definitions for the channel tools, in order', () => {
     const defs = toolDefinitions(CHANNEL_TOOL_NAMES);
-    expect(defs.map((d) => d.name)).toEqual(['reply', 'skip', 'spawn_delegate', 'cancel_delegate']);
+    expect(defs.map((d) => d.name)).toEqual(['reply', 'skip', 'spawn_delegate', 'cancel_delegate', 'schedule']);
     for (const d of defs) {
       expect(Object.keys(d).sort()).toEqual(['description', 'input_schema', 'name']);
       expect(d.description.length).toBeGreaterThan(0);
