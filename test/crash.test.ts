@@ -107,6 +107,34 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(relayed()).toHaveLength(1);
   });
 
+  it('kill -9 of the worker during a job run: after a restart the run completes and delivers exactly once', async () => {
+    hook ??= await startWebhookReceiver();
+    const keel = await startTestKeel({ worker: false });
+    cleanups.push(() => keel.stop());
+    const a = uniqueId('a');
+    const worker = startWorkerProcess(keel, inject('databaseUrl'));
+    const created = await keel.api.inject({
+      method: 'POST',
+      url: `/v1/agents/${a}/jobs`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'nightly', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: '/delay 5000 job survived', delivery: { channel: 'webhook', url: hook.url } }),
+    });
+    const jobId = created.json<{ id: string }>().id;
+    await keel.api.inject({ method: 'POST', url: `/v1/agents/${a}/jobs/${jobId}/run` });
+    await eventually(async () => (await streamedChars(keel, conversationWorkflowId(a, `sched:${jobId}`))) > 0, 60_000, 'the job turn to be streaming');
+
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+    startWorkerProcess(keel, inject('databaseUrl'));
+
+    const runs = async () => (await keel.api.inject({ method: 'GET', url: `/v1/agents/${a}/jobs/${jobId}/runs` })).json<{ status: string; delivery: { outcome: string } }[]>();
+    await eventually(async () => (await runs())[0]?.status === 'ok' || undefined, 90_000, 'the run to be booked');
+    expect(await runs()).toEqual([expect.objectContaining({ status: 'ok', delivery: { outcome: 'delivered', attempts: 1 } })]);
+    const mine = hook.received.filter((r) => (r.body as { conversationId?: string }).conversationId === `sched:${jobId}`);
+    expect(mine.map((r) => (r.body as { text: string }).text)).toEqual(['echo: job survived']);
+  });
+
   it('PostgreSQL stopped during a turn and started again 10 s later: the turn completes, nothing lost or doubled', async () => {
     hook ??= await startWebhookReceiver();
     const dataDir = path.join(inject('workDir'), `pg-outage-${uniqueId('x')}`);

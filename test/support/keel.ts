@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
@@ -140,7 +140,15 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
 
 /** What the running model call last reported in its heartbeat details (0 until it has streamed). */
 export async function streamedChars(keel: TestKeel, workflowId: string): Promise<number> {
-  const { raw } = await keel.client.workflow.getHandle(workflowId).describe();
+  const described = await keel.client.workflow
+    .getHandle(workflowId)
+    .describe()
+    .catch((err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return undefined; // not started yet
+      throw err;
+    });
+  if (!described) return 0;
+  const { raw } = described;
   const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
   return details ? defaultPayloadConverter.fromPayload<{ streamedChars: number }>(details).streamedChars : 0;
 }
