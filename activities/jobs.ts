@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
 import { Context } from '@temporalio/activity';
-import { ScheduleNotFoundError, ScheduleOverlapPolicy, WithStartWorkflowOperation, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
+import { isGrpcServiceError, ScheduleNotFoundError, ScheduleOverlapPolicy, ServiceError, WithStartWorkflowOperation, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import { MONTHS } from '@temporalio/client';
 import { getAgent } from '../db/agents';
 import { getTurn, turnOfMessage } from '../db/conversations';
@@ -84,7 +85,6 @@ function specOf(s: JobSchedule): ScheduleOptions['spec'] {
  */
 export async function createJob(pool: Pool, client: Client, s: JobSettings, agentId: string, input: NewJob, createdBy: 'agent' | 'user'): Promise<JobResult<jobsDb.JobRow>> {
   const id = randomUUID();
-  let scheduled = false;
   try {
     return await inTransaction(pool, async (db) => {
       await db.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT (id) DO NOTHING', [agentId]);
@@ -111,12 +111,14 @@ export async function createJob(pool: Pool, client: Client, s: JobSettings, agen
       });
       await jobsDb.audit(db, { jobId: id, agentId, action: 'create', actor: createdBy, detail: { name: job.name, schedule: job.schedule } });
       await client.schedule.create(scheduleOptions(job, s));
-      scheduled = true;
       return { ok: true, value: job };
     });
   } catch (err) {
-    // The row rolled back; a Schedule created before the commit failed is removed too.
-    if (scheduled) await client.schedule.getHandle(jobScheduleId(id)).delete().catch(() => undefined);
+    // The row rolled back; a Schedule that may have been created (even by a call that timed out) is removed too.
+    await client.schedule.getHandle(jobScheduleId(id)).delete().catch(() => undefined);
+    if (err instanceof ServiceError && isGrpcServiceError(err.cause) && err.cause.code === status.INVALID_ARGUMENT) {
+      return { ok: false, error: { code: 'invalid_schedule', field: 'schedule', message: `Temporal refused the schedule: ${err.cause.details}`, status: 400 } };
+    }
     throw err;
   }
 }
@@ -132,8 +134,10 @@ const refused = (code: 'not_active' | 'not_paused', message: string): JobResult<
 /** Pause acts on the row and the Schedule together; a run under way finishes but leaves the job paused. */
 export function pauseJob(pool: Pool, client: Client, agentId: string, jobId: string, actor: string): Promise<JobResult<jobsDb.JobRow>> {
   return withJob(pool, agentId, jobId, async (job) => {
-    if (!(await jobsDb.moveJob(pool, job.id, 'active', 'paused'))) return refused('not_active', `job ${job.name} is ${job.status}, not active`);
+    if (job.status !== 'active') return refused('not_active', `job ${job.name} is ${job.status}, not active`);
+    // The Schedule first: if it cannot be paused, the row still says what is true.
     await client.schedule.getHandle(jobScheduleId(job.id)).pause(`paused by ${actor}`);
+    if (!(await jobsDb.moveJob(pool, job.id, 'active', 'paused'))) return refused('not_active', `job ${job.name} changed meanwhile`);
     await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'pause', actor });
     return { ok: true, value: (await jobsDb.getJob(pool, agentId, jobId))! };
   });
@@ -142,10 +146,13 @@ export function pauseJob(pool: Pool, client: Client, agentId: string, jobId: str
 /** Resume recomputes the next run and resets the error count. */
 export function resumeJob(pool: Pool, client: Client, agentId: string, jobId: string, actor: string): Promise<JobResult<jobsDb.JobRow>> {
   return withJob(pool, agentId, jobId, async (job) => {
-    if (!(await jobsDb.moveJob(pool, job.id, 'paused', 'active', { nextRunAt: nextFire(job.schedule, new Date()), resetErrors: true }))) {
-      return refused('not_paused', `job ${job.name} is ${job.status}, not paused`);
-    }
+    if (job.status !== 'paused') return refused('not_paused', `job ${job.name} is ${job.status}, not paused`);
+    const next = nextFire(job.schedule, new Date());
+    if (!next) return refused('not_paused', `job ${job.name} has no future fire left (a one-shot whose time has passed)`);
     await client.schedule.getHandle(jobScheduleId(job.id)).unpause(`resumed by ${actor}`);
+    if (!(await jobsDb.moveJob(pool, job.id, 'paused', 'active', { nextRunAt: (await nextScheduledFire(client, job.id)) ?? next, resetErrors: true }))) {
+      return refused('not_paused', `job ${job.name} changed meanwhile`);
+    }
     await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'resume', actor });
     return { ok: true, value: (await jobsDb.getJob(pool, agentId, jobId))! };
   });
@@ -175,6 +182,15 @@ export function deleteJob(client: Client, pool: Pool, agentId: string, jobId: st
     });
     return { ok: true, value: { id: job.id } };
   });
+}
+
+/** The Schedule's own next fire, or null (none, or the Schedule is gone). */
+async function nextScheduledFire(client: Client, jobId: string): Promise<Date | null> {
+  const described = await client.schedule
+    .getHandle(jobScheduleId(jobId))
+    .describe()
+    .catch(() => undefined);
+  return described?.info.nextActionTimes[0] ?? null;
 }
 
 // ---- the agent's `schedule` tool ----------------------------------------------------------------------------------
@@ -232,9 +248,29 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
     },
 
     /** A fire begins a run, or records itself as skipped (the job is not active, or the previous run is busy). */
-    beginJobRun: async (input: { runId: string; jobId: string; firedAt: string }) => {
-      const begun = await jobsDb.beginRun(pool, input.runId, input.jobId, new Date(input.firedAt));
-      return { ...begun, backoffMs: [...deps.jobs.backoffMs] };
+    beginJobRun: async (input: { runId: string; jobId: string; firedAt: string }): Promise<{ kind: 'run'; job: jobsDb.JobRow; backoffMs: number[] } | { kind: 'skipped'; reason: string }> => {
+      const client = Context.current().client;
+      const firedAt = new Date(input.firedAt);
+      for (let tries = 0; ; tries++) {
+        const begun = await jobsDb.beginRun(pool, input.runId, input.jobId, firedAt);
+        if (begun.kind === 'run') return { ...begun, backoffMs: [...deps.jobs.backoffMs] };
+        if (begun.kind === 'skipped') {
+          // A Schedule whose job is gone is removed, so that it stops firing.
+          if (begun.reason === 'the job was deleted') await client.schedule.getHandle(jobScheduleId(input.jobId)).delete().catch(() => undefined);
+          return begun;
+        }
+        // Busy: skipped, unless the running row belongs to a workflow that is no longer open (terminated outside Keel).
+        const open = await client.workflow
+          .getHandle(begun.runningRunId)
+          .describe()
+          .then((d) => d.status.name === 'RUNNING')
+          .catch(() => false);
+        if (open || tries > 0) {
+          await jobsDb.skipRun(pool, input.runId, input.jobId, firedAt, 'the previous run was still running');
+          return { kind: 'skipped', reason: 'the previous run was still running' };
+        }
+        await jobsDb.abandonRun(pool, begun.runningRunId);
+      }
     },
 
     /**
@@ -274,7 +310,13 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
       }
     },
 
-    recordJobRunError: async (input: { runId: string; jobId: string; error: string }): Promise<number> => jobsDb.recordRunError(pool, input.runId, input.jobId, input.error),
+    /** Counts a failed attempt; answers what the workflow needs to decide (and keeps schedules math out of it). */
+    recordJobRunError: async (input: { runId: string; jobId: string; attempt: number; error: string }): Promise<{ errors: number; status: jobsDb.JobStatus | null; untilNextFireMs: number | null }> => {
+      const { errors, status } = await jobsDb.recordRunError(pool, input.runId, input.jobId, input.attempt, input.error);
+      const job = await jobsDb.getJobById(pool, input.jobId);
+      const next = job && job.schedule.kind !== 'at' ? nextFire(job.schedule, new Date()) : null;
+      return { errors, status, untilNextFireMs: next ? next.getTime() - Date.now() : null };
+    },
 
     /** The job's result to the job's own delivery target, through the effects ledger. */
     deliverJobResult: async (input: { runId: string; agentId: string; jobId: string; target: Delivery; text: string }): Promise<DeliveryReport> =>
@@ -286,9 +328,11 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
         message: { agentId: input.agentId, conversationId: jobConversationId(input.jobId), turnId: null, text: input.text, idempotencyKey: `${input.runId}/delivery` },
       }),
 
-    bookJobRun: async (booking: Omit<jobsDb.RunBooking, 'nextRunAt'> & { nextRunAt: string | null; deleteJob: boolean }): Promise<void> => {
+    bookJobRun: async (booking: Omit<jobsDb.RunBooking, 'nextRunAt'> & { deleteJob: boolean }): Promise<void> => {
+      // The next run as the Schedule will fire it (its own phase), not as computed here.
+      const nextRunAt = booking.completes || booking.fails ? null : await nextScheduledFire(Context.current().client, booking.jobId);
       await inTransaction(pool, async (db) => {
-        await jobsDb.bookRun(db, { ...booking, nextRunAt: booking.nextRunAt ? new Date(booking.nextRunAt) : null });
+        await jobsDb.bookRun(db, { ...booking, nextRunAt });
         const job = await jobsDb.getJobById(db, booking.jobId);
         if (job && booking.fails) await jobsDb.audit(db, { jobId: job.id, agentId: job.agentId, action: 'fail', actor: 'scheduler', detail: { error: booking.error } });
         // Delete-after-run: only now, with the delivery outcome recorded in the same write.
@@ -301,7 +345,7 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
     },
 
     /** A job that failed for good: its Schedule is paused and its owner hears of it through the owner delivery. */
-    failJob: async (input: { jobId: string; agentId: string; name: string; error: string; errors: number }): Promise<DeliveryReport> => {
+    failJob: async (input: { runId: string; jobId: string; agentId: string; name: string; error: string; errors: number }): Promise<DeliveryReport> => {
       await Context.current()
         .client.schedule.getHandle(jobScheduleId(input.jobId))
         .pause(`failed after ${input.errors} consecutive errors`)
@@ -310,7 +354,7 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
         });
       const owner = (await getAgent(pool, input.agentId))?.ownerDelivery;
       if (!owner) return { outcome: 'skipped:no_owner_delivery', attempts: 0 };
-      const key = `job:${input.jobId}/failed-notice`;
+      const key = `job:${input.jobId}/failed-notice/${input.runId}`;
       return deliverOnce(pool, transports, {
         effectKey: key,
         conversationKey: null,

@@ -144,7 +144,7 @@ export async function audit(db: Queryable, e: { jobId: string; agentId: string; 
 
 // ---- runs ---------------------------------------------------------------------------------------------------------
 
-export type BeginRun = { kind: 'run'; job: JobRow } | { kind: 'skipped'; reason: string };
+export type BeginRun = { kind: 'run'; job: JobRow } | { kind: 'skipped'; reason: string } | { kind: 'busy'; runningRunId: string };
 
 /** A fire begins a run, or is recorded as skipped: the job is not active, or another fire is still running. */
 export async function beginRun(db: Queryable, runId: string, jobId: string, firedAt: Date): Promise<BeginRun> {
@@ -161,22 +161,45 @@ export async function beginRun(db: Queryable, runId: string, jobId: string, fire
     return { kind: 'skipped', reason };
   };
   if (job.status !== 'active') return skip(`the job is ${job.status}`);
+  // Fires that catch up after downtime run once: one older than the latest fire already taken is stale.
+  const latest = await db.query<{ fired_at: Date }>(`SELECT max(fired_at) AS fired_at FROM job_runs WHERE job_id = $1 AND status <> 'skipped'`, [jobId]);
+  if (latest.rows[0]?.fired_at && latest.rows[0].fired_at > firedAt) return skip('a later fire has already run');
   const inserted = await db.query(
     `INSERT INTO job_runs (run_id, job_id, fired_at, status) VALUES ($1, $2, $3, 'running') ON CONFLICT (job_id) WHERE status = 'running' DO NOTHING`,
     [runId, jobId, firedAt],
   );
-  if ((inserted.rowCount ?? 0) === 0) return skip('the previous run was still running');
+  if ((inserted.rowCount ?? 0) === 0) {
+    const running = await db.query<{ run_id: string }>(`SELECT run_id FROM job_runs WHERE job_id = $1 AND status = 'running'`, [jobId]);
+    return { kind: 'busy', runningRunId: running.rows[0]?.run_id ?? '' };
+  }
   return { kind: 'run', job };
 }
 
-/** One failed attempt: the run's attempt count and the job's consecutive errors, counted across fires. */
-export async function recordRunError(db: Queryable, runId: string, jobId: string, error: string): Promise<number> {
-  await db.query('UPDATE job_runs SET attempts = attempts + 1, error = $2 WHERE run_id = $1', [runId, error]);
-  const { rows } = await db.query<{ consecutive_errors: number }>(
-    'UPDATE jobs SET consecutive_errors = consecutive_errors + 1, last_run_error = $2, updated_at = now() WHERE id = $1 RETURNING consecutive_errors',
-    [jobId, error],
+export async function skipRun(db: Queryable, runId: string, jobId: string, firedAt: Date, reason: string): Promise<void> {
+  await db.query(`INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now()) ON CONFLICT DO NOTHING`, [
+    runId,
+    jobId,
+    firedAt,
+    reason,
+  ]);
+}
+
+/** A running row whose workflow is gone (terminated outside Keel) no longer blocks the job's fires. */
+export async function abandonRun(db: Queryable, runId: string): Promise<void> {
+  await db.query(`UPDATE job_runs SET status = 'error', error = 'the run was abandoned (its workflow is closed)', finished_at = now() WHERE run_id = $1 AND status = 'running'`, [runId]);
+}
+
+/**
+ * One failed attempt: the run's attempt count and the job's consecutive errors, counted across fires, once per
+ * attempt (a retried call counts nothing twice). Returns the job's error count and status (null: deleted).
+ */
+export async function recordRunError(db: Queryable, runId: string, jobId: string, attempt: number, error: string): Promise<{ errors: number; status: JobStatus | null }> {
+  const counted = await db.query('UPDATE job_runs SET attempts = $3, error = $2 WHERE run_id = $1 AND attempts < $3', [runId, error, attempt]);
+  const { rows } = await db.query<{ consecutive_errors: number; status: JobStatus }>(
+    `UPDATE jobs SET consecutive_errors = consecutive_errors + $3, last_run_error = $2, updated_at = now() WHERE id = $1 RETURNING consecutive_errors, status`,
+    [jobId, error, (counted.rowCount ?? 0) > 0 ? 1 : 0],
   );
-  return rows[0]?.consecutive_errors ?? 0;
+  return { errors: rows[0]?.consecutive_errors ?? 0, status: rows[0]?.status ?? null };
 }
 
 export interface RunBooking {
@@ -194,19 +217,23 @@ export interface RunBooking {
   fails: boolean;
 }
 
-/** The run and the job's bookkeeping in one write; a status set meanwhile (a pause) is never overwritten. */
+/**
+ * The run and the job's bookkeeping in one write, once (a retried call finds the run booked and changes nothing); a
+ * status set meanwhile (a pause) is never overwritten, and a one-shot that ran is spent whatever its status.
+ */
 export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
-  await db.query(
+  const booked = await db.query(
     `UPDATE job_runs SET status = $2, reply = $3, error = $4, delivery_outcome = $5, delivery_attempts = $6, attempts = GREATEST(attempts, 1), finished_at = now()
-     WHERE run_id = $1`,
+     WHERE run_id = $1 AND status = 'running'`,
     [b.runId, b.status, b.reply ?? null, b.status === 'ok' ? null : (b.error ?? null), b.delivery?.outcome ?? null, b.delivery?.attempts ?? 0],
   );
+  if ((booked.rowCount ?? 0) === 0) return;
   await db.query(
     `UPDATE jobs SET run_count = run_count + 1, last_run_at = now(), last_run_status = $2, last_run_duration_ms = $3, last_run_error = $4,
        last_delivery_outcome = COALESCE($5, last_delivery_outcome),
        consecutive_errors = CASE WHEN $2 = 'ok' THEN 0 ELSE consecutive_errors END,
        next_run_at = $6,
-       status = CASE WHEN status = 'active' AND $7::boolean THEN 'failed' WHEN status = 'active' AND $8::boolean THEN 'completed' ELSE status END,
+       status = CASE WHEN status IN ('active', 'paused') AND $7::boolean THEN 'failed' WHEN status IN ('active', 'paused') AND $8::boolean THEN 'completed' ELSE status END,
        updated_at = now()
      WHERE id = $1`,
     [b.jobId, b.status, Math.round(b.durationMs), b.status === 'ok' ? null : (b.error ?? null), b.delivery?.outcome ?? null, b.nextRunAt, b.fails, b.completes],

@@ -82,21 +82,34 @@ export function validateNewJob(job: NewJob, ctx: JobContext): JobVerdict {
 function checkSchedule(s: JobSchedule, now: Date, floorMs: number): { next: Date; normalized: JobSchedule } | { field: string; error: string } {
   switch (s.kind) {
     case 'at': {
-      const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(s.at) ? new Date(s.at) : undefined;
-      if (!at || Number.isNaN(at.getTime())) return { field: 'schedule.at', error: 'at must be an ISO-8601 time with a zone (e.g. 2027-01-01T09:00:00Z)' };
+      const m = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.exec(s.at);
+      const at = m ? new Date(s.at) : undefined;
+      // A date that does not exist (February 30) is refused, not rolled over into the next month.
+      const exists = m ? new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!)).getUTCDate() === +m[3]! : false;
+      if (!at || !exists || Number.isNaN(at.getTime())) return { field: 'schedule.at', error: 'at must be an ISO-8601 time with a zone (e.g. 2027-01-01T09:00:00Z)' };
+      if (at.getUTCFullYear() > MAX_YEAR) return { field: 'schedule.at', error: `at must be before the year ${MAX_YEAR + 1}` };
       if (at.getTime() <= now.getTime()) return { field: 'schedule.at', error: 'at must be strictly in the future' };
       return { next: at, normalized: { kind: 'at', at: at.toISOString() } };
     }
     case 'every':
       if (!Number.isInteger(s.intervalMs) || s.intervalMs <= 0) return { field: 'schedule.intervalMs', error: 'intervalMs must be a positive whole number of milliseconds' };
       if (s.intervalMs < floorMs) return { field: 'schedule.intervalMs', error: `intervalMs must be at least ${floorMs} ms` };
+      if (s.intervalMs > MAX_INTERVAL_MS) return { field: 'schedule.intervalMs', error: `intervalMs must be at most ${MAX_INTERVAL_MS} ms (10 years)` };
       return { next: new Date(now.getTime() + s.intervalMs), normalized: s };
     case 'cron': {
-      const tz = s.tz ?? 'UTC';
-      if (!isTimeZone(tz)) return { field: 'schedule.tz', error: `"${tz}" is not an IANA time zone` };
+      const tz = canonicalTimeZone(s.tz ?? 'UTC');
+      if (!tz) return { field: 'schedule.tz', error: `"${s.tz}" is not an IANA time zone` };
       const expr = s.expr.trim();
       if (expr.startsWith('@')) return { field: 'schedule.expr', error: 'cron nicknames such as @daily are not accepted: write the 5 fields' };
-      if (expr.split(/\s+/).length !== 5) return { field: 'schedule.expr', error: 'cron must have exactly 5 fields (minute hour day-of-month month day-of-week)' };
+      const fields = expr.split(/\s+/);
+      if (fields.length !== 5) return { field: 'schedule.expr', error: 'cron must have exactly 5 fields (minute hour day-of-month month day-of-week)' };
+      // Only what Temporal's Schedules read the same way: numbers, names, *, ranges, steps and lists.
+      if (/[LW#?]/i.test(expr.replace(/\b(JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SUN|MON|TUE|WED|THU|FRI|SAT)\b/gi, ''))) {
+        return { field: 'schedule.expr', error: 'cron may use numbers, month and weekday names, *, -, / and , (not L, W, # or ?)' };
+      }
+      if (fields[2] !== '*' && fields[4] !== '*') {
+        return { field: 'schedule.expr', error: 'cron may restrict day-of-month or day-of-week, not both (cron and Temporal combine them differently)' };
+      }
       let next: Date | null;
       try {
         next = new Cron(expr, { timezone: tz, mode: '5-part', paused: true }).nextRun(now);
@@ -109,14 +122,18 @@ function checkSchedule(s: JobSchedule, now: Date, floorMs: number): { next: Date
   }
 }
 
-export function isTimeZone(tz: string): boolean {
+/** The IANA zone as Temporal spells it (`america/new_york` → `America/New_York`), or undefined. */
+export function canonicalTimeZone(tz: string): string | undefined {
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
+    return new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
   } catch {
-    return false;
+    return undefined;
   }
 }
+
+/** Temporal's calendar reaches this far; an interval longer than this is surely a mistake. */
+const MAX_YEAR = 2100;
+const MAX_INTERVAL_MS = 10 * 365 * 24 * 3_600_000;
 
 /** The next fire of a schedule after `after` (null when there is none: a past one-shot, a cron with no future). */
 export function nextFire(s: JobSchedule, after: Date): Date | null {

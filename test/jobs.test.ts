@@ -109,6 +109,19 @@ describe('scheduled jobs through the REST API', () => {
     expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`)).status).toBe(409);
   });
 
+  it('a job paused while its failed run waits to retry is not retried', async () => {
+    const a = uniqueId('a');
+    const { body: job } = await createJob(a, { task: '/error 100 keeps failing' });
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    await eventually(async () => (await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body.consecutiveErrors >= 2 || undefined, 30_000, 'two errors');
+    expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/pause`)).status).toBe(200);
+    const [run] = await finishedRuns(a, job.id, 1);
+    expect(run?.status).toBe('error');
+    const after = (await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body;
+    expect(after.status).toBe('paused');
+    expect(after.consecutiveErrors).toBeLessThan(10);
+  });
+
   it('a one-shot fails after 3 consecutive errors', async () => {
     const a = uniqueId('a');
     const at = new Date(Date.now() + 3_600_000).toISOString();

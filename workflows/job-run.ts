@@ -1,7 +1,7 @@
 import { proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../activities/delivery/deliver-reply';
-import { failsAfterErrors, nextFire, retryDelayMs } from '../domain/jobs';
+import { failsAfterErrors, retryDelayMs } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
 import { delivery, store } from './activities';
 
@@ -36,7 +36,6 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
       error: b.error,
       delivery: b.delivery,
       durationMs: Date.now() - started,
-      nextRunAt: nextFire(job.schedule, new Date())?.toISOString() ?? null,
       completes: b.status === 'ok' && job.schedule.kind === 'at',
       fails: b.fails ?? false,
       deleteJob: b.status === 'ok' && job.deleteAfterRun,
@@ -52,18 +51,16 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
       upsertSearchAttributes([{ key: SA.outcome, value: 'ok' }]);
       return;
     }
-    const errors = await store.recordJobRunError({ runId, jobId: job.id, error: turn.error });
-    if (failsAfterErrors(job.schedule.kind, errors)) {
-      const notice = await delivery.failJob({ jobId: job.id, agentId: job.agentId, name: job.name, error: turn.error, errors });
+    const counted = await store.recordJobRunError({ runId, jobId: job.id, attempt, error: turn.error });
+    if (failsAfterErrors(job.schedule.kind, counted.errors)) {
+      const notice = await delivery.failJob({ runId, jobId: job.id, agentId: job.agentId, name: job.name, error: turn.error, errors: counted.errors });
       await book({ status: 'error', error: turn.error, fails: true, delivery: notice });
       upsertSearchAttributes([{ key: SA.outcome, value: 'failed' }]);
       return;
     }
-    const next = nextFire(job.schedule, new Date());
-    const untilNext = next && job.schedule.kind !== 'at' ? next.getTime() - Date.now() : undefined;
-    const delay = retryDelayMs(attempt, untilNext, backoffMs);
-    // The next fire is sooner than the backoff: it takes over, and this run ends in error.
-    if (untilNext !== undefined && delay >= untilNext) {
+    const delay = retryDelayMs(attempt, counted.untilNextFireMs ?? undefined, backoffMs);
+    // No retry when the job was paused or deleted meanwhile, or when its next fire comes first (it takes over).
+    if (counted.status !== 'active' || (counted.untilNextFireMs !== null && delay >= counted.untilNextFireMs)) {
       await book({ status: 'error', error: turn.error });
       upsertSearchAttributes([{ key: SA.outcome, value: 'error' }]);
       return;

@@ -42,6 +42,12 @@ describe('validateNewJob: every rule, with its code, field and status', () => {
     ['an every below the floor', { kind: 'every', intervalMs: 59_999 }, 'schedule.intervalMs', /at least 60000/],
     ['a zero every', { kind: 'every', intervalMs: 0 }, 'schedule.intervalMs', /positive/],
     ['a fractional every', { kind: 'every', intervalMs: 60_000.5 }, 'schedule.intervalMs', /whole/],
+    ['an every of more than 10 years', { kind: 'every', intervalMs: 1e20 }, 'schedule.intervalMs', /at most/],
+    ['an at on February 30', { kind: 'at', at: '2027-02-30T00:00:00Z' }, 'schedule.at', /ISO-8601/],
+    ['an at after 2100', { kind: 'at', at: '2101-01-01T00:00:00Z' }, 'schedule.at', /before the year 2101/],
+    ['a cron with L', { kind: 'cron', expr: '0 9 L * *' }, 'schedule.expr', /not L, W, # or \?/],
+    ['a cron with #', { kind: 'cron', expr: '0 9 * * MON#2' }, 'schedule.expr', /not L, W, # or \?/],
+    ['a cron restricting day-of-month and day-of-week', { kind: 'cron', expr: '0 9 1 * MON' }, 'schedule.expr', /not both/],
   ] as const)('%s → 400 invalid_schedule naming the rule', (_, schedule, field, message) => {
     const e = error(job({ schedule }));
     expect(e).toMatchObject({ code: 'invalid_schedule', field, status: 400 });
@@ -52,6 +58,10 @@ describe('validateNewJob: every rule, with its code, field and status', () => {
     expect(NewJob.safeParse({ ...job(), delivery: { channel: 'slack', target: '#general' } }).success).toBe(false);
     expect(NewJob.safeParse({ ...job(), delivery: { channel: 'webhook', url: 'ftp://example.com' } }).success).toBe(false);
     expect(NewJob.safeParse({ ...job(), delivery: { channel: 'slack', target: 'C0123ABC' } }).success).toBe(true);
+  });
+
+  it('spells the time zone as Temporal does', () => {
+    expect(validateNewJob(job({ schedule: { kind: 'cron', expr: '0 9 * * WED', tz: 'america/new_york' } }), ctx)).toMatchObject({ ok: true, schedule: { tz: 'America/New_York' } });
   });
 
   it('the every floor is configurable', () => {
