@@ -10,6 +10,7 @@ import { registerAuth } from './auth';
 import { errorBody, handleError } from './errors';
 import { agentRoutes } from './routes/agents';
 import { conversationRoutes } from './routes/conversations';
+import { appRoutes } from './routes/apps';
 import { delegationRoutes } from './routes/delegation';
 import { jobRoutes } from './routes/jobs';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../activities/jobs';
@@ -54,6 +55,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(agentRoutes(deps.pool));
   await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(delegationRoutes(deps));
+  await app.register(appRoutes(deps.pool));
   await app.register(jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }));
   return app;
 }

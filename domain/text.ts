@@ -7,3 +7,11 @@ import { z } from 'zod';
 export function storableString(): z.ZodString {
   return z.string().refine((s) => !s.includes('\u0000'), 'must not contain the NUL character (U+0000)');
 }
+
+/** Whether any string in a JSON value holds U+0000 (PostgreSQL's jsonb refuses it). */
+export function containsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(containsNul);
+  if (value && typeof value === 'object') return Object.entries(value).some(([k, v]) => k.includes('\u0000') || containsNul(v));
+  return false;
+}
