@@ -9,6 +9,7 @@ import {
   delegateBrief,
   findSkill,
   liveDelegateIds,
+  liveDelegates,
   markRelay,
   unadmittedOutcomes,
   unrelayedResults,
@@ -19,6 +20,8 @@ import {
   type SpawnRequest,
 } from '../db/delegation';
 import { inTransaction, type Pool } from '../db/pool';
+import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
   DELEGATION,
   backgroundNote,
@@ -34,6 +37,34 @@ import {
 } from '../domain/delegation';
 import { delegateWorkflowId } from '../domain/ids';
 import { TRANSCRIPT_WINDOW, withoutUnansweredToolCalls } from '../domain/transcript';
+
+/** A delegate whose claim never got a workflow within this long is taken to have none. */
+const NEVER_STARTED_MS = 5 * 60_000;
+
+/**
+ * A delegate whose workflow ended without committing an outcome (terminated outside Keel), or never started, would
+ * hold its task attempt and a slot forever: reconciliation commits `failed` for it, with owner `reconcile`.
+ */
+async function sweepVanishedDelegates(pool: Pool, client: Client, conversationKey: string): Promise<void> {
+  for (const d of await liveDelegates(pool, conversationKey)) {
+    const status = await client.workflow
+      .getHandle(delegateWorkflowId(d.agentId, d.delegateId))
+      .describe()
+      .then((w) => w.status.name)
+      .catch((err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) return 'NOT_FOUND';
+        throw err;
+      });
+    if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW' || (status === 'NOT_FOUND' && d.ageMs < NEVER_STARTED_MS)) continue;
+    await commitOutcome(pool, {
+      delegateId: d.delegateId,
+      kind: 'failed',
+      owner: 'reconcile',
+      result: outcomeResult('failed', { reason: `its workflow ${status === 'NOT_FOUND' ? 'never started' : `ended (${status.toLowerCase()})`} without committing an outcome` }),
+      hasTranscript: false,
+    });
+  }
+}
 
 /** The origin of a delegate's task message: what comes after it is the delegate's own work. */
 const TASK_ORIGIN = 'task';
@@ -153,7 +184,10 @@ export function delegationActivities({ pool }: { pool: Pool }) {
         if (result && !admitted.includes(result.delegateId)) admitted.push(result.delegateId);
       };
       for (const s of input.signals) await consider(s, 'signal');
-      if (input.reconcile) for (const s of await unadmittedOutcomes(pool, input.conversationKey)) await consider(s, 'reconcile');
+      if (input.reconcile) {
+        await sweepVanishedDelegates(pool, Context.current().client, input.conversationKey);
+        for (const s of await unadmittedOutcomes(pool, input.conversationKey)) await consider(s, 'reconcile');
+      }
       if (input.resume) for (const id of await unrelayedResults(pool, input.conversationKey)) if (!admitted.includes(id)) admitted.push(id);
       return { admitted, decisions, live: live.filter((id) => !admitted.includes(id)) };
     },

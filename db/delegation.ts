@@ -412,6 +412,15 @@ export async function liveDelegateIds(db: Queryable, conversationKey: string): P
   return rows.map((r) => r.delegate_id);
 }
 
+/** Live delegates with what a sweep needs to find their workflows. */
+export async function liveDelegates(db: Queryable, conversationKey: string): Promise<{ delegateId: string; agentId: string; ageMs: number }[]> {
+  const { rows } = await db.query<{ delegate_id: string; agent_id: string; age_ms: string }>(
+    `SELECT delegate_id, agent_id, (extract(epoch FROM now() - created_at) * 1000)::bigint AS age_ms FROM delegates WHERE conversation_key = $1 AND completed_at IS NULL`,
+    [conversationKey],
+  );
+  return rows.map((r) => ({ delegateId: r.delegate_id, agentId: r.agent_id, ageMs: Number(r.age_ms) }));
+}
+
 export async function admittedResults(db: Queryable, delegateIds: readonly string[]): Promise<AdmittedResult[]> {
   const { rows } = await db.query<{ delegate_id: string; outcome_kind: OutcomeKind; result: string }>(
     'SELECT delegate_id, outcome_kind, result FROM delegates WHERE delegate_id = ANY($1)',

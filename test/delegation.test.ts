@@ -277,6 +277,20 @@ describe('a conversation or a delegate that goes away', () => {
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
   });
 
+  it('a delegate workflow terminated outside Keel is failed by reconciliation (owner reconcile), its task attempt closed, and relayed', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Doomed', description: '/delay 30000 doomed', status: 'ready', historyMode: 'clean' });
+    const { delegateId } = await spawn(a, c, { task: 1 });
+    await keel.client.workflow.getHandle(delegateWorkflowId(a, delegateId!)).terminate('an operator terminated it');
+    expect((await keel.post(a, c, { text: 'anything?' }, { wait: 30 })).body.reply?.text).toBe('echo: anything?');
+    const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
+    expect(d).toMatchObject({ kind: 'failed', terminalOwner: 'reconcile', result: 'Delegate failed: its workflow ended (terminated) without committing an outcome' });
+    const task = await api<{ status: string; attempts: { endedAt: string | null; outcome: string }[] }>('GET', `/v1/agents/${a}/tasks/1`);
+    expect(task.body.status).toBe('failed');
+    expect(task.body.attempts[0]).toMatchObject({ outcome: 'failed' });
+    await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
+  });
+
   it('refuses a task number beyond the range of task numbers without stalling the conversation', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     expect((await spawn(a, c, { task: 3_000_000_000 })).text).toMatch(/^tool error: invalid arguments for spawn_delegate/);
