@@ -127,6 +127,19 @@ export const CHANNEL_TOOL_NAMES: string[] = [replyTool.name, skipTool.name, spaw
 /** The tools a delegate works with (task_update and add_task_comment act on its own task only). */
 export const DELEGATE_TOOL_NAMES: string[] = [setStatusTool.name, readSkillTool.name, taskUpdateTool.name, addTaskCommentTool.name];
 
+/**
+ * A model's tool call checked against the tools it was offered and the tool's schema; the error is what the model
+ * reads in the tool result. Channel and delegate tools alike go through here.
+ */
+export function parseToolCall(call: { name: string; input: unknown }, offered: readonly string[]): { ok: true; input: unknown } | { ok: false; error: string } {
+  const spec = registry.get(call.name);
+  if (!spec || !offered.includes(call.name)) return { ok: false, error: `unknown tool "${call.name}"` };
+  const parsed = spec.input.safeParse(call.input);
+  if (parsed.success) return { ok: true, input: parsed.data };
+  const issue = parsed.error.issues[0];
+  return { ok: false, error: `invalid arguments for ${call.name}: ${issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid'}` };
+}
+
 /** Anthropic tool definitions for the named tools; unknown names are a programming error. */
 export function toolDefinitions(names: readonly string[]): ToolDefinition[] {
   return names.map((name) => {

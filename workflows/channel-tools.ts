@@ -3,7 +3,7 @@ import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { checkReply, guardErrorForModel } from '../domain/reply-guard';
-import { cancelDelegateTool, replyTool, scheduleTool, skipTool, spawnDelegateTool, toolSpec } from '../domain/tools';
+import { cancelDelegateTool, parseToolCall, replyTool, scheduleTool, skipTool, spawnDelegateTool } from '../domain/tools';
 import type { ScheduleToolInput } from '../activities/jobs';
 import { toolResult } from '../domain/transcript';
 import { ParentClosePolicy, getExternalWorkflowHandle, startChild, uuid4 } from '@temporalio/workflow';
@@ -118,13 +118,7 @@ const handlers: Record<string, ToolHandler> = {
 };
 
 export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promise<ToolOutcome> {
-  const spec = toolSpec(call.name);
-  const handler = handlers[call.name];
-  if (!spec || !handler) return { result: toolResult(call.id, `unknown tool "${call.name}"`, true) };
-  const parsed = spec.input.safeParse(call.input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { result: toolResult(call.id, `invalid arguments for ${call.name}: ${issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid'}`, true) };
-  }
-  return handler(call, parsed.data as never, turn);
+  const parsed = parseToolCall(call, Object.keys(handlers));
+  if (!parsed.ok) return { result: toolResult(call.id, parsed.error, true) };
+  return handlers[call.name]!(call, parsed.input as never, turn);
 }

@@ -14,7 +14,7 @@ import type { CommittedOutcome } from '../db/delegation';
 import { CONTINUE_TEXT, DELEGATION, NUDGE_TEXT, settleOutcome, type EndEvent, type LiveLifecycle, type OutcomeKind, type TerminalOwner } from '../domain/delegation';
 import { delegateWorkflowId } from '../domain/ids';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
-import { DELEGATE_TOOL_NAMES, toolSpec } from '../domain/tools';
+import { DELEGATE_TOOL_NAMES, parseToolCall } from '../domain/tools';
 import { toolResult, toolUses } from '../domain/transcript';
 import { SA } from '../domain/search-attributes';
 import { model, store } from './activities';
@@ -160,11 +160,9 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   }
 
   async function runTool(c: ToolUseBlock): Promise<{ result: ToolResultBlock; end?: WorkEnd }> {
-    const spec = toolSpec(c.name);
-    if (!spec || !DELEGATE_TOOL_NAMES.includes(c.name)) return { result: toolResult(c.id, `unknown tool "${c.name}"`, true) };
-    const parsed = spec.input.safeParse(c.input);
-    if (!parsed.success) return { result: toolResult(c.id, `invalid arguments for ${c.name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`, true) };
-    const args = parsed.data as Record<string, unknown>;
+    const parsed = parseToolCall(c, DELEGATE_TOOL_NAMES);
+    if (!parsed.ok) return { result: toolResult(c.id, parsed.error, true) };
+    const args = parsed.input as Record<string, unknown>;
     switch (c.name) {
       case 'set_status': {
         const { kind, text, blocked } = args as { kind: 'progress' | 'outcome'; text: string; blocked?: string };
