@@ -11,6 +11,8 @@ import { webhookTransport } from './delivery/webhook';
 import { createAnthropicProvider } from './model/anthropic';
 import { modelActivities, type ModelDeps } from './model/call-model';
 import { createScriptedProvider } from './model/scripted';
+import { routineRunActivities } from './routines/run';
+import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 
 export interface ActivityDeps {
   pool: Pool;
@@ -20,6 +22,8 @@ export interface ActivityDeps {
   onTextDelta?: ModelDeps['onTextDelta'];
   /** Scheduling settings of the run activities (retry backoff, floors). */
   jobs?: Omit<JobSettings, 'taskQueue'>;
+  /** Routine limits (sandbox memory and time, approval wait) and integrations. */
+  routines?: RoutineSettings;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
@@ -30,6 +34,7 @@ export function createActivities(deps: ActivityDeps) {
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
+    ...routineRunActivities({ ...deps, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
   };
 }
 

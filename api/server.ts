@@ -13,6 +13,8 @@ import { conversationRoutes } from './routes/conversations';
 import { appRoutes } from './routes/apps';
 import { delegationRoutes } from './routes/delegation';
 import { jobRoutes } from './routes/jobs';
+import { routineRoutes } from './routes/routines';
+import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../activities/jobs';
 
 export interface ApiDeps {
@@ -24,6 +26,7 @@ export interface ApiDeps {
   /** How long a submission may wait for Temporal and a worker before the API answers 503. */
   temporalDeadlineMs?: number;
   jobs?: Omit<JobSettings, 'taskQueue'>;
+  routines?: Pick<RoutineSettings, 'floorMs'>;
 }
 
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
@@ -56,6 +59,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(delegationRoutes(deps));
   await app.register(appRoutes(deps.pool));
+  await app.register(routineRoutes({ ...deps, floorMs: deps.routines?.floorMs ?? DEFAULT_ROUTINE_SETTINGS.floorMs }));
   await app.register(jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }));
   return app;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from './routines';
 
 /**
  * Keel's configuration, read from the environment. Pure: callers pass `process.env`. Every name here is in the
@@ -27,7 +28,33 @@ const Env = z.object({
   KEEL_JOB_CATCHUP_WINDOW_MS: z.coerce.number().int().positive().default(600_000),
   /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
   KEEL_JOB_BACKOFF_MS: z.string().optional(),
+  KEEL_ROUTINE_FLOOR_MS: z.coerce.number().int().min(0).default(DEFAULT_ROUTINE_SETTINGS.floorMs),
+  KEEL_ROUTINE_RUN_LIMIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.runLimitMs),
+  KEEL_ROUTINE_SMOKE_LIMIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.smokeLimitMs),
+  KEEL_ROUTINE_MEMORY_MB: z.coerce.number().int().min(8).max(4096).default(DEFAULT_ROUTINE_SETTINGS.memoryLimitMb),
+  KEEL_ROUTINE_APPROVAL_WAIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.approvalWaitMs),
+  /** JSON object of HTTP integrations for routines' integrations.call: {"name": "https://…"}. */
+  KEEL_INTEGRATIONS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return {};
+      const parsed = z.record(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/), z.string().url()).safeParse(safeJson(raw));
+      if (!parsed.success) {
+        ctx.addIssue({ code: 'custom', message: 'KEEL_INTEGRATIONS must be a JSON object of name → http(s) URL' });
+        return z.NEVER;
+      }
+      return parsed.data;
+    }),
 });
+
+function safeJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface KeelConfig {
   temporal: { address: string; namespace: string; taskQueue: string };
@@ -40,6 +67,7 @@ export interface KeelConfig {
   embeddedPgPort: number;
   logLevel: string;
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
+  routines: RoutineSettings;
 }
 
 export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
@@ -64,6 +92,14 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
       catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,
       ...(e.KEEL_JOB_BACKOFF_MS ? { backoffMs: e.KEEL_JOB_BACKOFF_MS.split(',').map((v) => Number(v.trim())).filter((n) => Number.isFinite(n) && n > 0) } : {}),
+    },
+    routines: {
+      floorMs: e.KEEL_ROUTINE_FLOOR_MS,
+      runLimitMs: e.KEEL_ROUTINE_RUN_LIMIT_MS,
+      smokeLimitMs: e.KEEL_ROUTINE_SMOKE_LIMIT_MS,
+      memoryLimitMb: e.KEEL_ROUTINE_MEMORY_MB,
+      approvalWaitMs: e.KEEL_ROUTINE_APPROVAL_WAIT_MS,
+      integrations: e.KEEL_INTEGRATIONS,
     },
   };
 }

@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
+import { Delivery } from './delivery';
 import { storableString } from './text';
 
 /** Wuphf's routine numbers, kept, and the floor Keel adds. */
@@ -7,9 +8,32 @@ export const ROUTINES = {
   /** The shortest gap between two fires of a routine, unless configured otherwise. */
   defaultFloorMs: 15 * 60_000,
   smokeRunLimitMs: 8_000,
+  /** A tool run's wall clock (Wuphf's #1209 raised its 5 s to 120 s). */
+  runLimitMs: 120_000,
+  memoryLimitMb: 64,
   approvalWaitMs: 7 * 24 * 3_600_000,
   crashDetailChars: 240,
 } as const;
+
+/** A deployment's routine settings (tests shorten the limits). */
+export interface RoutineSettings {
+  floorMs: number;
+  smokeLimitMs: number;
+  runLimitMs: number;
+  memoryLimitMb: number;
+  approvalWaitMs: number;
+  /** Configured HTTP integrations for `integrations.call`: name → URL taking a JSON POST. */
+  integrations: Record<string, string>;
+}
+
+export const DEFAULT_ROUTINE_SETTINGS: RoutineSettings = {
+  floorMs: ROUTINES.defaultFloorMs,
+  smokeLimitMs: ROUTINES.smokeRunLimitMs,
+  runLimitMs: ROUTINES.runLimitMs,
+  memoryLimitMb: ROUTINES.memoryLimitMb,
+  approvalWaitMs: ROUTINES.approvalWaitMs,
+  integrations: {},
+};
 
 export const NO_PROMPT = 'Routine has no prompt — set the prompt in Edit';
 
@@ -158,4 +182,70 @@ export function placeholderFor(input: string): string {
 export function isCrash(detail: string): boolean {
   const d = detail.slice(0, ROUTINES.crashDetailChars);
   return /is not a function|is not defined|undefined is not|Cannot read|SyntaxError|ReferenceError|TypeError/.test(d);
+}
+
+// ---- routines and their runs --------------------------------------------------------------------------------------
+
+/** A routine as the API takes it; `delivery` is where `send` goes (the agent's owner delivery when absent). */
+export const RoutineDefinition = z
+  .object({
+    label: storableString().max(200),
+    schedule: z.object({ expr: z.string().min(1).max(200), tz: z.string().min(1).max(64).optional() }).strict(),
+    prompt: storableString().max(32_768).optional(),
+    playbook: storableString().max(32_768).optional(),
+    delivery: Delivery.optional(),
+  })
+  .strict();
+export type RoutineDefinition = z.infer<typeof RoutineDefinition>;
+
+export type RoutineStatus = 'active' | 'paused';
+export const RUN_STATUSES = ['running', 'ok', 'needs_approval', 'rejected', 'error'] as const;
+export type RoutineRunStatus = (typeof RUN_STATUSES)[number];
+/** What a run comes to: the result of the workflow and of the API's runs list. */
+export type FinishedRunStatus = Exclude<RoutineRunStatus, 'running' | 'needs_approval'>;
+
+/** The playbook log's words for a run (Wuphf's mapping): a run paused for approval is partial. */
+export function playbookOutcome(status: RoutineRunStatus): 'success' | 'partial' | 'aborted' | null {
+  if (status === 'ok') return 'success';
+  if (status === 'needs_approval') return 'partial';
+  if (status === 'running') return null;
+  return 'aborted';
+}
+
+/** The Temporal Schedule of a routine, and the workflow id prefix of its runs (Temporal appends the fire time). */
+export const routineScheduleId = (agentId: string, appId: string, slug: string) => `routine:${agentId}:${appId}:${slug}`;
+/** The conversation a routine's runs are recorded in (its transcript, the run's sessionId). */
+export const routineConversationId = (appId: string, slug: string) => `routine:${appId}:${slug}`;
+
+/** A gated capability stopped the run: what it would do, for the human who decides. */
+export interface Gate {
+  capability: Capability;
+  detail: string;
+}
+
+/** The result of a run, as Wuphf's agent service answered it. */
+export interface RoutineRunResult {
+  status: 'ok' | 'needs_approval' | 'rejected' | 'error';
+  digest: string;
+  sessionId: string;
+}
+
+/** The arguments a routine passes to its tool: the prompt as `input`, "" for every other declared input. */
+export function toolArguments(inputs: readonly string[], prompt: string): Record<string, string> {
+  return Object.fromEntries(inputs.map((name) => [name, name === 'input' ? prompt : '']));
+}
+
+/** Placeholder arguments for a smoke run. */
+export function placeholderArguments(inputs: readonly string[]): Record<string, string> {
+  return Object.fromEntries(inputs.map((name) => [name, placeholderFor(name)]));
+}
+
+/** Artifact titles: `<kebab-name>-run-<n>.md`. */
+export function artifactTitle(producedBy: string, n: number): string {
+  const kebab = producedBy
+    .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .toLowerCase();
+  return `${kebab || 'routine'}-run-${n}.md`;
 }

@@ -7,6 +7,8 @@ export const SA = {
   kind: defineSearchAttributeKey('KeelKind', SearchAttributeType.KEYWORD),
   outcome: defineSearchAttributeKey('KeelOutcome', SearchAttributeType.KEYWORD),
   jobId: defineSearchAttributeKey('KeelJobId', SearchAttributeType.KEYWORD),
+  /** `<appId>/<slug>` of a routine's runs. */
+  routine: defineSearchAttributeKey('KeelRoutine', SearchAttributeType.KEYWORD),
 };
 
 export const ALL_SEARCH_ATTRIBUTES = Object.values(SA);

@@ -2,3 +2,4 @@
 export { conversationWorkflow } from './conversation';
 export { delegateWorkflow } from './delegate';
 export { jobRunWorkflow } from './job-run';
+export { routineRunWorkflow } from './routine-run';

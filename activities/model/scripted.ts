@@ -1,6 +1,7 @@
 import { takeScriptedResponse } from '../../db/scripted-responses';
 import type { Pool } from '../../db/pool';
 import { scriptedDelegatePlan, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
+import { scriptedRoutineAnswer } from '../../domain/tool-authoring';
 import { ModelRetryableError, ZERO_USAGE, type ModelCallContext, type ModelProvider, type ModelRequest, type ModelResponse } from '../../domain/model';
 
 /** Thrown for a scripted `/error` turn; the model activity makes it a non-retryable turn error. */
@@ -23,6 +24,9 @@ export function createScriptedProvider(pool: Pool): ModelProvider {
         if (delayMs) await streamSlowly(replyText(response.content), delayMs, ctx);
         return { ...response, model: 'scripted' };
       }
+      // A routine's tool authoring and its `ai.*` capabilities have answers of their own.
+      const routineAnswer = scriptedRoutineAnswer(request.system, request.messages);
+      if (routineAnswer !== undefined) return { content: [{ type: 'text', text: routineAnswer }], stopReason: 'end_turn', usage: ZERO_USAGE, model: 'scripted' };
       // A delegate is recognised by its tools: it reports with set_status instead of replying.
       const plan = request.tools.some((t) => t.name === 'set_status') ? scriptedDelegatePlan(request.system, request.messages, ctx.callIndex) : scriptedPlan(request.messages, ctx.callIndex);
       return perform(plan, ctx);

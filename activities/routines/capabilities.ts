@@ -1,0 +1,249 @@
+import { getAgent } from '../../db/agents';
+import { getRecord, listRecords, upsertRecord, type AppRecord } from '../../db/apps';
+import { beginEffect, settleEffect } from '../../db/effects';
+import { inTransaction, type Pool } from '../../db/pool';
+import { journalCall, type JournalEntry } from '../../db/routines';
+import { RecordId, unknownFields, type AppDefinition } from '../../domain/apps';
+import { NO_DELIVERY, type Delivery } from '../../domain/delivery';
+import type { ModelProvider } from '../../domain/model';
+import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../../domain/routines';
+import { containsNul } from '../../domain/text';
+import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
+import { deliverOnce, type Transports } from '../delivery/deliver-reply';
+import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
+
+export const BROWSER_UNAVAILABLE = 'browser is not available on this deployment: no browser is connected to Keel';
+const notConnected = (name: string) => `integration "${name}" is not connected: configure it in KEEL_INTEGRATIONS`;
+
+type Tables = AppDefinition['tables'];
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+
+function tableOf(tables: Tables, name: unknown): Tables[number] {
+  const t = tables.find((x) => x.name === name);
+  if (!t) throw new CapabilityError(`no table "${str(name)}" in this app (its tables: ${tables.map((x) => x.name).join(', ') || 'none'})`);
+  return t;
+}
+
+/** What a gated call would do, for the human who approves it. */
+export function gateOf(capability: Capability, args: readonly unknown[], target: Delivery): Gate {
+  const text = str(args[0]);
+  const shown = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  if (capability === 'browser') return { capability, detail: `control your browser to ${shown}` };
+  const to = target.channel === 'webhook' ? `webhook ${new URL(target.url).host}` : target.channel === 'slack' ? `Slack ${target.target}` : 'nowhere (no delivery is set)';
+  return { capability, detail: `send "${shown}" to ${to}` };
+}
+
+/**
+ * The simulated capabilities of a smoke run: placeholder records of the app's real tables, fixed model answers, no
+ * effects. A gate ends the smoke run as a pass (its effect is not tried).
+ */
+export function simulatedCapabilities(tables: Tables): CapabilityHost {
+  const placeholder = (t: Tables[number]): AppRecord => ({ id: 'rec-1', ...Object.fromEntries(t.columns.map((c) => [c, placeholderFor(c)])) });
+  return async (capability, args) => {
+    switch (capability) {
+      case 'data.list':
+        return [placeholder(tableOf(tables, args[0]))];
+      case 'data.get':
+        return { ...placeholder(tableOf(tables, args[0])), id: str(args[1]) || 'rec-1' };
+      case 'data.upsert':
+        tableOf(tables, args[0]);
+        return { id: 'rec-1', ...(typeof args[1] === 'object' && args[1] ? args[1] : {}) };
+      case 'ai.score':
+        return 50;
+      case 'ai.summarize':
+        return '(simulated summary)';
+      case 'ai.write':
+        return '(simulated draft)';
+      case 'integrations.call':
+        throw new CapabilityError(notConnected(str(args[0])));
+      case 'browser':
+        throw new CapabilityError(BROWSER_UNAVAILABLE);
+      case 'send':
+        throw new RunStop({ kind: 'gate', gate: gateOf('send', args, NO_DELIVERY), seq: 0 });
+      default:
+        throw new CapabilityError(`${capability} is not a capability`);
+    }
+  };
+}
+
+export interface RealCapabilityDeps {
+  pool: Pool;
+  provider: ModelProvider;
+  defaultModel: string;
+  transports: Transports;
+  /** Configured HTTP integrations: name → URL that takes a JSON POST. */
+  integrations: Record<string, string>;
+}
+
+export interface RunScope {
+  runId: string;
+  agentId: string;
+  appId: string;
+  tables: Tables;
+  /** Where `send` delivers: the routine's delivery, else the agent's owner delivery. */
+  delivery: Delivery | null;
+  /** The routine's transcript key, for providers that script per conversation. */
+  conversationKey: string;
+  /** The journal of this run's earlier executions. */
+  journal: readonly JournalEntry[];
+  /** Gated calls (by journal seq) a human has approved. */
+  approvedSeqs: readonly number[];
+  attempt: number;
+  heartbeat(): void;
+  signal: AbortSignal;
+}
+
+const isGated = (c: string): c is Capability => (GATED_CAPABILITIES as readonly string[]).includes(c);
+
+const sameCall = (e: JournalEntry, capability: string, args: readonly unknown[]) => e.capability === capability && JSON.stringify(e.args) === JSON.stringify(args);
+
+/**
+ * The real capabilities of a run. Every call is journaled in call order; a call the journal already holds returns
+ * its recorded result and is not executed again, so a re-run (after approval, or after a crash) repeats nothing.
+ * Mutating calls go through the effects ledger or commit with their journal entry. Gated calls stop the run until a
+ * human approves that call.
+ */
+export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): CapabilityHost {
+  let seq = 0;
+  return async (capability, args) => {
+    const at = ++seq;
+    scope.heartbeat();
+    const recorded = scope.journal.find((e) => e.seq === at);
+    if (recorded) {
+      if (!sameCall(recorded, capability, args)) {
+        throw new RunStop({ kind: 'error', detail: `the tool did not repeat its earlier calls: call ${at} was ${recorded.capability} before and is ${capability} now` });
+      }
+      if (recorded.outcome === 'error') throw new CapabilityError(recorded.error ?? 'failed');
+      return recorded.result;
+    }
+    // No browser is connected to Keel: asking a human to approve what cannot happen would waste the approval, so
+    // browser fails at once (in execute) instead of stopping at its gate.
+    if (isGated(capability) && capability !== 'browser' && !scope.approvedSeqs.includes(at)) {
+      throw new RunStop({ kind: 'gate', gate: gateOf(capability, args, await sendTarget(deps.pool, scope)), seq: at });
+    }
+    const journal = (entry: Omit<JournalEntry, 'seq' | 'capability' | 'args'>) => journalCall(deps.pool, scope.runId, { seq: at, capability, args, ...entry });
+    try {
+      if (capability === 'data.upsert') {
+        // The record and its journal entry commit together: the upsert happens exactly once per call.
+        return await inTransaction(deps.pool, async (db) => {
+          const record = await upsertChecked(db, scope, args);
+          await journalCall(db, scope.runId, { seq: at, capability, args, outcome: 'ok', result: record, error: null });
+          return record;
+        });
+      }
+      const result = await execute(deps, scope, capability, args, at);
+      await journal({ outcome: 'ok', result, error: null });
+      return result;
+    } catch (err) {
+      if (!(err instanceof CapabilityError)) throw err;
+      await journal({ outcome: 'error', result: null, error: err.message });
+      throw err;
+    }
+  };
+}
+
+async function sendTarget(pool: Pool, scope: RunScope): Promise<Delivery> {
+  return scope.delivery ?? (await getAgent(pool, scope.agentId))?.ownerDelivery ?? NO_DELIVERY;
+}
+
+async function upsertChecked(db: Parameters<typeof upsertRecord>[0], scope: RunScope, args: readonly unknown[]): Promise<AppRecord> {
+  const t = tableOf(scope.tables, args[0]);
+  const record = args[1];
+  if (!record || typeof record !== 'object' || Array.isArray(record)) throw new CapabilityError('data.upsert(table, record) takes a record object');
+  const fields = record as Record<string, unknown>;
+  const unknown = unknownFields(fields, t.columns);
+  if (unknown.length) throw new CapabilityError(`table ${t.name} has no column(s): ${unknown.join(', ')}`);
+  if (containsNul(fields)) throw new CapabilityError('record values must not contain the NUL character');
+  const id = fields.id === undefined ? `rec-${scope.runId.slice(-12).replace(/[^A-Za-z0-9]/g, '')}-${Date.now().toString(36)}` : fields.id;
+  const parsedId = RecordId.safeParse(id);
+  if (!parsedId.success) throw new CapabilityError(`record id: ${parsedId.error.issues[0]?.message ?? 'invalid'}`);
+  return (await upsertRecord(db, scope.agentId, scope.appId, t.name, parsedId.data, fields)).record;
+}
+
+async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: string, args: readonly unknown[], at: number): Promise<unknown> {
+  switch (capability) {
+    case 'data.list':
+      return listRecords(deps.pool, scope.agentId, scope.appId, tableOf(scope.tables, args[0]).name);
+    case 'data.get':
+      return (await getRecord(deps.pool, scope.agentId, scope.appId, tableOf(scope.tables, args[0]).name, str(args[1]))) ?? null;
+    case 'ai.score':
+    case 'ai.summarize':
+    case 'ai.write': {
+      const kind = capability.slice(3) as AiCapability;
+      const text = await askModel(deps, scope, kind, args, at);
+      if (kind !== 'score') return text;
+      const score = parseScore(text);
+      if (score === undefined) throw new CapabilityError(`the model gave no score: ${text.slice(0, 100)}`);
+      return score;
+    }
+    case 'integrations.call':
+      return callIntegration(deps, scope, str(args[0]), args[1], at);
+    case 'send': {
+      const key = `${scope.runId}/call/${at}/send`;
+      const target = await sendTarget(deps.pool, scope);
+      const report = await deliverOnce(deps.pool, deps.transports, {
+        effectKey: key,
+        conversationKey: null,
+        turnId: null,
+        target,
+        message: { agentId: scope.agentId, conversationId: null, turnId: null, text: str(args[0]), idempotencyKey: key },
+      });
+      if (report.outcome !== 'delivered' && !report.outcome.startsWith('skipped')) throw new CapabilityError(`send failed: ${report.outcome}`);
+      return { outcome: report.outcome };
+    }
+    case 'browser':
+      throw new CapabilityError(BROWSER_UNAVAILABLE);
+    default:
+      throw new CapabilityError(`${capability} is not a capability`);
+  }
+}
+
+async function askModel(deps: RealCapabilityDeps, scope: RunScope, kind: AiCapability, args: readonly unknown[], at: number): Promise<string> {
+  const agent = await getAgent(deps.pool, scope.agentId);
+  const res = await deps.provider.call(
+    { model: agent?.model ?? deps.defaultModel, system: AI_SYSTEM[kind], messages: [{ role: 'user', content: [{ type: 'text', text: aiMessage(kind, args) }] }], tools: [], maxTokens: 1024 },
+    {
+      attempt: scope.attempt,
+      conversationKey: scope.conversationKey,
+      turnId: scope.runId,
+      callIndex: at,
+      onTextDelta: () => undefined,
+      heartbeat: () => scope.heartbeat(),
+      signal: scope.signal,
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    },
+  );
+  return res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+}
+
+/** A configured integration: one JSON POST through the effects ledger (a retry returns the recorded answer). */
+async function callIntegration(deps: RealCapabilityDeps, scope: RunScope, name: string, payload: unknown, at: number): Promise<unknown> {
+  const url = deps.integrations[name];
+  if (!url) throw new CapabilityError(notConnected(name));
+  const key = `${scope.runId}/call/${at}/integration`;
+  const effect = await beginEffect<{ ok: boolean; value?: unknown; error?: string }>(deps.pool, key, 'integration', { name, payload });
+  let answer = effect.status === 'pending' ? undefined : effect.result;
+  if (!answer) {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(payload ?? null),
+      signal: AbortSignal.any([scope.signal, AbortSignal.timeout(60_000)]),
+    });
+    const body = await res.text();
+    answer = res.ok ? { ok: true, value: parseJsonOrText(body) } : { ok: false, error: `integration "${name}" answered ${res.status}: ${body.slice(0, 200)}` };
+    await settleEffect(deps.pool, key, answer.ok ? 'done' : 'failed', answer);
+  }
+  if (!answer.ok) throw new CapabilityError(answer.error ?? `integration "${name}" failed`);
+  return answer.value;
+}
+
+function parseJsonOrText(body: string): unknown {
+  if (!body) return null;
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    return body;
+  }
+}

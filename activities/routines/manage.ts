@@ -1,0 +1,142 @@
+import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
+import { getApp } from '../../db/apps';
+import { inTransaction, type Pool } from '../../db/pool';
+import * as routinesDb from '../../db/routines';
+import { checkRoutineSchedule, routineScheduleId, type RoutineDefinition } from '../../domain/routines';
+import { SA } from '../../domain/search-attributes';
+import type { routineRunWorkflow } from '../../workflows/routine-run';
+
+export type RoutineRefusal = { code: 'not_found' | 'invalid_schedule' | 'routine_paused' | 'not_paused' | 'run_in_flight'; message: string; status: 400 | 404 | 409 };
+export type RoutineResult<T> = { ok: true; value: T } | { ok: false; error: RoutineRefusal };
+
+export interface RoutineView extends routinesDb.RoutineRow {
+  nextRunAt: string | null;
+}
+
+const refuse = (code: RoutineRefusal['code'], message: string, status: RoutineRefusal['status']): RoutineResult<never> => ({ ok: false, error: { code, message, status } });
+
+/** The Temporal Schedule of a routine: overlap SKIP, so a fire (or run-now) while a run is in flight starts nothing. */
+function scheduleOptions(r: routinesDb.RoutineRow, taskQueue: string): ScheduleOptions<ScheduleOptionsStartWorkflowAction<typeof routineRunWorkflow>> {
+  const id = routineScheduleId(r.agentId, r.appId, r.slug);
+  return {
+    scheduleId: id,
+    spec: { cronExpressions: [r.cron], timezone: r.schedule.tz ?? 'UTC' },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'routineRunWorkflow',
+      workflowId: id,
+      taskQueue,
+      args: [{ agentId: r.agentId, appId: r.appId, slug: r.slug }],
+      typedSearchAttributes: [
+        { key: SA.agentId, value: r.agentId },
+        { key: SA.kind, value: 'routine' },
+        { key: SA.routine, value: `${r.appId}/${r.slug}` },
+      ],
+      staticSummary: `Run of routine "${r.label}" (app ${r.appId})`,
+    },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    state: { paused: r.status === 'paused' },
+    memo: { agent: r.agentId, app: r.appId, routine: r.slug },
+  };
+}
+
+async function view(client: Client, r: routinesDb.RoutineRow): Promise<RoutineView> {
+  const described = await client.schedule
+    .getHandle(routineScheduleId(r.agentId, r.appId, r.slug))
+    .describe()
+    .catch(() => undefined);
+  const next = r.status === 'active' ? described?.info.nextActionTimes[0] : undefined;
+  return { ...r, nextRunAt: next?.toISOString() ?? null };
+}
+
+export async function getRoutineView(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineView | undefined> {
+  const r = await routinesDb.getRoutine(pool, agentId, appId, slug);
+  return r && view(client, r);
+}
+
+/**
+ * Creates or edits a routine: the row and its Schedule both hold the new definition before this returns, or
+ * neither changed. An edit keeps the routine's status; a run in flight never writes the definition back.
+ */
+export async function putRoutine(
+  pool: Pool,
+  client: Client,
+  s: { taskQueue: string; floorMs: number },
+  agentId: string,
+  appId: string,
+  slug: string,
+  def: RoutineDefinition,
+): Promise<RoutineResult<{ routine: RoutineView; created: boolean }>> {
+  const verdict = checkRoutineSchedule(def.schedule.expr, def.schedule.tz ?? 'UTC', new Date(), s.floorMs);
+  if (!verdict.ok) return refuse('invalid_schedule', verdict.error, 400);
+  if (!(await getApp(pool, agentId, appId))) return refuse('not_found', `app ${appId} not found`, 404);
+  const scheduleId = routineScheduleId(agentId, appId, slug);
+  let createdSchedule = false;
+  try {
+    const put = await inTransaction(pool, async (db) => {
+      const { routine, created } = await routinesDb.putRoutine(db, agentId, appId, slug, def, verdict.cron);
+      const options = scheduleOptions(routine, s.taskQueue);
+      if (created) {
+        await client.schedule.create(options);
+        createdSchedule = true;
+      } else {
+        await client.schedule.getHandle(scheduleId).update((prev) => ({ ...prev, spec: options.spec, action: { ...prev.action, ...options.action } }));
+      }
+      return { routine, created };
+    });
+    return { ok: true, value: { routine: await view(client, put.routine), created: put.created } };
+  } catch (err) {
+    if (createdSchedule) await client.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function withRoutine<T>(pool: Pool, agentId: string, appId: string, slug: string, fn: (r: routinesDb.RoutineRow) => Promise<RoutineResult<T>>): Promise<RoutineResult<T>> {
+  const r = await routinesDb.getRoutine(pool, agentId, appId, slug);
+  if (!r) return refuse('not_found', `routine ${slug} of app ${appId} not found`, 404);
+  return fn(r);
+}
+
+/** Pause acts on the routine and its Schedule together; a paused routine does not fire (the run checks it too). */
+export function pauseRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string, actor: string): Promise<RoutineResult<RoutineView>> {
+  return withRoutine(pool, agentId, appId, slug, async (r) => {
+    if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is already paused`, 409);
+    await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).pause(`paused by ${actor}`);
+    await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'active', 'paused');
+    return { ok: true, value: await view(client, { ...r, status: 'paused' }) };
+  });
+}
+
+export function resumeRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string, actor: string): Promise<RoutineResult<RoutineView>> {
+  return withRoutine(pool, agentId, appId, slug, async (r) => {
+    if (r.status !== 'paused') return refuse('not_paused', `routine ${slug} is not paused`, 409);
+    // The row first: a fire right after the unpause must find the routine active.
+    await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'paused', 'active');
+    await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).unpause(`resumed by ${actor}`);
+    return { ok: true, value: await view(client, { ...r, status: 'active' }) };
+  });
+}
+
+/** Run now: 409 when paused or when a run is in flight; the fire goes through the Schedule (overlap SKIP). */
+export function runRoutineNow(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineResult<{ triggered: true }>> {
+  return withRoutine(pool, agentId, appId, slug, async (r) => {
+    if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is paused: resume it first`, 409);
+    const inFlight = await routinesDb.runInFlight(pool, agentId, appId, slug);
+    if (inFlight) return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${inFlight.status === 'running' ? 'running' : 'waiting for approval'}`, 409);
+    await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).trigger(ScheduleOverlapPolicy.SKIP);
+    return { ok: true, value: { triggered: true } };
+  });
+}
+
+export function deleteRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineResult<{ slug: string }>> {
+  return withRoutine(pool, agentId, appId, slug, async () => {
+    await client.schedule
+      .getHandle(routineScheduleId(agentId, appId, slug))
+      .delete()
+      .catch((err: unknown) => {
+        if (!(err instanceof ScheduleNotFoundError)) throw err;
+      });
+    await routinesDb.deleteRoutine(pool, agentId, appId, slug);
+    return { ok: true, value: { slug } };
+  });
+}

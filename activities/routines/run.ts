@@ -1,0 +1,241 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { getAgent } from '../../db/agents';
+import { getApp } from '../../db/apps';
+import { appendTranscript } from '../../db/conversations';
+import { inTransaction, type Pool } from '../../db/pool';
+import * as routinesDb from '../../db/routines';
+import { FAILURE } from '../../domain/failures';
+import { conversationWorkflowId } from '../../domain/ids';
+import { ModelRequestError } from '../../domain/model';
+import {
+  artifactTitle,
+  isCrash,
+  parseAuthoredTool,
+  placeholderArguments,
+  routineConversationId,
+  routinePrompt,
+  selectTool,
+  toolArguments,
+  unknownCapabilities,
+  type AuthoredTool,
+  type FinishedRunStatus,
+  type Gate,
+  type RoutineSettings,
+} from '../../domain/routines';
+import { AUTHORING_SYSTEM, authoringMessage, repairMessage } from '../../domain/tool-authoring';
+import type { ModelProvider } from '../../domain/model';
+import type { Transports } from '../delivery/deliver-reply';
+import { runCapabilities, simulatedCapabilities } from './capabilities';
+import { runInSandbox } from './sandbox';
+
+export interface RoutineRunDeps {
+  pool: Pool;
+  provider: ModelProvider;
+  defaultModel: string;
+  transports: Transports;
+  routines: RoutineSettings;
+}
+
+interface RunIds {
+  runId: string;
+  agentId: string;
+  appId: string;
+  slug: string;
+}
+
+export interface ToolRef {
+  name: string;
+  version: number;
+}
+
+export type BegunRoutineRun =
+  | { kind: 'skipped'; reason: string }
+  | { kind: 'no_prompt'; reason: string; sessionId: string }
+  | { kind: 'run'; prompt: string; sessionId: string; approvalWaitMs: number };
+
+export type DraftResult = { ok: true; tool: AuthoredTool } | { ok: false; failure: string; repairable: boolean };
+
+export type ToolRunResult = { status: 'ok'; digest: string } | { status: 'error'; detail: string } | { status: 'needs_approval'; gate: Gate; seq: number };
+
+const transcriptKey = (r: { agentId: string; appId: string; slug: string }) => conversationWorkflowId(r.agentId, routineConversationId(r.appId, r.slug));
+
+/** A tool's result as the run's digest: a string as it is, anything else as JSON. */
+const digestOf = (result: unknown) => (typeof result === 'string' ? result : JSON.stringify(result));
+
+export function routineRunActivities(deps: RoutineRunDeps) {
+  const { pool, provider } = deps;
+  return {
+    /**
+     * A fire opens a run, unless the routine is gone or paused (a fire that raced a pause) or another run is in
+     * flight. The prompt is chosen here: the routine's playbook rule, its prompt, its label.
+     */
+    beginRoutineRun: async (input: RunIds & { firedAt: string }): Promise<BegunRoutineRun> => {
+      const routine = await routinesDb.getRoutine(pool, input.agentId, input.appId, input.slug);
+      if (!routine) return { kind: 'skipped', reason: 'the routine was deleted' };
+      if (routine.status === 'paused') return { kind: 'skipped', reason: 'the routine is paused' };
+      const chosen = routinePrompt(routine);
+      const sessionId = routineConversationId(input.appId, input.slug);
+      const begun = await routinesDb.beginRun(pool, { ...input, firedAt: new Date(input.firedAt), prompt: 'prompt' in chosen ? chosen.prompt : null, sessionId });
+      if (begun.kind === 'busy') return { kind: 'skipped', reason: `run ${begun.runningRunId} is still in flight` };
+      if ('error' in chosen) return { kind: 'no_prompt', reason: chosen.error, sessionId };
+      return { kind: 'run', prompt: chosen.prompt, sessionId, approvalWaitMs: deps.routines.approvalWaitMs };
+    },
+
+    /** A saved tool the prompt asks for (domain rule), recorded on the run; null → the run authors one. */
+    findRoutineTool: async (input: RunIds & { prompt: string }): Promise<ToolRef | null> => {
+      const tool = selectTool(input.prompt, await routinesDb.listTools(pool, input.agentId, input.appId));
+      if (!tool) return null;
+      await routinesDb.setRunTool(pool, input.runId, { name: tool.name, version: tool.version, authored: false });
+      return { name: tool.name, version: tool.version };
+    },
+
+    /**
+     * One authoring attempt: the model writes a tool, which must parse, call only known capabilities and survive a
+     * smoke run with simulated capabilities and placeholder arguments. `repair` carries the first attempt's crash.
+     */
+    draftRoutineTool: async (input: RunIds & { prompt: string; repair?: string }): Promise<DraftResult> => {
+      const ctx = Context.current();
+      const app = await getApp(pool, input.agentId, input.appId);
+      const tables = app?.tables ?? [];
+      const agent = await getAgent(pool, input.agentId);
+      const text = input.repair ? repairMessage(input.prompt, tables, input.repair) : authoringMessage(input.prompt, tables);
+      let reply: string;
+      try {
+        const res = await provider.call(
+          { model: agent?.model ?? deps.defaultModel, system: AUTHORING_SYSTEM, messages: [{ role: 'user', content: [{ type: 'text', text }] }], tools: [], maxTokens: 4096 },
+          {
+            attempt: ctx.info.attempt,
+            conversationKey: transcriptKey(input),
+            turnId: input.runId,
+            callIndex: input.repair ? 2 : 1,
+            onTextDelta: () => undefined,
+            heartbeat: () => ctx.heartbeat(),
+            signal: ctx.cancellationSignal,
+            sleep: (ms) => ctx.sleep(ms),
+          },
+        );
+        reply = res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+      } catch (err) {
+        // A request the model refuses ends authoring; anything else is retried by Temporal.
+        if (err instanceof ModelRequestError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest);
+        throw err;
+      }
+      const parsed = parseAuthoredTool(reply);
+      if (!parsed.ok) return { ok: false, failure: `the answer is not a tool: ${parsed.error}`, repairable: true };
+      const unknown = unknownCapabilities(parsed.tool.code);
+      if (unknown.length) return { ok: false, failure: `references a capability that does not exist here: ${unknown.join(', ')}`, repairable: true };
+      ctx.heartbeat();
+      const smoke = await runInSandbox(parsed.tool, placeholderArguments(parsed.tool.inputs), simulatedCapabilities(tables), {
+        memoryMb: deps.routines.memoryLimitMb,
+        timeoutMs: deps.routines.smokeLimitMs,
+      });
+      // A gate or a time limit passes the smoke run; a crash of the code itself does not.
+      if (smoke.status === 'error' && isCrash(smoke.detail)) return { ok: false, failure: smoke.detail, repairable: true };
+      return { ok: true, tool: parsed.tool };
+    },
+
+    /** Saves the authored tool as the next version of its name; once per run. */
+    saveRoutineTool: async (input: RunIds & { tool: AuthoredTool }): Promise<ToolRef> => {
+      const saved = await inTransaction(pool, async (db) => {
+        const t = await routinesDb.saveTool(db, input.agentId, input.appId, input.tool, 'model', input.runId);
+        await routinesDb.setRunTool(db, input.runId, { name: t.name, version: t.version, authored: true });
+        return t;
+      });
+      return { name: saved.name, version: saved.version };
+    },
+
+    /**
+     * Runs the tool in the sandbox with the real capabilities. The journal of earlier executions of this run is
+     * replayed, so a re-run after approval (or after a crash of the worker) executes nothing twice.
+     */
+    runRoutineTool: async (input: RunIds & { tool: ToolRef; prompt: string; approvedSeqs: number[] }): Promise<ToolRunResult> => {
+      const ctx = Context.current();
+      const tool = await routinesDb.getTool(pool, input.agentId, input.appId, input.tool.name, input.tool.version);
+      if (!tool) return { status: 'error', detail: `tool ${input.tool.name} v${input.tool.version} no longer exists` };
+      const [app, routine, journal] = await Promise.all([
+        getApp(pool, input.agentId, input.appId),
+        routinesDb.getRoutine(pool, input.agentId, input.appId, input.slug),
+        routinesDb.loadJournal(pool, input.runId),
+      ]);
+      const host = runCapabilities(
+        { pool, provider, defaultModel: deps.defaultModel, transports: deps.transports, integrations: deps.routines.integrations },
+        {
+          runId: input.runId,
+          agentId: input.agentId,
+          appId: input.appId,
+          tables: app?.tables ?? [],
+          delivery: routine?.delivery ?? null,
+          conversationKey: transcriptKey(input),
+          journal,
+          approvedSeqs: input.approvedSeqs,
+          attempt: ctx.info.attempt,
+          heartbeat: () => ctx.heartbeat(),
+          signal: ctx.cancellationSignal,
+        },
+      );
+      const ran = await runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, { memoryMb: deps.routines.memoryLimitMb, timeoutMs: deps.routines.runLimitMs });
+      if (ran.status === 'ok') return { status: 'ok', digest: digestOf(ran.result) };
+      return ran;
+    },
+
+    /** The run waits for a human: visible as needs_approval with the gate's capability and detail. */
+    holdRoutineRun: async (input: { runId: string; gate: Gate }): Promise<void> => {
+      await routinesDb.markNeedsApproval(pool, input.runId, input.gate, `paused for your approval: ${input.gate.detail}`);
+    },
+
+    recordRoutineDecision: async (input: { runId: string; approved: boolean; note?: string }): Promise<void> => {
+      await routinesDb.recordDecision(pool, input.runId, { approved: input.approved, ...(input.note ? { note: input.note } : {}) });
+    },
+
+    /**
+     * The run's record, in one transaction: the prompt and digest appended to the routine's transcript, one numbered
+     * Markdown artifact, and the run's final status. The routine's own definition is not touched.
+     */
+    finishRoutineRun: async (input: RunIds & { status: FinishedRunStatus; digest: string; prompt: string | null }): Promise<{ artifactId: string }> => {
+      return inTransaction(pool, async (db) => {
+        const run = await routinesDb.getRun(db, input.runId);
+        const key = transcriptKey(input);
+        await db.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [
+          key,
+          input.agentId,
+          routineConversationId(input.appId, input.slug),
+        ]);
+        await appendTranscript(db, key, input.runId, [
+          ...(input.prompt ? [{ role: 'user' as const, content: [{ type: 'text' as const, text: `(scheduled) ${input.prompt}` }], text: `(scheduled) ${input.prompt}`, origin: `routine-run:${input.runId}:prompt` }] : []),
+          { role: 'assistant', content: [{ type: 'text', text: input.digest }], text: input.digest, origin: `routine-run:${input.runId}:digest` },
+        ]);
+        const producedBy = run?.toolName ?? input.slug;
+        const artifact = await routinesDb.writeArtifact(db, {
+          agentId: input.agentId,
+          appId: input.appId,
+          runId: input.runId,
+          producedBy,
+          title: (n) => artifactTitle(producedBy, n),
+          content: artifactMarkdown({ ...input, tool: run?.toolName ? `${run.toolName} v${run.toolVersion}` : null, firedAt: run?.firedAt ?? null }),
+        });
+        await routinesDb.finishRun(db, input.runId, { status: input.status, digest: input.digest, artifactId: artifact.artifactId });
+        return { artifactId: artifact.artifactId };
+      });
+    },
+  };
+}
+
+function artifactMarkdown(r: { slug: string; runId: string; status: string; digest: string; prompt: string | null; tool: string | null; firedAt: string | null }): string {
+  return [
+    `# Routine ${r.slug}: ${r.status}`,
+    '',
+    `- Run: \`${r.runId}\``,
+    ...(r.firedAt ? [`- Fired: ${r.firedAt}`] : []),
+    `- Tool: ${r.tool ?? '(none)'}`,
+    '',
+    '## Prompt',
+    '',
+    r.prompt ?? '(none)',
+    '',
+    '## Digest',
+    '',
+    r.digest,
+    '',
+  ].join('\n');
+}

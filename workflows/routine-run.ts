@@ -1,0 +1,102 @@
+import { condition, defineQuery, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { KeelActivities } from '../activities';
+import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
+import type { FinishedRunStatus, Gate, RoutineRunResult } from '../domain/routines';
+import { SA } from '../domain/search-attributes';
+import { store } from './activities';
+
+/** Authoring: a model call plus a smoke run of a few seconds. */
+const authoring = proxyActivities<KeelActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES },
+});
+
+/** A tool run: bounded by the sandbox's wall clock; a retry replays the run's journal, so it repeats no effect. */
+const tools = proxyActivities<KeelActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface Decision {
+  approved: boolean;
+  note?: string;
+}
+
+/** A human's answer to a run waiting at a gate. The validator refuses it when the run is not waiting. */
+export const decideApproval = defineUpdate<{ approved: boolean }, [Decision]>('decideApproval');
+export const waitingGate = defineQuery<Gate | null>('waitingGate');
+
+export type RoutineRunOutcome = RoutineRunResult | { status: 'skipped'; reason: string };
+
+/**
+ * One fire of a routine (started by its Temporal Schedule, overlap SKIP): choose the prompt, pick a saved tool or
+ * author one, run it in the sandbox, stop at a gate until a human decides, and record the run. After approval the
+ * tool runs again with the journal of its earlier calls replayed, so the gated effect happens once and nothing
+ * before it repeats.
+ */
+export async function routineRunWorkflow(input: { agentId: string; appId: string; slug: string }): Promise<RoutineRunOutcome> {
+  const runId = workflowInfo().workflowId;
+  const ids = { runId, ...input };
+  const begun = await store.beginRoutineRun({ ...ids, firedAt: workflowInfo().startTime.toISOString() });
+  if (begun.kind === 'skipped') {
+    upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
+    return { status: 'skipped', reason: begun.reason };
+  }
+
+  const prompt = begun.kind === 'run' ? begun.prompt : null;
+  const finish = async (status: FinishedRunStatus, digest: string): Promise<RoutineRunResult> => {
+    await store.finishRoutineRun({ ...ids, status, digest, prompt });
+    upsertSearchAttributes([{ key: SA.outcome, value: status }]);
+    return { status, digest, sessionId: begun.sessionId };
+  };
+  if (begun.kind === 'no_prompt') return finish('error', begun.reason);
+  const { approvalWaitMs } = begun;
+
+  let tool = await store.findRoutineTool({ ...ids, prompt: begun.prompt });
+  if (!tool) {
+    let draft = await authoring.draftRoutineTool({ ...ids, prompt: begun.prompt });
+    if (!draft.ok && draft.repairable) draft = await authoring.draftRoutineTool({ ...ids, prompt: begun.prompt, repair: draft.failure });
+    // A tool that still fails is not saved: no stub becomes durable behaviour.
+    if (!draft.ok) return finish('error', `no tool could be authored: ${draft.failure}`);
+    tool = await store.saveRoutineTool({ ...ids, tool: draft.tool });
+  }
+
+  let gate: Gate | null = null;
+  let decision: Decision | undefined;
+  // Read through a function: the handler sets `decision` while the workflow awaits, which narrowing cannot see.
+  const decided = (): Decision | undefined => decision;
+  setHandler(waitingGate, () => gate);
+  setHandler(
+    decideApproval,
+    (d) => {
+      decision = d;
+      return { approved: d.approved };
+    },
+    {
+      validator: (_d: Decision) => {
+        if (!gate || decision) throw new Error('this run is not waiting for approval');
+      },
+    },
+  );
+
+  const approvedSeqs: number[] = [];
+  for (;;) {
+    const ran = await tools.runRoutineTool({ ...ids, tool, prompt: begun.prompt, approvedSeqs });
+    if (ran.status === 'ok') return finish('ok', ran.digest);
+    if (ran.status === 'error') return finish('error', ran.detail);
+
+    gate = ran.gate;
+    decision = undefined;
+    await store.holdRoutineRun({ runId, gate });
+    upsertSearchAttributes([{ key: SA.outcome, value: 'needs_approval' }]);
+    await condition(() => decision !== undefined, approvalWaitMs);
+    const waitedFor: Gate = gate;
+    const answer = decided();
+    gate = null;
+    if (!answer) return finish('rejected', `no decision within ${Math.round(approvalWaitMs / 3_600_000)} h, so nothing was done: ${waitedFor.detail}`);
+    await store.recordRoutineDecision({ runId, ...answer });
+    if (!answer.approved) return finish('rejected', `rejected${answer.note ? ` (${answer.note})` : ''}, so nothing was done: ${waitedFor.detail}`);
+    approvedSeqs.push(ran.seq);
+  }
+}
