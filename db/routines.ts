@@ -152,6 +152,7 @@ export async function saveTool(db: Queryable, agentId: string, appId: string, to
 
 export interface RoutineRunRow {
   runId: string;
+  workflowId: string;
   agentId: string;
   appId: string;
   slug: string;
@@ -171,6 +172,7 @@ export interface RoutineRunRow {
 
 interface RunDbRow {
   run_id: string;
+  workflow_id: string;
   agent_id: string;
   app_id: string;
   slug: string;
@@ -190,6 +192,7 @@ interface RunDbRow {
 
 const runOf = (r: RunDbRow): RoutineRunRow => ({
   runId: r.run_id,
+  workflowId: r.workflow_id,
   agentId: r.agent_id,
   appId: r.app_id,
   slug: r.slug,
@@ -212,14 +215,14 @@ export type BeginRun = { kind: 'begun'; run: RoutineRunRow } | { kind: 'busy'; r
 /** Opens a run; refused while another run of the routine is in flight (running or waiting for approval). */
 export async function beginRun(
   db: Queryable,
-  r: { runId: string; agentId: string; appId: string; slug: string; firedAt: Date; prompt: string | null; sessionId: string },
+  r: { runId: string; workflowId: string; agentId: string; appId: string; slug: string; firedAt: Date; prompt: string | null; sessionId: string },
 ): Promise<BeginRun> {
   const existing = await getRun(db, r.runId);
   if (existing) return { kind: 'begun', run: existing };
   const { rows } = await db.query<RunDbRow>(
-    `INSERT INTO routine_runs (run_id, agent_id, app_id, slug, fired_at, status, prompt, session_id) VALUES ($1, $2, $3, $4, $5, 'running', $6, $7)
+    `INSERT INTO routine_runs (run_id, workflow_id, agent_id, app_id, slug, fired_at, status, prompt, session_id) VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8)
      ON CONFLICT DO NOTHING RETURNING *`,
-    [r.runId, r.agentId, r.appId, r.slug, r.firedAt, r.prompt, r.sessionId],
+    [r.runId, r.workflowId, r.agentId, r.appId, r.slug, r.firedAt, r.prompt, r.sessionId],
   );
   if (rows[0]) return { kind: 'begun', run: runOf(rows[0]) };
   const again = await getRun(db, r.runId);

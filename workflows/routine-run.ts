@@ -36,9 +36,10 @@ export type RoutineRunOutcome = RoutineRunResult | { status: 'skipped'; reason: 
  * before it repeats.
  */
 export async function routineRunWorkflow(input: { agentId: string; appId: string; slug: string }): Promise<RoutineRunOutcome> {
-  const runId = workflowInfo().workflowId;
+  // The run id is the workflow's run id: two fires in one second share a workflow id (Temporal appends the second).
+  const { workflowId, firstExecutionRunId: runId, startTime } = workflowInfo();
   const ids = { runId, ...input };
-  const begun = await store.beginRoutineRun({ ...ids, firedAt: workflowInfo().startTime.toISOString() });
+  const begun = await store.beginRoutineRun({ ...ids, workflowId, firedAt: startTime.toISOString() });
   if (begun.kind === 'skipped') {
     upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
     return { status: 'skipped', reason: begun.reason };

@@ -60,13 +60,21 @@ export function deliveryActivities({ pool, transports }: { pool: Pool; transport
 export async function deliverOnce(
   pool: Pool,
   transports: Transports,
-  d: { effectKey: string; conversationKey: string | null; turnId: string | null; target: Delivery; message: OutboundMessage },
+  d: {
+    effectKey: string;
+    conversationKey: string | null;
+    turnId: string | null;
+    target: Delivery;
+    message: OutboundMessage;
+    /** The activity's cancellation, for callers outside its async context (the routine sandbox's capability host). */
+    signal?: AbortSignal;
+  },
 ): Promise<DeliveryReport> {
   const effect = await beginEffect<DeliveryReport>(pool, d.effectKey, 'delivery', { target: d.target, text: d.message.text });
   if (effect.status !== 'pending' && effect.result) return effect.result;
 
   await recordDeliveryAttempt(pool, { effectKey: d.effectKey, conversationKey: d.conversationKey, turnId: d.turnId, target: d.target, text: d.message.text }, effect.attempts);
-  const result = await send(transports, d.target, d.message, Context.current().cancellationSignal);
+  const result = await send(transports, d.target, d.message, d.signal ?? Context.current().cancellationSignal);
 
   if (!result.ok && result.retryable && effect.attempts < LIMITS.deliveryAttempts) {
     await recordDeliveryError(pool, d.effectKey, result.reason);

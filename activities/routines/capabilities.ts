@@ -188,6 +188,7 @@ async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: st
         turnId: null,
         target,
         message: { agentId: scope.agentId, conversationId: null, turnId: null, text: str(args[0]), idempotencyKey: key },
+        signal: scope.signal,
       });
       if (report.outcome !== 'delivered' && !report.outcome.startsWith('skipped')) throw new CapabilityError(`send failed: ${report.outcome}`);
       return { outcome: report.outcome };

@@ -70,7 +70,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
      * A fire opens a run, unless the routine is gone or paused (a fire that raced a pause) or another run is in
      * flight. The prompt is chosen here: the routine's playbook rule, its prompt, its label.
      */
-    beginRoutineRun: async (input: RunIds & { firedAt: string }): Promise<BegunRoutineRun> => {
+    beginRoutineRun: async (input: RunIds & { workflowId: string; firedAt: string }): Promise<BegunRoutineRun> => {
       const routine = await routinesDb.getRoutine(pool, input.agentId, input.appId, input.slug);
       if (!routine) return { kind: 'skipped', reason: 'the routine was deleted' };
       if (routine.status === 'paused') return { kind: 'skipped', reason: 'the routine is paused' };

@@ -20,7 +20,11 @@ export class RunStop extends Error {
   }
 }
 
-/** The host side of the capabilities: runs one call, throws CapabilityError (catchable) or RunStop. */
+/**
+ * The host side of the capabilities: runs one call, throws CapabilityError (the tool may catch it) or RunStop. Any
+ * other error is the host's own (a database outage, say): the run stops and runInSandbox rethrows it, so that
+ * Temporal retries the activity, which replays the journal.
+ */
 export type CapabilityHost = (capability: string, args: unknown[]) => Promise<unknown>;
 
 /** A gate stop names the call (its journal seq) that approval lets through. */
@@ -55,6 +59,7 @@ globalThis.browser = invoke('browser');
 export async function runInSandbox(tool: { name: string; code: string }, args: Record<string, string>, host: CapabilityHost, limits: SandboxLimits): Promise<SandboxResult> {
   const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
   let stopped: RunStop | undefined;
+  let hostFailure: unknown;
   let stop: (s: RunStop) => void = () => undefined;
   const stopping = new Promise<never>((_, reject) => {
     stop = (s) => {
@@ -74,11 +79,10 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
         const value = await host(capability, JSON.parse(argsJson) as unknown[]);
         return JSON.stringify({ value: value ?? null });
       } catch (err) {
-        if (err instanceof RunStop) {
-          stop(err);
-          return new Promise<string>(() => undefined); // the tool never hears back: its isolate is disposed
-        }
-        return JSON.stringify({ error: err instanceof Error ? err.message : String(err) });
+        if (err instanceof CapabilityError) return JSON.stringify({ error: err.message });
+        if (!(err instanceof RunStop)) hostFailure ??= err;
+        stop(err instanceof RunStop ? err : new RunStop({ kind: 'error', detail: 'host failure' }));
+        return new Promise<string>(() => undefined); // the tool never hears back: its isolate is disposed
       }
     };
     await context.evalClosure(BOOTSTRAP, [bridge], { arguments: { reference: true } });
@@ -88,6 +92,7 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
     const result: unknown = JSON.parse(json.length > MAX_RESULT_CHARS ? JSON.stringify(json.slice(0, MAX_RESULT_CHARS)) : json);
     return { status: 'ok', result };
   } catch (err) {
+    if (hostFailure !== undefined) throw hostFailure;
     const s = stopped ?? (err instanceof RunStop ? err : undefined);
     if (s) return s.stop.kind === 'gate' ? { status: 'needs_approval', gate: s.stop.gate, seq: s.stop.seq } : { status: 'error', detail: s.stop.detail };
     return { status: 'error', detail: describeFailure(err, limits) };

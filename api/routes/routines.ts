@@ -5,7 +5,9 @@ import { deleteRoutine, getRoutineView, pauseRoutine, putRoutine, resumeRoutine,
 import { getApp } from '../../db/apps';
 import type { Pool } from '../../db/pool';
 import { getArtifact, getRoutine, getRun, listRuns, listTools, type RoutineRunRow } from '../../db/routines';
-import { playbookOutcome, RoutineDefinition, RUN_STATUSES } from '../../domain/routines';
+import { playbookOutcome, routineConversationId, RoutineDefinition, RUN_STATUSES } from '../../domain/routines';
+import { conversationWorkflowId } from '../../domain/ids';
+import { listMessages } from '../../db/conversations';
 import { storableString } from '../../domain/text';
 import { decideApproval } from '../../workflows/routine-run';
 import { assertAgentAccess } from '../auth';
@@ -14,7 +16,7 @@ import { ErrorResponse, Id } from '../schemas';
 
 const AppParams = z.object({ agentId: Id, appId: Id });
 const RoutineParams = AppParams.extend({ slug: Id });
-const RunParams = z.object({ agentId: Id, runId: z.string().min(1).max(400) });
+const RunParams = z.object({ agentId: Id, runId: z.string().uuid() });
 const ArtifactParams = AppParams.extend({ artifactId: z.string().regex(/^art_[0-9a-f]{8}$/, 'an artifact id (art_ and 8 hex digits)') });
 
 const Routine = z.object({
@@ -34,6 +36,8 @@ const Routine = z.object({
 const Gate = z.object({ capability: z.string(), detail: z.string() });
 const Run = z.object({
   runId: z.string(),
+  /** The run's workflow in the Temporal UI (routine:<agentId>:<appId>:<slug>-<fire time>). */
+  workflowId: z.string(),
   status: z.enum(RUN_STATUSES),
   digest: z.string().nullable(),
   sessionId: z.string(),
@@ -57,6 +61,7 @@ const routineView = ({ agentId: _agentId, ...r }: RoutineView) => r;
 function runView(r: RoutineRunRow): z.infer<typeof Run> {
   return {
     runId: r.runId,
+    workflowId: r.workflowId,
     status: r.status,
     digest: r.digest,
     sessionId: r.sessionId,
@@ -146,6 +151,25 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
     });
 
     app.get(
+      `${base}/transcript`,
+      {
+        schema: {
+          tags: ['routines'],
+          summary: "The routine's transcript (its sessionId): each run's prompt and digest",
+          params: RoutineParams,
+          response: { 200: z.object({ sessionId: z.string(), messages: z.array(z.object({ seq: z.number(), role: z.string(), text: z.string(), at: z.string(), turnId: z.string().nullable() })) }), 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId, appId, slug } = req.params;
+        assertAgentAccess(req, agentId);
+        if (!(await getRoutine(pool, agentId, appId, slug))) throw notFound(`routine ${slug} of app ${appId}`);
+        const sessionId = routineConversationId(appId, slug);
+        return { sessionId, messages: await listMessages(pool, conversationWorkflowId(agentId, sessionId), 0, 1000) };
+      },
+    );
+
+    app.get(
       '/v1/agents/:agentId/routine-runs/:runId',
       { schema: { tags: ['routines'], summary: 'A routine run', params: RunParams, response: { 200: Run, 404: ErrorResponse } } },
       async (req) => {
@@ -164,7 +188,7 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
             tags: ['routines'],
             summary: verdict === 'approve' ? 'Approve the gated action of a run waiting for approval; the run resumes' : 'Reject the gated action; the run ends rejected and nothing is sent',
             params: RunParams,
-            body: Decision.optional(),
+            body: Decision.nullish(),
             response: { 202: z.object({ runId: z.string(), decision: z.enum(['approved', 'rejected']) }), ...errors },
           },
         },
@@ -175,7 +199,7 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
           if (!run || run.agentId !== agentId) throw notFound(`routine run ${runId}`);
           if (run.status !== 'needs_approval') throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is ${run.status}, not waiting for approval`);
           try {
-            await temporal.workflow.getHandle(runId).executeUpdate(decideApproval, { args: [{ approved: verdict === 'approve', ...(req.body?.note ? { note: req.body.note } : {}) }] });
+            await temporal.workflow.getHandle(run.workflowId, runId).executeUpdate(decideApproval, { args: [{ approved: verdict === 'approve', ...(req.body?.note ? { note: req.body.note } : {}) }] });
           } catch (err) {
             // The validator refused: the run was decided meanwhile (or is no longer waiting).
             if (err instanceof WorkflowUpdateFailedError) throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is not waiting for approval`);

@@ -36,9 +36,11 @@ CREATE TABLE routine_tools (
   FOREIGN KEY (agent_id, app_id) REFERENCES apps(agent_id, app_id) ON DELETE CASCADE
 );
 
--- One row per run; a run id is its workflow id. At most one run of a routine is in flight.
+-- One row per run. A run id is its workflow's run id: the workflow id (routine:…-<fire second>) can repeat when two
+-- fires fall in the same second. At most one run of a routine is in flight.
 CREATE TABLE routine_runs (
   run_id       text PRIMARY KEY,
+  workflow_id  text NOT NULL,
   agent_id     text NOT NULL,
   app_id       text NOT NULL,
   slug         text NOT NULL,

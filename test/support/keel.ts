@@ -17,6 +17,7 @@ import { queueScriptedResponse, type ScriptedResponse } from '../../db/scripted-
 import { conversationWorkflowId } from '../../domain/ids';
 import { loadConfig } from '../../domain/config';
 import type { ModelProvider } from '../../domain/model';
+import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../../domain/routines';
 import { createKeelWorker } from '../../worker/worker';
 
 let runtimeInstalled = false;
@@ -52,6 +53,8 @@ export interface TestKeelOptions {
   temporalAddress?: string;
   /** Scheduling settings (tests shorten the retry backoff). */
   jobs?: Partial<Omit<JobSettings, 'taskQueue'>>;
+  /** Routine settings (tests shorten the sandbox and approval limits). */
+  routines?: Partial<RoutineSettings>;
   /** A workflow bundle of the test's own (one built with a test interceptor); the run's shared bundle otherwise. */
   workflowBundlePath?: string;
 }
@@ -69,7 +72,8 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   const connection = await Connection.connect({ address });
   const client = new Client({ connection });
   const jobs = { ...DEFAULT_JOB_SETTINGS, ...opts.jobs };
-  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: opts.tokens, jobs });
+  const routines = { ...DEFAULT_ROUTINE_SETTINGS, ...opts.routines };
+  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: opts.tokens, jobs, routines });
 
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
@@ -87,6 +91,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
         defaultModel: defaultModelName(loadConfig({})),
         transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}), ...opts.transports },
         jobs,
+        routines,
       },
     });
     running = worker.run();
