@@ -1,4 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../db/migrate';
@@ -7,6 +9,7 @@ import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-
 import { spawnTs, stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { freePort } from './support/ports';
+import { author, CONTACT_ADA, finished, routineApi, touchesOf } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -27,7 +30,7 @@ async function transcriptRoles(keel: TestKeel, conversationKey: string): Promise
   return rows.map((r) => r.role);
 }
 
-function startWorkerProcess(keel: TestKeel, databaseUrl: string): ChildProcess {
+function startWorkerProcess(keel: TestKeel, databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
   const child = spawnTs(
     'worker/main.ts',
     {
@@ -37,6 +40,7 @@ function startWorkerProcess(keel: TestKeel, databaseUrl: string): ChildProcess {
       KEEL_TASK_QUEUE: keel.taskQueue,
       KEEL_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
       KEEL_MODEL: 'scripted',
+      ...env,
     },
     ['ignore', 'ignore', 'inherit'],
   );
@@ -169,4 +173,79 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     const next = await keel.post(a, c, { text: 'still here?' }, { wait: 30 });
     expect(next.body.reply?.text).toBe('echo: still here?');
   });
+
+  it('kill -9 of the worker while a routine run waits for approval: after a restart the approval resumes it, one delivery', async () => {
+    hook ??= await startWebhookReceiver();
+    const keel = await startTestKeel({ worker: false });
+    cleanups.push(() => keel.stop());
+    const r = routineApi(() => keel);
+    const a = uniqueId('a');
+    const worker = startWorkerProcess(keel, inject('databaseUrl'));
+    await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
+    await r.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
+    const waiting = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
+
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+    startWorkerProcess(keel, inject('databaseUrl'));
+
+    const approved = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
+    expect(approved.status).toBe(202);
+    const done = await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === waiting.runId && finished(x), 'the approved run to finish');
+    expect(done).toMatchObject({ status: 'ok', digest: 'contacted Ada' });
+    const mine = hook.received.filter((x) => (x.body as { agentId?: string }).agentId === a);
+    expect(mine).toHaveLength(1);
+    expect(await touchesOf(r, a, 'crm')).toBe('1');
+  });
+
+  it('kill -9 of the worker in the middle of a routine tool: the retried run replays its journal, the upsert happens once', async () => {
+    // An integration that holds its first request until the worker is dead, then answers.
+    const calls: string[] = [];
+    let first: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => (first = resolve));
+    const server = createServer((req, res) => {
+      calls.push(String(req.headers['idempotency-key']));
+      if (calls.length === 1) {
+        first?.();
+        return; // never answered: the worker dies while it waits
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ synced: true }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => server.close(() => resolve())));
+    const integrations = JSON.stringify({ crm: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sync` });
+
+    const keel = await startTestKeel({ worker: false });
+    cleanups.push(() => keel.stop());
+    const r = routineApi(() => keel);
+    const a = uniqueId('a');
+    const worker = startWorkerProcess(keel, inject('databaseUrl'), { KEEL_INTEGRATIONS: integrations });
+    await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
+    const sync = {
+      name: 'syncAda',
+      code: `async function syncAda() {
+        const ada = await data.get('leads', 'l1');
+        await data.upsert('leads', { ...ada, touches: String(Number(ada.touches) + 1) });
+        const answer = await integrations.call('crm', { id: ada.id });
+        return 'synced: ' + answer.synced;
+      }`,
+    };
+    await r.routine(a, 'crm', 'sync', { prompt: `Sync Ada ${author(sync)}` });
+    await r.call('POST', `/v1/agents/${a}/apps/crm/routines/sync/run`);
+    await held;
+    expect(await touchesOf(r, a, 'crm')).toBe('1');
+
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+    startWorkerProcess(keel, inject('databaseUrl'), { KEEL_INTEGRATIONS: integrations });
+
+    const done = await r.waitForRun(a, 'crm', 'sync', finished, 'the retried run to finish');
+    expect(done).toMatchObject({ status: 'ok', digest: 'synced: true' });
+    expect(await touchesOf(r, a, 'crm')).toBe('1');
+    // The integration saw the same idempotency key twice: the receiver can tell the retry from a new call.
+    expect(calls).toHaveLength(2);
+    expect(new Set(calls).size).toBe(1);
+  }, 120_000);
 });

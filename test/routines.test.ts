@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { routineScheduleId } from '../domain/routines';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
-import { author, finished, routineApi, scheduledActivities } from './support/routines';
+import { author, CONTACT_ADA, finished, routineApi, scheduledActivities, touchesOf } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 let keel: TestKeel;
@@ -30,20 +30,6 @@ const SCORE_LEADS = {
   }`,
 };
 
-/** Upserts Ada with one more touch, drafts a note, then sends it: the send waits for approval. */
-const CONTACT_ADA = {
-  name: 'contactAda',
-  code: `async function contactAda({ input }) {
-    const ada = await data.get('leads', 'l1');
-    await data.upsert('leads', { ...ada, touches: String(Number(ada.touches) + 1) });
-    const note = await ai.write('a short note to ' + ada.name);
-    await send('Contacted ' + ada.name + ': ' + note);
-    return 'contacted ' + ada.name;
-  }`,
-};
-
-const touchesOf = async (a: string, app: string) =>
-  (await r.call<{ id: string; touches: string }[]>('GET', `/v1/agents/${a}/apps/${app}/tables/leads/records`)).body.find((x) => x.id === 'l1')?.touches;
 const deliveriesTo = (a: string) => hook.received.filter((x) => (x.body as { agentId?: string }).agentId === a);
 
 describe('routines: a new user through the REST API with the scripted model', () => {
@@ -162,10 +148,11 @@ describe('approval that resumes', () => {
     await r.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
 
     const waiting = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
-    expect(waiting.gate).toEqual({ capability: 'send', detail: expect.stringMatching(/^send "Contacted Ada: draft: a short note to Ada" to webhook 127\.0\.0\.1:\d+$/) });
+    expect(waiting.gate?.capability).toBe('send');
+    expect(waiting.gate?.detail).toMatch(/^send "Contacted Ada: draft: a short note to Ada" to webhook 127\.0\.0\.1:\d+$/);
     expect(waiting.playbook).toBe('partial');
     expect(waiting.digest).toMatch(/^paused for your approval: send "Contacted Ada/);
-    expect(await touchesOf(a, 'crm')).toBe('1');
+    expect(await touchesOf(r, a, 'crm')).toBe('1');
     expect(deliveriesTo(a)).toHaveLength(0);
 
     const approved = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`, { note: 'go ahead' });
@@ -175,7 +162,7 @@ describe('approval that resumes', () => {
     expect(deliveriesTo(a)).toHaveLength(1);
     expect(deliveriesTo(a)[0]!.body).toMatchObject({ text: 'Contacted Ada: draft: a short note to Ada' });
     // The re-run replayed the journal: the upsert before the gate did not happen a second time.
-    expect(await touchesOf(a, 'crm')).toBe('1');
+    expect(await touchesOf(r, a, 'crm')).toBe('1');
 
     const again = await r.call<{ error: { code: string } }>('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
     expect(again.status).toBe(409);
@@ -286,7 +273,8 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     await r.app(a, 'crm', []);
     const floor = await r.call<{ error: { code: string; message: string } }>('PUT', `/v1/agents/${a}/apps/crm/routines/fast`, { label: 'x', schedule: { expr: '*/5 * * * *' } });
     expect(floor.status).toBe(400);
-    expect(floor.body.error).toMatchObject({ code: 'invalid_schedule', message: expect.stringMatching(/15 minutes apart/) });
+    expect(floor.body.error.code).toBe('invalid_schedule');
+    expect(floor.body.error.message).toMatch(/15 minutes apart/);
     const noApp = await r.call<{ error: { code: string } }>('PUT', `/v1/agents/${a}/apps/nope/routines/x`, { label: 'x', schedule: { expr: 'daily' } });
     expect(noApp.status).toBe(404);
     const extra = await r.call<{ error: { code: string } }>('PUT', `/v1/agents/${a}/apps/crm/routines/x`, { label: 'x', schedule: { expr: 'daily' }, owner: 'me' });

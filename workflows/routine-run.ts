@@ -14,7 +14,7 @@ const authoring = proxyActivities<KeelActivities>({
 /** A tool run: bounded by the sandbox's wall clock; a retry replays the run's journal, so it repeats no effect. */
 const tools = proxyActivities<KeelActivities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 

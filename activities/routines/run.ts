@@ -174,7 +174,11 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           signal: ctx.cancellationSignal,
         },
       );
-      const ran = await runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, { memoryMb: deps.routines.memoryLimitMb, timeoutMs: deps.routines.runLimitMs });
+      // Heartbeats while the tool runs, so that a dead worker is noticed within the heartbeat timeout, not the run limit.
+      const beat = setInterval(() => ctx.heartbeat(), 5_000);
+      const ran = await runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, { memoryMb: deps.routines.memoryLimitMb, timeoutMs: deps.routines.runLimitMs }).finally(() =>
+        clearInterval(beat),
+      );
       if (ran.status === 'ok') return { status: 'ok', digest: digestOf(ran.result) };
       return ran;
     },

@@ -59,7 +59,7 @@ globalThis.browser = invoke('browser');
 export async function runInSandbox(tool: { name: string; code: string }, args: Record<string, string>, host: CapabilityHost, limits: SandboxLimits): Promise<SandboxResult> {
   const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
   let stopped: RunStop | undefined;
-  let hostFailure: unknown;
+  let hostFailure: Error | undefined;
   let stop: (s: RunStop) => void = () => undefined;
   const stopping = new Promise<never>((_, reject) => {
     stop = (s) => {
@@ -80,7 +80,7 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
         return JSON.stringify({ value: value ?? null });
       } catch (err) {
         if (err instanceof CapabilityError) return JSON.stringify({ error: err.message });
-        if (!(err instanceof RunStop)) hostFailure ??= err;
+        if (!(err instanceof RunStop)) hostFailure ??= err instanceof Error ? err : new Error(String(err));
         stop(err instanceof RunStop ? err : new RunStop({ kind: 'error', detail: 'host failure' }));
         return new Promise<string>(() => undefined); // the tool never hears back: its isolate is disposed
       }
