@@ -1,5 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { NO_PROMPT, checkRoutineSchedule, isCrash, parseAuthoredTool, placeholderFor, routinePrompt, selectTool, unknownCapabilities } from '../../domain/routines';
+import {
+  NO_PROMPT,
+  RoutineDefinition,
+  artifactTitle,
+  checkRoutineSchedule,
+  isCrash,
+  parseAuthoredTool,
+  placeholderArguments,
+  placeholderFor,
+  playbookOutcome,
+  routinePrompt,
+  selectTool,
+  toolArguments,
+  unknownCapabilities,
+} from '../../domain/routines';
 
 const now = new Date('2026-06-01T12:00:00Z');
 
@@ -112,5 +126,34 @@ describe('authoring', () => {
     expect(isCrash('needs approval: send')).toBe(false);
     expect(isCrash('Script execution timed out.')).toBe(false);
     expect(isCrash(`${'x'.repeat(300)} ReferenceError`)).toBe(false);
+  });
+});
+
+describe('routine runs', () => {
+  it('maps run statuses to the playbook log: success, partial while waiting for approval, aborted otherwise', () => {
+    expect(['ok', 'needs_approval', 'rejected', 'error', 'running'].map((s) => playbookOutcome(s as Parameters<typeof playbookOutcome>[0]))).toEqual([
+      'success',
+      'partial',
+      'aborted',
+      'aborted',
+      null,
+    ]);
+  });
+
+  it('passes the prompt as `input` and "" to every other input; smoke runs get placeholders', () => {
+    expect(toolArguments(['input', 'recordId'], 'do it')).toEqual({ input: 'do it', recordId: '' });
+    expect(placeholderArguments(['input', 'email'])).toEqual({ input: 'sample', email: 'sample@example.com' });
+  });
+
+  it('titles artifacts <kebab-name>-run-<n>.md', () => {
+    expect(artifactTitle('scoreLeads', 3)).toBe('score-leads-run-3.md');
+    expect(artifactTitle('weekly_summary', 1)).toBe('weekly-summary-run-1.md');
+    expect(artifactTitle('--', 2)).toBe('routine-run-2.md');
+  });
+
+  it('takes a routine definition and nothing else', () => {
+    expect(RoutineDefinition.safeParse({ label: 'x', schedule: { expr: 'daily', tz: 'Europe/Paris' }, prompt: 'p', delivery: { channel: 'none' } }).success).toBe(true);
+    expect(RoutineDefinition.safeParse({ label: 'x', schedule: { expr: 'daily' }, owner: 'me' }).success).toBe(false);
+    expect(RoutineDefinition.safeParse({ label: 'x', schedule: { expr: 'daily' }, prompt: 'a\u0000b' }).success).toBe(false);
   });
 });
