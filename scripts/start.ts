@@ -4,7 +4,7 @@ import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { migrate } from '../db/migrate';
 import { isLoopbackHost, loadConfig } from '../domain/config';
-import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
+import { ensureSearchAttributes, startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { spawnTs, stopProcess } from './processes';
 
@@ -46,6 +46,12 @@ async function main(): Promise<void> {
       const server = temporal;
       stops.push(() => server.stop());
     }
+    // A SQLite file (or a server) from an older Keel may lack newer search attributes; a server that refuses (no
+    // operator rights) is told about, not fatal: the worker's own Schedules then name what is missing.
+    await ensureSearchAttributes(address, config.temporal.namespace).then(
+      (added) => added.length && console.log(`keel: registered the search attributes ${added.join(', ')}`),
+      (err: unknown) => console.warn(`keel: could not check Keel's search attributes: ${err instanceof Error ? err.message : String(err)}`),
+    );
 
     let databaseUrl = config.databaseUrl;
     let pg: PostgresProcess | undefined;
