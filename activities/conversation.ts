@@ -10,7 +10,9 @@ import {
   type AcceptInput,
   type NewTranscriptEntry,
 } from '../db/conversations';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { queueTurnForReflection } from './reflection';
 import { admittedResults, markRelay } from '../db/delegation';
 import { inTransaction, type Pool } from '../db/pool';
 import { retriggerText } from '../domain/delegation';
@@ -101,6 +103,8 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
       if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));
       await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
+      // Committed first: reflection reads the turn from PostgreSQL by reference.
+      await queueTurnForReflection(pool, () => Context.current(), input.conversationKey, input.turnId, input.end);
       if (input.relayOf?.length) {
         const relayed = input.end.status === 'replied' && !/^(error|dropped):/.test(input.end.delivery);
         await markRelay(pool, input.relayOf, relayed ? 'relayed' : 'relay_failed');

@@ -12,6 +12,8 @@ import { createAnthropicProvider } from './model/anthropic';
 import { modelActivities, type ModelDeps } from './model/call-model';
 import { createScriptedProvider } from './model/scripted';
 import { routineRunActivities } from './routines/run';
+import { reflectionActivities } from './reflection';
+import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 
 export interface ActivityDeps {
@@ -24,6 +26,8 @@ export interface ActivityDeps {
   jobs?: Omit<JobSettings, 'taskQueue'>;
   /** Routine limits (sandbox memory and time, approval wait) and integrations. */
   routines?: RoutineSettings;
+  /** Reflection cadence, tiers, gates and the daily cost ceiling. */
+  reflection?: ReflectionSettings;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
@@ -35,6 +39,7 @@ export function createActivities(deps: ActivityDeps) {
     ...delegationActivities(deps),
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
     ...routineRunActivities({ ...deps, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
+    ...reflectionActivities({ ...deps, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
   };
 }
 

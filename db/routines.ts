@@ -210,7 +210,7 @@ const runOf = (r: RunDbRow): RoutineRunRow => ({
   finishedAt: r.finished_at?.toISOString() ?? null,
 });
 
-export type BeginRun = { kind: 'begun'; run: RoutineRunRow } | { kind: 'busy'; runningRunId: string };
+export type BeginRun = { kind: 'begun'; run: RoutineRunRow } | { kind: 'busy'; running: RoutineRunRow };
 
 /** Opens a run; refused while another run of the routine is in flight (running or waiting for approval). */
 export async function beginRun(
@@ -227,7 +227,9 @@ export async function beginRun(
   if (rows[0]) return { kind: 'begun', run: runOf(rows[0]) };
   const again = await getRun(db, r.runId);
   if (again) return { kind: 'begun', run: again };
-  return { kind: 'busy', runningRunId: (await runInFlight(db, r.agentId, r.appId, r.slug))?.runId ?? 'unknown' };
+  const running = await runInFlight(db, r.agentId, r.appId, r.slug);
+  // The run in flight finished between the insert and this read: try once more.
+  return running ? { kind: 'busy', running } : beginRun(db, r);
 }
 
 export async function runInFlight(db: Queryable, agentId: string, appId: string, slug: string): Promise<RoutineRunRow | undefined> {
@@ -288,7 +290,7 @@ export interface JournalEntry {
   seq: number;
   capability: string;
   args: unknown[];
-  outcome: 'ok' | 'error';
+  outcome: 'ok' | 'error' | 'gated';
   result: unknown;
   error: string | null;
 }
@@ -298,12 +300,18 @@ export async function loadJournal(db: Queryable, runId: string): Promise<Journal
   return rows;
 }
 
-/** Journals one call; a call already journaled under this seq keeps its first record. */
-export async function journalCall(db: Queryable, runId: string, e: JournalEntry): Promise<void> {
-  await db.query(
-    `INSERT INTO routine_calls (run_id, seq, capability, args, outcome, result, error) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_id, seq) DO NOTHING`,
+/**
+ * Journals one call and answers whether this write recorded it. A call already journaled under this seq keeps its
+ * first outcome; only a `gated` entry takes the outcome of its approved execution.
+ */
+export async function journalCall(db: Queryable, runId: string, e: JournalEntry): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `INSERT INTO routine_calls (run_id, seq, capability, args, outcome, result, error) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (run_id, seq) DO UPDATE SET outcome = EXCLUDED.outcome, result = EXCLUDED.result, error = EXCLUDED.error
+       WHERE routine_calls.outcome = 'gated' AND EXCLUDED.outcome <> 'gated'`,
     [runId, e.seq, e.capability, JSON.stringify(e.args), e.outcome, e.result === undefined ? null : JSON.stringify(e.result), e.error],
   );
+  return rowCount === 1;
 }
 
 // ---- artifacts ----------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from './routines';
 
 /**
@@ -33,6 +34,18 @@ const Env = z.object({
   KEEL_ROUTINE_SMOKE_LIMIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.smokeLimitMs),
   KEEL_ROUTINE_MEMORY_MB: z.coerce.number().int().min(8).max(4096).default(DEFAULT_ROUTINE_SETTINGS.memoryLimitMb),
   KEEL_ROUTINE_APPROVAL_WAIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.approvalWaitMs),
+  KEEL_REFLECTION_DRAIN_EVERY_MS: z.coerce.number().int().positive().default(DEFAULT_REFLECTION_SETTINGS.drainEveryMs),
+  KEEL_REFLECTION_DRAIN_AT: z.coerce.number().int().positive().default(DEFAULT_REFLECTION_SETTINGS.drainAtQueued),
+  KEEL_REFLECTION_GATE: z.enum(['on', 'off']).default(DEFAULT_REFLECTION_SETTINGS.gate ? 'on' : 'off'),
+  KEEL_REFLECTION_GATE_MODEL: z.string().default(DEFAULT_REFLECTION_SETTINGS.gateModel),
+  KEEL_REFLECTION_TIERS: z.string().default(DEFAULT_REFLECTION_SETTINGS.tiers.join(',')),
+  KEEL_REFLECTION_JUDGES: z.coerce.number().int().min(0).max(9).default(DEFAULT_REFLECTION_SETTINGS.judges),
+  KEEL_REFLECTION_APPROVAL_FILES: z.string().default(DEFAULT_REFLECTION_SETTINGS.approvalFiles.join(',')),
+  KEEL_REFLECTION_APPROVAL_WAIT_MS: z.coerce.number().int().positive().default(DEFAULT_REFLECTION_SETTINGS.approvalWaitMs),
+  KEEL_REFLECTION_DAILY_COST_USD: z.coerce.number().min(0).default(DEFAULT_REFLECTION_SETTINGS.dailyCostCeilingUsd),
+  /** USD per million input and output tokens, e.g. `3,15`. */
+  KEEL_REFLECTION_PRICES: z.string().default(`${DEFAULT_REFLECTION_SETTINGS.prices.input},${DEFAULT_REFLECTION_SETTINGS.prices.output}`),
+  KEEL_REFLECTION_URL_ALLOWLIST: z.string().default(DEFAULT_REFLECTION_SETTINGS.urlAllowlist.join(',')),
   /** JSON object of HTTP integrations for routines' integrations.call: {"name": "https://…"}. */
   KEEL_INTEGRATIONS: z
     .string()
@@ -47,6 +60,18 @@ const Env = z.object({
       return parsed.data;
     }),
 });
+
+const list = (raw: string) =>
+  raw
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+
+function prices(raw: string): ReflectionSettings['prices'] {
+  const [input, output] = raw.split(',').map((v) => Number(v.trim()));
+  if (!Number.isFinite(input) || !Number.isFinite(output) || input! < 0 || output! < 0) throw new Error('KEEL_REFLECTION_PRICES must be "<input>,<output>" USD per million tokens');
+  return { input: input!, output: output! };
+}
 
 function safeJson(raw: string): unknown {
   try {
@@ -68,6 +93,7 @@ export interface KeelConfig {
   logLevel: string;
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
+  reflection: ReflectionSettings;
 }
 
 export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
@@ -100,6 +126,19 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       memoryLimitMb: e.KEEL_ROUTINE_MEMORY_MB,
       approvalWaitMs: e.KEEL_ROUTINE_APPROVAL_WAIT_MS,
       integrations: e.KEEL_INTEGRATIONS,
+    },
+    reflection: {
+      drainEveryMs: e.KEEL_REFLECTION_DRAIN_EVERY_MS,
+      drainAtQueued: e.KEEL_REFLECTION_DRAIN_AT,
+      gate: e.KEEL_REFLECTION_GATE === 'on',
+      gateModel: e.KEEL_REFLECTION_GATE_MODEL,
+      tiers: list(e.KEEL_REFLECTION_TIERS),
+      judges: e.KEEL_REFLECTION_JUDGES,
+      approvalFiles: list(e.KEEL_REFLECTION_APPROVAL_FILES),
+      approvalWaitMs: e.KEEL_REFLECTION_APPROVAL_WAIT_MS,
+      dailyCostCeilingUsd: e.KEEL_REFLECTION_DAILY_COST_USD,
+      prices: prices(e.KEEL_REFLECTION_PRICES),
+      urlAllowlist: list(e.KEEL_REFLECTION_URL_ALLOWLIST),
     },
   };
 }

@@ -22,3 +22,7 @@ export const transcriptOrigin = {
   toolResults: (turnId: string, call: number) => `turn:${turnId}:results:${call}`,
   note: (turnId: string, what: string) => `turn:${turnId}:note:${what}`,
 };
+
+export function reflectionWorkflowId(agentId: string): string {
+  return `reflect:${agentId}`;
+}

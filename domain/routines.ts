@@ -1,6 +1,7 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
 import { Delivery } from './delivery';
+import { canonicalTimeZone } from './jobs';
 import { storableString } from './text';
 
 /** Wuphf's routine numbers, kept, and the floor Keel adds. */
@@ -39,13 +40,15 @@ export const NO_PROMPT = 'Routine has no prompt — set the prompt in Edit';
 
 // ---- schedules: 5-field cron, or daily / hourly / Nh ----------------------------------------------------------------
 
-export type RoutineScheduleVerdict = { ok: true; cron: string; next: Date } | { ok: false; error: string };
+export type RoutineScheduleVerdict = { ok: true; cron: string; tz: string; next: Date } | { ok: false; error: string };
 
 /**
  * A routine's schedule: strict 5-field cron, or the shorthands `daily` (09:00), `hourly` and `Nh` (every N hours,
  * N from 1 to 24), with no two fires closer than the floor.
  */
 export function checkRoutineSchedule(expr: string, tz: string, now: Date, floorMs: number = ROUTINES.defaultFloorMs): RoutineScheduleVerdict {
+  const zone = canonicalTimeZone(tz);
+  if (!zone) return { ok: false, error: `"${tz}" is not an IANA time zone` };
   const e = expr.trim();
   const hours = /^(\d{1,2})h$/.exec(e);
   let cron: string;
@@ -60,7 +63,7 @@ export function checkRoutineSchedule(expr: string, tz: string, now: Date, floorM
   else cron = e;
   let fires: Date[];
   try {
-    const c = new Cron(cron, { timezone: tz, mode: '5-part', paused: true });
+    const c = new Cron(cron, { timezone: zone, mode: '5-part', paused: true });
     fires = c.nextRuns(6, now);
   } catch (err) {
     return { ok: false, error: `the schedule does not parse: ${err instanceof Error ? err.message : String(err)}` };
@@ -69,7 +72,7 @@ export function checkRoutineSchedule(expr: string, tz: string, now: Date, floorM
   for (let i = 1; i < fires.length; i++) {
     if (fires[i]!.getTime() - fires[i - 1]!.getTime() < floorMs) return { ok: false, error: `fires must be at least ${Math.round(floorMs / 60_000)} minutes apart` };
   }
-  return { ok: true, cron, next: fires[0]! };
+  return { ok: true, cron, tz: zone, next: fires[0]! };
 }
 
 // ---- the prompt of a run ------------------------------------------------------------------------------------------
@@ -87,6 +90,8 @@ export interface SavedTool {
   title: string;
 }
 
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 const words = (s: string) => s.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length >= 3);
 
 /**
@@ -96,7 +101,8 @@ const words = (s: string) => s.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w
  */
 export function selectTool<T extends SavedTool>(prompt: string, tools: readonly T[]): T | undefined {
   const p = prompt.toLowerCase();
-  const exact = tools.find((t) => p.includes(t.name.toLowerCase()) || (t.title.trim() !== '' && p.includes(t.title.toLowerCase())));
+  const mentions = (s: string) => s.trim() !== '' && new RegExp(`(^|[^a-z0-9_$])${escapeRegExp(s.toLowerCase())}($|[^a-z0-9_$])`).test(p);
+  const exact = tools.find((t) => mentions(t.name) || mentions(t.title));
   if (exact) return exact;
   const promptWords = new Set(words(prompt));
   let best: T | undefined;

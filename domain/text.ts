@@ -15,3 +15,14 @@ export function containsNul(value: unknown): boolean {
   if (value && typeof value === 'object') return Object.entries(value).some(([k, v]) => k.includes('\u0000') || containsNul(v));
   return false;
 }
+
+/**
+ * A value made storable in PostgreSQL text and jsonb: NUL characters removed and lone surrogates replaced, in every
+ * string it holds. For values that come from outside Keel's validation (a tool's arguments and results).
+ */
+export function scrub<T>(value: T): T {
+  if (typeof value === 'string') return value.replaceAll('\u0000', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD') as T;
+  if (Array.isArray(value)) return value.map(scrub) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [scrub(k), scrub(v)])) as T;
+  return value;
+}

@@ -45,6 +45,6 @@ describe('routine storage (real PostgreSQL)', () => {
     const first = await beginRun(pool, { ...base, runId: `${a}-1`, workflowId: 'w' });
     const second = await beginRun(pool, { ...base, runId: `${a}-2`, workflowId: 'w' });
     expect(first.kind).toBe('begun');
-    expect(second).toEqual({ kind: 'busy', runningRunId: `${a}-1` });
+    expect(second).toMatchObject({ kind: 'busy', running: { runId: `${a}-1` } });
   });
 });

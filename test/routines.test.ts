@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { routineScheduleId } from '../domain/routines';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
-import { author, CONTACT_ADA, finished, routineApi, scheduledActivities, touchesOf } from './support/routines';
+import { author, CONTACT_ADA, contactRecords, finished, routineApi, scheduledActivities } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 let keel: TestKeel;
@@ -152,7 +152,7 @@ describe('approval that resumes', () => {
     expect(waiting.gate?.detail).toMatch(/^send "Contacted Ada: draft: a short note to Ada" to webhook 127\.0\.0\.1:\d+$/);
     expect(waiting.playbook).toBe('partial');
     expect(waiting.digest).toMatch(/^paused for your approval: send "Contacted Ada/);
-    expect(await touchesOf(r, a, 'crm')).toBe('1');
+    expect(await contactRecords(r, a, 'crm')).toBe(1);
     expect(deliveriesTo(a)).toHaveLength(0);
 
     const approved = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`, { note: 'go ahead' });
@@ -162,7 +162,7 @@ describe('approval that resumes', () => {
     expect(deliveriesTo(a)).toHaveLength(1);
     expect(deliveriesTo(a)[0]!.body).toMatchObject({ text: 'Contacted Ada: draft: a short note to Ada' });
     // The re-run replayed the journal: the upsert before the gate did not happen a second time.
-    expect(await touchesOf(r, a, 'crm')).toBe('1');
+    expect(await contactRecords(r, a, 'crm')).toBe(1);
 
     const again = await r.call<{ error: { code: string } }>('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
     expect(again.status).toBe(409);
@@ -249,11 +249,19 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     });
     expect((await r.runs(a, 'crm', 'contact')).map((x) => x.runId)).toEqual([waiting.runId]);
 
-    // Edit the routine while its run waits; the run's end must leave the edit alone.
-    const edited = await r.routine(a, 'crm', 'contact', { label: 'Contact (edited)', schedule: { expr: 'hourly' }, prompt: 'Run contactAda', delivery: { channel: 'webhook', url: hook.url } });
-    expect(edited.status).toBe(200);
-    await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
-    await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === waiting.runId && finished(x), 'the run to finish');
+    // Edit the routine while its run waits (a new delivery too); the run's end must leave the edit alone, and the
+    // approved send goes where the approver was shown, not to the new delivery.
+    const other = await startWebhookReceiver();
+    try {
+      const edited = await r.routine(a, 'crm', 'contact', { label: 'Contact (edited)', schedule: { expr: 'hourly' }, prompt: 'Run contactAda', delivery: { channel: 'webhook', url: other.url } });
+      expect(edited.status).toBe(200);
+      await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
+      await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === waiting.runId && finished(x), 'the run to finish');
+      expect(deliveriesTo(a)).toHaveLength(1);
+      expect(other.received).toHaveLength(0);
+    } finally {
+      await other.close();
+    }
     const after = await r.call<{ label: string; prompt: string; cron: string; nextRunAt: string; status: string }>('GET', `/v1/agents/${a}/apps/crm/routines/contact`);
     expect(after.body).toMatchObject({ label: 'Contact (edited)', prompt: 'Run contactAda', cron: '0 * * * *', status: 'active' });
     expect(new Date(after.body.nextRunAt).getUTCMinutes()).toBe(0);
@@ -266,6 +274,25 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     expect(await r.runs(a, 'crm', 'contact')).toHaveLength(2);
     // Three fires taken: the first run, the forced one and this one; the SKIP trigger never was.
     expect((await handle.describe()).info.numActionsTaken).toBe(3);
+  });
+
+  it('a run that ends early (cancelled, or terminated outside Keel) is closed and does not block the routine', async () => {
+    const a = uniqueId('a');
+    await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com' }]);
+    await r.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
+
+    const first = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
+    await keel.client.workflow.getHandle(first.workflowId, undefined, { firstExecutionRunId: first.runId }).cancel();
+    const cancelled = await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === first.runId && finished(x), 'the cancelled run to be closed');
+    expect(cancelled).toMatchObject({ status: 'error', digest: 'the run was cancelled' });
+
+    const second = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
+    await keel.client.workflow.getHandle(second.workflowId, undefined, { firstExecutionRunId: second.runId }).terminate('operator');
+    // The row still says needs_approval, but its workflow is gone: run-now closes it as abandoned and runs again.
+    const third = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
+    expect(third.runId).not.toBe(second.runId);
+    expect((await r.runs(a, 'crm', 'contact')).find((x) => x.runId === second.runId)).toMatchObject({ status: 'error', digest: 'abandoned: its workflow ended without finishing the run' });
+    expect(deliveriesTo(a)).toHaveLength(0);
   });
 
   it('bad input gets the API error shape: a schedule under the floor, an unknown app, unknown fields, unknown runs', async () => {

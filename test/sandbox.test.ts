@@ -31,14 +31,8 @@ describe('sandbox escapes fail with a clear error and the process survives', () 
 
   it('a 1 GiB allocation is killed at the memory limit', async () => {
     const before = process.memoryUsage().rss;
-    for (const code of [
-      'async function tool() { const chunks = []; for (let i = 0; i < 1024; i++) chunks.push(new Array(1024 * 128).fill(i)); return chunks.length; }',
-      "async function tool() { return 'x'.repeat(1 << 20).repeat(1024).length; }",
-    ]) {
-      const result = await run(code);
-      expect(result.status).toBe('error');
-      if (result.status === 'error') expect(result.detail).toMatch(/ran out of memory: the 64 MB limit stopped it|Invalid string length/);
-    }
+    const code = 'async function tool() { const chunks = []; for (let i = 0; i < 1024; i++) chunks.push(new Array(1024 * 128).fill(i)); return chunks.length; }';
+    expect(await run(code)).toEqual({ status: 'error', detail: 'the tool ran out of memory: the 64 MB limit stopped it' });
     // The host did not take the gigabyte on itself.
     expect(process.memoryUsage().rss - before).toBeLessThan(512 * 1024 * 1024);
     await healthy();
@@ -72,6 +66,11 @@ describe('capabilities as the tool sees them', () => {
       throw new CapabilityError('unexpected');
     };
     await expect(run("async function tool() { try { await data.list('leads'); } catch { return 'swallowed'; } }", host)).rejects.toThrow('connection terminated');
+  });
+
+  it("what PostgreSQL cannot store is scrubbed from a tool's result, even with JSON replaced by the tool", async () => {
+    expect(await run("async function tool() { JSON.stringify = () => 'garbage'; return { a: 'x\\u0000y', b: '\\ud800' }; }")).toEqual({ status: 'ok', result: { a: 'xy', b: '\ufffd' } });
+    expect(await run("async function tool() { JSON.stringify = () => '{'; return (await data.list('leads')).length; }")).toEqual({ status: 'ok', result: 1 });
   });
 
   it('the tool gets its arguments and its result comes back as JSON', async () => {

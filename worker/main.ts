@@ -23,7 +23,7 @@ async function main(): Promise<void> {
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { pool, provider: providerFromConfig(config, pool), defaultModel: defaultModelName(config), transports: transportsFromConfig(config), jobs: jobSettings(config), routines: config.routines },
+      deps: { pool, provider: providerFromConfig(config, pool), defaultModel: defaultModelName(config), transports: transportsFromConfig(config), jobs: jobSettings(config), routines: config.routines, reflection: config.reflection },
       workflows,
     });
     console.log(`keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, model ${config.model.provider}`);

@@ -1,4 +1,4 @@
-import { condition, defineQuery, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, condition, defineQuery, isCancellation, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
 import type { FinishedRunStatus, Gate, RoutineRunResult } from '../domain/routines';
@@ -15,7 +15,7 @@ const authoring = proxyActivities<KeelActivities>({
 const tools = proxyActivities<KeelActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
 });
 
 export interface Decision {
@@ -52,12 +52,31 @@ export async function routineRunWorkflow(input: { agentId: string; appId: string
     return { status, digest, sessionId: begun.sessionId };
   };
   if (begun.kind === 'no_prompt') return finish('error', begun.reason);
-  const { approvalWaitMs } = begun;
 
-  let tool = await store.findRoutineTool({ ...ids, prompt: begun.prompt });
+  try {
+    return await toolRun(ids, begun.prompt, begun.approvalWaitMs, finish);
+  } catch (err) {
+    // Whatever ended the run early (a model that refuses the request, retries run out, a cancel), it is recorded as an
+    // error, so that the routine is not left with a run in flight that blocks its next fires.
+    const reason = isCancellation(err) ? 'the run was cancelled' : `the run failed: ${failureMessage(err)}`;
+    const result = await CancellationScope.nonCancellable(() => finish('error', reason));
+    if (isCancellation(err)) throw err;
+    return result;
+  }
+}
+
+/** The tool part of a run: pick or author, run, and wait at each gate for a human. */
+async function toolRun(
+  ids: { runId: string; agentId: string; appId: string; slug: string },
+  prompt: string,
+  approvalWaitMs: number,
+  finish: (status: FinishedRunStatus, digest: string) => Promise<RoutineRunResult>,
+): Promise<RoutineRunResult> {
+  const { runId } = ids;
+  let tool = await store.findRoutineTool({ ...ids, prompt });
   if (!tool) {
-    let draft = await authoring.draftRoutineTool({ ...ids, prompt: begun.prompt });
-    if (!draft.ok && draft.repairable) draft = await authoring.draftRoutineTool({ ...ids, prompt: begun.prompt, repair: draft.failure });
+    let draft = await authoring.draftRoutineTool({ ...ids, prompt });
+    if (!draft.ok && draft.repairable) draft = await authoring.draftRoutineTool({ ...ids, prompt, repair: draft.failure });
     // A tool that still fails is not saved: no stub becomes durable behaviour.
     if (!draft.ok) return finish('error', `no tool could be authored: ${draft.failure}`);
     tool = await store.saveRoutineTool({ ...ids, tool: draft.tool });
@@ -83,7 +102,7 @@ export async function routineRunWorkflow(input: { agentId: string; appId: string
 
   const approvedSeqs: number[] = [];
   for (;;) {
-    const ran = await tools.runRoutineTool({ ...ids, tool, prompt: begun.prompt, approvedSeqs });
+    const ran = await tools.runRoutineTool({ ...ids, tool, prompt, approvedSeqs });
     if (ran.status === 'ok') return finish('ok', ran.digest);
     if (ran.status === 'error') return finish('error', ran.detail);
 
@@ -100,4 +119,9 @@ export async function routineRunWorkflow(input: { agentId: string; appId: string
     if (!answer.approved) return finish('rejected', `rejected${answer.note ? ` (${answer.note})` : ''}, so nothing was done: ${waitedFor.detail}`);
     approvedSeqs.push(ran.seq);
   }
+}
+
+function failureMessage(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure || cause instanceof Error ? cause.message : String(cause);
 }

@@ -8,6 +8,8 @@ import { FAILURE } from '../../domain/failures';
 import { transcriptOrigin } from '../../domain/ids';
 import { ModelRequestError, ModelRetryableError, ZERO_USAGE, type ModelProvider, type StopReason, type TextBlock, type ToolUseBlock } from '../../domain/model';
 import { channelSystemPrompt } from '../../domain/prompts';
+import { memoryPrompt } from '../../domain/memory';
+import { currentMemory } from '../../db/memory';
 import { delegateSystemPrompt, taskMessage } from '../../domain/delegation';
 import { delegateBrief } from '../../db/delegation';
 import { toolDefinitions } from '../../domain/tools';
@@ -78,7 +80,7 @@ export function modelActivities(deps: ModelDeps) {
             model,
             system: input.delegateId
               ? delegateSystemPrompt(await delegateBrief(pool, input.delegateId).then((b) => ({ ...b, task: taskMessage(b.title, b.description) })))
-              : channelSystemPrompt({ name: agent?.name ?? input.agentId, systemPrompt: agent?.systemPrompt ?? null }),
+              : channelSystemPrompt({ name: agent?.name ?? input.agentId, systemPrompt: agent?.systemPrompt ?? null, memory: memoryPrompt((await currentMemory(pool, input.agentId)).files) }),
             messages: toModelMessages(rows),
             tools: toolDefinitions(input.toolNames),
             maxTokens: MAX_TOKENS,

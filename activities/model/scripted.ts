@@ -1,6 +1,7 @@
 import { takeScriptedResponse } from '../../db/scripted-responses';
 import type { Pool } from '../../db/pool';
 import { scriptedDelegatePlan, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
+import { scriptedReflectionAnswer } from '../../domain/reflection';
 import { scriptedRoutineAnswer } from '../../domain/tool-authoring';
 import { ModelRetryableError, ZERO_USAGE, type ModelCallContext, type ModelProvider, type ModelRequest, type ModelResponse } from '../../domain/model';
 
@@ -27,6 +28,13 @@ export function createScriptedProvider(pool: Pool): ModelProvider {
       // A routine's tool authoring and its `ai.*` capabilities have answers of their own.
       const routineAnswer = scriptedRoutineAnswer(request.system, request.messages);
       if (routineAnswer !== undefined) return { content: [{ type: 'text', text: routineAnswer }], stopReason: 'end_turn', usage: ZERO_USAGE, model: 'scripted' };
+      // Reflection's calls are costed, so they report tokens: about one per 4 characters, as a real model would bill.
+      const reflectionAnswer = scriptedReflectionAnswer(request.system, request.messages);
+      if (reflectionAnswer !== undefined) {
+        const chars = request.system.length + JSON.stringify(request.messages).length;
+        const usage = { ...ZERO_USAGE, inputTokens: Math.ceil(chars / 4), outputTokens: Math.ceil(reflectionAnswer.length / 4) };
+        return { content: [{ type: 'text', text: reflectionAnswer }], stopReason: 'end_turn', usage, model: 'scripted' };
+      }
       // A delegate is recognised by its tools: it reports with set_status instead of replying.
       const plan = request.tools.some((t) => t.name === 'set_status') ? scriptedDelegatePlan(request.system, request.messages, ctx.callIndex) : scriptedPlan(request.messages, ctx.callIndex);
       return perform(plan, ctx);

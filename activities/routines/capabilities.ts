@@ -5,9 +5,9 @@ import { inTransaction, type Pool } from '../../db/pool';
 import { journalCall, type JournalEntry } from '../../db/routines';
 import { RecordId, unknownFields, type AppDefinition } from '../../domain/apps';
 import { NO_DELIVERY, type Delivery } from '../../domain/delivery';
-import type { ModelProvider } from '../../domain/model';
+import { ModelRequestError, type ModelProvider } from '../../domain/model';
 import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../../domain/routines';
-import { containsNul } from '../../domain/text';
+import { containsNul, scrub } from '../../domain/text';
 import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
 import { deliverOnce, type Transports } from '../delivery/deliver-reply';
 import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
@@ -110,29 +110,38 @@ export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): Capa
     const at = ++seq;
     scope.heartbeat();
     const recorded = scope.journal.find((e) => e.seq === at);
-    if (recorded) {
-      if (!sameCall(recorded, capability, args)) {
-        throw new RunStop({ kind: 'error', detail: `the tool did not repeat its earlier calls: call ${at} was ${recorded.capability} before and is ${capability} now` });
-      }
-      if (recorded.outcome === 'error') throw new CapabilityError(recorded.error ?? 'failed');
-      return recorded.result;
+    if (recorded && !sameCall(recorded, capability, args)) {
+      throw new RunStop({ kind: 'error', detail: `the tool did not repeat its earlier calls: call ${at} was ${recorded.capability}(${JSON.stringify(recorded.args).slice(1, -1)}) before` });
     }
+    if (recorded && recorded.outcome === 'error') throw new CapabilityError(recorded.error ?? 'failed');
+    if (recorded && recorded.outcome === 'ok') return recorded.result;
     // No browser is connected to Keel: asking a human to approve what cannot happen would waste the approval, so
     // browser fails at once (in execute) instead of stopping at its gate.
-    if (isGated(capability) && capability !== 'browser' && !scope.approvedSeqs.includes(at)) {
-      throw new RunStop({ kind: 'gate', gate: gateOf(capability, args, await sendTarget(deps.pool, scope)), seq: at });
+    let target: Delivery | undefined;
+    if (isGated(capability) && capability !== 'browser') {
+      // What the human approves is this call to this target: the call is journaled as gated with the target it is
+      // shown with, and its approved execution sends exactly that, even if the routine's delivery changed meanwhile.
+      target = recorded ? (recorded.result as { target: Delivery }).target : await sendTarget(deps.pool, scope);
+      if (!scope.approvedSeqs.includes(at)) {
+        if (!recorded) await journalCall(deps.pool, scope.runId, { seq: at, capability, args, outcome: 'gated', result: { target }, error: null });
+        throw new RunStop({ kind: 'gate', gate: gateOf(capability, args, target), seq: at });
+      }
     }
     const journal = (entry: Omit<JournalEntry, 'seq' | 'capability' | 'args'>) => journalCall(deps.pool, scope.runId, { seq: at, capability, args, ...entry });
     try {
       if (capability === 'data.upsert') {
-        // The record and its journal entry commit together: the upsert happens exactly once per call.
+        // The record, its effects-ledger entry and its journal entry commit together: once per call, whatever retries.
         return await inTransaction(deps.pool, async (db) => {
+          const key = `${scope.runId}/call/${at}/upsert`;
+          const effect = await beginEffect<AppRecord>(db, key, 'data.upsert', { appId: scope.appId, table: args[0], record: args[1] });
+          if (effect.status === 'done' && effect.result) return effect.result;
           const record = await upsertChecked(db, scope, args);
+          await settleEffect(db, key, 'done', record);
           await journalCall(db, scope.runId, { seq: at, capability, args, outcome: 'ok', result: record, error: null });
           return record;
         });
       }
-      const result = await execute(deps, scope, capability, args, at);
+      const result = await execute(deps, scope, capability, args, at, target);
       await journal({ outcome: 'ok', result, error: null });
       return result;
     } catch (err) {
@@ -161,7 +170,7 @@ async function upsertChecked(db: Parameters<typeof upsertRecord>[0], scope: RunS
   return (await upsertRecord(db, scope.agentId, scope.appId, t.name, parsedId.data, fields)).record;
 }
 
-async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: string, args: readonly unknown[], at: number): Promise<unknown> {
+async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: string, args: readonly unknown[], at: number, approvedTarget?: Delivery): Promise<unknown> {
   switch (capability) {
     case 'data.list':
       return listRecords(deps.pool, scope.agentId, scope.appId, tableOf(scope.tables, args[0]).name);
@@ -181,7 +190,7 @@ async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: st
       return callIntegration(deps, scope, str(args[0]), args[1], at);
     case 'send': {
       const key = `${scope.runId}/call/${at}/send`;
-      const target = await sendTarget(deps.pool, scope);
+      const target = approvedTarget ?? (await sendTarget(deps.pool, scope));
       const report = await deliverOnce(deps.pool, deps.transports, {
         effectKey: key,
         conversationKey: null,
@@ -202,20 +211,30 @@ async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: st
 
 async function askModel(deps: RealCapabilityDeps, scope: RunScope, kind: AiCapability, args: readonly unknown[], at: number): Promise<string> {
   const agent = await getAgent(deps.pool, scope.agentId);
-  const res = await deps.provider.call(
-    { model: agent?.model ?? deps.defaultModel, system: AI_SYSTEM[kind], messages: [{ role: 'user', content: [{ type: 'text', text: aiMessage(kind, args) }] }], tools: [], maxTokens: 1024 },
-    {
-      attempt: scope.attempt,
-      conversationKey: scope.conversationKey,
-      turnId: scope.runId,
-      callIndex: at,
-      onTextDelta: () => undefined,
-      heartbeat: () => scope.heartbeat(),
-      signal: scope.signal,
-      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-    },
-  );
-  return res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+  const res = await callProvider(deps, scope, agent?.model ?? deps.defaultModel, kind, args, at);
+  return scrub(res.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
+}
+
+/** A request the model refuses is the tool's error to handle; anything else is retried with the activity. */
+async function callProvider(deps: RealCapabilityDeps, scope: RunScope, model: string, kind: AiCapability, args: readonly unknown[], at: number) {
+  try {
+    return await deps.provider.call(
+      { model, system: AI_SYSTEM[kind], messages: [{ role: 'user', content: [{ type: 'text', text: aiMessage(kind, args) }] }], tools: [], maxTokens: 1024 },
+      {
+        attempt: scope.attempt,
+        conversationKey: scope.conversationKey,
+        turnId: scope.runId,
+        callIndex: at,
+        onTextDelta: () => undefined,
+        heartbeat: () => scope.heartbeat(),
+        signal: scope.signal,
+        sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+      },
+    );
+  } catch (err) {
+    if (err instanceof ModelRequestError) throw new CapabilityError(`ai.${kind}: the model refused the request: ${err.message}`);
+    throw err;
+  }
 }
 
 /** A configured integration: one JSON POST through the effects ledger (a retry returns the recorded answer). */

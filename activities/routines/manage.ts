@@ -1,4 +1,4 @@
-import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
+import { ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import { getApp } from '../../db/apps';
 import { inTransaction, type Pool } from '../../db/pool';
 import * as routinesDb from '../../db/routines';
@@ -74,7 +74,8 @@ export async function putRoutine(
   let createdSchedule = false;
   try {
     const put = await inTransaction(pool, async (db) => {
-      const { routine, created } = await routinesDb.putRoutine(db, agentId, appId, slug, def, verdict.cron);
+      // The zone as Temporal spells it (croner accepts `europe/paris`, Temporal only `Europe/Paris`).
+      const { routine, created } = await routinesDb.putRoutine(db, agentId, appId, slug, { ...def, schedule: { ...def.schedule, ...(def.schedule.tz ? { tz: verdict.tz } : {}) } }, verdict.cron);
       const options = scheduleOptions(routine, s.taskQueue);
       if (created) {
         await client.schedule.create(options);
@@ -101,8 +102,14 @@ async function withRoutine<T>(pool: Pool, agentId: string, appId: string, slug: 
 export function pauseRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string, actor: string): Promise<RoutineResult<RoutineView>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is already paused`, 409);
-    await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).pause(`paused by ${actor}`);
+    // The row first, so that a fire racing the pause finds it paused; the row goes back if the Schedule refuses.
     await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'active', 'paused');
+    try {
+      await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).pause(`paused by ${actor}`);
+    } catch (err) {
+      await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'paused', 'active');
+      throw err;
+    }
     return { ok: true, value: await view(client, { ...r, status: 'paused' }) };
   });
 }
@@ -110,20 +117,24 @@ export function pauseRoutine(pool: Pool, client: Client, agentId: string, appId:
 export function resumeRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string, actor: string): Promise<RoutineResult<RoutineView>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status !== 'paused') return refuse('not_paused', `routine ${slug} is not paused`, 409);
-    // The row first: a fire right after the unpause must find the routine active.
-    await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'paused', 'active');
+    // The Schedule first: if it cannot be unpaused, the row still says paused and a resume can be tried again. A fire
+    // between the two finds the row paused and runs nothing.
     await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).unpause(`resumed by ${actor}`);
+    await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'paused', 'active');
     return { ok: true, value: await view(client, { ...r, status: 'active' }) };
   });
 }
 
-/** Run now: 409 when paused or when a run is in flight; the fire goes through the Schedule (overlap SKIP). */
+/** Run now: 409 when paused or when a run is in flight; the fire goes through the Schedule. */
 export function runRoutineNow(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineResult<{ triggered: true }>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is paused: resume it first`, 409);
     const inFlight = await routinesDb.runInFlight(pool, agentId, appId, slug);
-    if (inFlight) return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${inFlight.status === 'running' ? 'running' : 'waiting for approval'}`, 409);
-    await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).trigger(ScheduleOverlapPolicy.SKIP);
+    if (inFlight && !(await abandonIfClosed(pool, client, inFlight))) return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${inFlight.status === 'running' ? 'running' : 'waiting for approval'}`, 409);
+    // ALLOW_ALL here: the Schedule learns of a run's end a moment after it, and a SKIP trigger in that moment would be
+    // dropped without a word. Overlap is still refused: by the check above, and by the run itself, which finds any
+    // run in flight (unique in PostgreSQL) and records nothing.
+    await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
     return { ok: true, value: { triggered: true } };
   });
 }
@@ -139,4 +150,23 @@ export function deleteRoutine(pool: Pool, client: Client, agentId: string, appId
     await routinesDb.deleteRoutine(pool, agentId, appId, slug);
     return { ok: true, value: { slug } };
   });
+}
+
+/**
+ * A run recorded as in flight whose workflow has ended without finishing it (terminated outside Keel) is closed as
+ * abandoned, so that it does not block the routine. Answers whether it was.
+ */
+export async function abandonIfClosed(pool: Pool, client: Client, run: routinesDb.RoutineRunRow): Promise<boolean> {
+  const open = await client.workflow
+    .getHandle(run.workflowId, undefined, { firstExecutionRunId: run.runId })
+    .describe()
+    .then((d) => d.status.name === 'RUNNING')
+    .catch((err: unknown) => {
+      // Only a workflow Temporal does not know is gone; Temporal being unreachable is not a verdict.
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    });
+  if (open) return false;
+  await routinesDb.finishRun(pool, run.runId, { status: 'error', digest: 'abandoned: its workflow ended without finishing the run', artifactId: null });
+  return true;
 }

@@ -27,6 +27,7 @@ import { AUTHORING_SYSTEM, authoringMessage, repairMessage } from '../../domain/
 import type { ModelProvider } from '../../domain/model';
 import type { Transports } from '../delivery/deliver-reply';
 import { runCapabilities, simulatedCapabilities } from './capabilities';
+import { abandonIfClosed } from './manage';
 import { runInSandbox } from './sandbox';
 
 export interface RoutineRunDeps {
@@ -76,8 +77,10 @@ export function routineRunActivities(deps: RoutineRunDeps) {
       if (routine.status === 'paused') return { kind: 'skipped', reason: 'the routine is paused' };
       const chosen = routinePrompt(routine);
       const sessionId = routineConversationId(input.appId, input.slug);
-      const begun = await routinesDb.beginRun(pool, { ...input, firedAt: new Date(input.firedAt), prompt: 'prompt' in chosen ? chosen.prompt : null, sessionId });
-      if (begun.kind === 'busy') return { kind: 'skipped', reason: `run ${begun.runningRunId} is still in flight` };
+      const row = { ...input, firedAt: new Date(input.firedAt), prompt: 'prompt' in chosen ? chosen.prompt : null, sessionId };
+      let begun = await routinesDb.beginRun(pool, row);
+      if (begun.kind === 'busy' && (await abandonIfClosed(pool, Context.current().client, begun.running))) begun = await routinesDb.beginRun(pool, row);
+      if (begun.kind === 'busy') return { kind: 'skipped', reason: `run ${begun.running.runId} is still in flight` };
       if ('error' in chosen) return { kind: 'no_prompt', reason: chosen.error, sessionId };
       return { kind: 'run', prompt: chosen.prompt, sessionId, approvalWaitMs: deps.routines.approvalWaitMs };
     },
@@ -158,6 +161,8 @@ export function routineRunActivities(deps: RoutineRunDeps) {
         routinesDb.getRoutine(pool, input.agentId, input.appId, input.slug),
         routinesDb.loadJournal(pool, input.runId),
       ]);
+      // Aborted when the run ends (a time limit, a gate): a host call still in flight must not land afterwards.
+      const stopped = new AbortController();
       const host = runCapabilities(
         { pool, provider, defaultModel: deps.defaultModel, transports: deps.transports, integrations: deps.routines.integrations },
         {
@@ -171,7 +176,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           approvedSeqs: input.approvedSeqs,
           attempt: ctx.info.attempt,
           heartbeat: () => ctx.heartbeat(),
-          signal: ctx.cancellationSignal,
+          signal: AbortSignal.any([ctx.cancellationSignal, stopped.signal]),
         },
       );
       // Heartbeats while the tool runs, so that a dead worker is noticed within the heartbeat timeout, not the run limit.

@@ -1,5 +1,6 @@
 import ivm from 'isolated-vm';
 import type { Gate } from '../../domain/routines';
+import { scrub } from '../../domain/text';
 
 /** The limits of one tool run. */
 export interface SandboxLimits {
@@ -39,8 +40,10 @@ const MAX_RESULT_CHARS = 200_000;
  */
 const BOOTSTRAP = `
 const call = $0;
+// Taken before the tool's code runs, so that a tool replacing JSON cannot garble what crosses to the host.
+const { parse, stringify } = JSON;
 const invoke = (name) => async (...args) => {
-  const answer = JSON.parse(await call.apply(undefined, [name, JSON.stringify(args)], { result: { promise: true, copy: true } }));
+  const answer = parse(await call.apply(undefined, [name, stringify(args)], { result: { promise: true, copy: true } }));
   if (answer.error !== undefined) throw new Error(answer.error);
   return answer.value;
 };
@@ -49,6 +52,7 @@ globalThis.ai = Object.freeze({ score: invoke('ai.score'), summarize: invoke('ai
 globalThis.integrations = Object.freeze({ call: invoke('integrations.call') });
 globalThis.send = invoke('send');
 globalThis.browser = invoke('browser');
+Object.defineProperty(globalThis, '__keelStringify', { value: stringify, writable: false, configurable: false });
 `;
 
 /**
@@ -75,8 +79,14 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
   try {
     const context = await isolate.createContext();
     const bridge = async (capability: string, argsJson: string): Promise<string> => {
+      let args: unknown[];
       try {
-        const value = await host(capability, JSON.parse(argsJson) as unknown[]);
+        args = scrub(JSON.parse(argsJson) as unknown[]);
+      } catch {
+        return JSON.stringify({ error: `the arguments of ${capability} are not JSON` });
+      }
+      try {
+        const value = await host(capability, args);
         return JSON.stringify({ value: value ?? null });
       } catch (err) {
         if (err instanceof CapabilityError) return JSON.stringify({ error: err.message });
@@ -86,10 +96,15 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
       }
     };
     await context.evalClosure(BOOTSTRAP, [bridge], { arguments: { reference: true } });
-    const source = `${tool.code}\n;(async () => { const r = await ${tool.name}(${JSON.stringify(args)}); return JSON.stringify(r === undefined ? null : r); })()`;
+    const source = `${tool.code}\n;(async () => { const r = await ${tool.name}(${JSON.stringify(args)}); return __keelStringify(r === undefined ? null : r); })()`;
     const run = context.eval(source, { timeout: limits.timeoutMs, promise: true, copy: true, filename: `${tool.name}.js` }).then((json: unknown) => String(json));
     const json = await Promise.race([run, stopping]);
-    const result: unknown = JSON.parse(json.length > MAX_RESULT_CHARS ? JSON.stringify(json.slice(0, MAX_RESULT_CHARS)) : json);
+    let result: unknown;
+    try {
+      result = scrub(JSON.parse(json.length > MAX_RESULT_CHARS ? JSON.stringify(json.slice(0, MAX_RESULT_CHARS)) : json));
+    } catch {
+      return { status: 'error', detail: 'the tool returned something that is not JSON' };
+    }
     return { status: 'ok', result };
   } catch (err) {
     if (hostFailure !== undefined) throw hostFailure;

@@ -1,4 +1,4 @@
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { deleteRoutine, getRoutineView, pauseRoutine, putRoutine, resumeRoutine, runRoutineNow, type RoutineResult, type RoutineView } from '../../activities/routines/manage';
@@ -81,7 +81,7 @@ function unwrap<T>(r: RoutineResult<T>): T {
   throw new ApiError(r.error.status, r.error.code, r.error.message);
 }
 
-export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string; floorMs: number }): FastifyPluginAsyncZod {
+export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string; floorMs: number; temporalDeadlineMs: number }): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
   return async (app) => {
     const base = '/v1/agents/:agentId/apps/:appId/routines/:slug';
@@ -198,11 +198,15 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
           const run = await getRun(pool, runId);
           if (!run || run.agentId !== agentId) throw notFound(`routine run ${runId}`);
           if (run.status !== 'needs_approval') throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is ${run.status}, not waiting for approval`);
+          const handle = temporal.workflow.getHandle(run.workflowId, undefined, { firstExecutionRunId: runId });
+          const decision = { approved: verdict === 'approve', ...(req.body?.note ? { note: req.body.note } : {}) };
           try {
-            await temporal.workflow.getHandle(run.workflowId, runId).executeUpdate(decideApproval, { args: [{ approved: verdict === 'approve', ...(req.body?.note ? { note: req.body.note } : {}) }] });
+            // Bounded: with Temporal or every worker down the client gets a 503 (deciding twice is refused, so a retry is safe).
+            await temporal.withDeadline(Date.now() + deps.temporalDeadlineMs, () => handle.executeUpdate(decideApproval, { args: [decision] }));
           } catch (err) {
             // The validator refused: the run was decided meanwhile (or is no longer waiting).
             if (err instanceof WorkflowUpdateFailedError) throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is not waiting for approval`);
+            if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof ServiceError) throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
             throw err;
           }
           return reply.status(202).send({ runId, decision: verdict === 'approve' ? ('approved' as const) : ('rejected' as const) });

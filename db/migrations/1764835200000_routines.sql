@@ -61,13 +61,14 @@ CREATE INDEX routine_runs_by_routine ON routine_runs (agent_id, app_id, slug, fi
 CREATE UNIQUE INDEX routine_runs_one_in_flight ON routine_runs (agent_id, app_id, slug) WHERE status IN ('running', 'needs_approval');
 
 -- The journal of a run's capability calls, in call order: a re-run after approval (or after a crash) returns these
--- results instead of calling again.
+-- results instead of calling again. A gated call is journaled as `gated` (with the target it was shown with) until
+-- its approved execution records its outcome.
 CREATE TABLE routine_calls (
   run_id     text NOT NULL REFERENCES routine_runs(run_id) ON DELETE CASCADE,
   seq        integer NOT NULL,
   capability text NOT NULL,
   args       jsonb NOT NULL,
-  outcome    text NOT NULL CHECK (outcome IN ('ok', 'error')),
+  outcome    text NOT NULL CHECK (outcome IN ('ok', 'error', 'gated')),
   result     jsonb,
   error      text,
   created_at timestamptz NOT NULL DEFAULT now(),

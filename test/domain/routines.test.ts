@@ -25,7 +25,7 @@ describe('routine schedules', () => {
     ['30 8 * * MON', '30 8 * * MON', '2026-06-08T08:30:00.000Z'],
   ])('%s → %s', (expr, cron, next) => {
     const v = checkRoutineSchedule(expr, 'UTC', now);
-    expect(v).toEqual({ ok: true, cron, next: new Date(next) });
+    expect(v).toEqual({ ok: true, cron, tz: 'UTC', next: new Date(next) });
   });
 
   it.each([

@@ -17,6 +17,7 @@ import { queueScriptedResponse, type ScriptedResponse } from '../../db/scripted-
 import { conversationWorkflowId } from '../../domain/ids';
 import { loadConfig } from '../../domain/config';
 import type { ModelProvider } from '../../domain/model';
+import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../../domain/routines';
 import { createKeelWorker } from '../../worker/worker';
 
@@ -55,6 +56,8 @@ export interface TestKeelOptions {
   jobs?: Partial<Omit<JobSettings, 'taskQueue'>>;
   /** Routine settings (tests shorten the sandbox and approval limits). */
   routines?: Partial<RoutineSettings>;
+  /** Reflection settings (tests drain at 1 queued, shorten the cadence, lower the ceiling). */
+  reflection?: Partial<ReflectionSettings>;
   /** A workflow bundle of the test's own (one built with a test interceptor); the run's shared bundle otherwise. */
   workflowBundlePath?: string;
 }
@@ -92,6 +95,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
         transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}), ...opts.transports },
         jobs,
         routines,
+        reflection: { ...DEFAULT_REFLECTION_SETTINGS, ...opts.reflection },
       },
     });
     running = worker.run();

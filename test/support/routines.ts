@@ -65,18 +65,21 @@ export async function scheduledActivities(keel: TestKeel, run: { workflowId: str
   return (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes?.activityType?.name ? [e.activityTaskScheduledEventAttributes.activityType.name] : []));
 }
 
-/** Upserts Ada with one more touch, drafts a note, then sends it: the send waits for approval. */
+/**
+ * Records that Ada was contacted (a new record each time the upsert really executes: no id), drafts a note, then sends
+ * it: the send waits for approval.
+ */
 export const CONTACT_ADA = {
   name: 'contactAda',
   code: `async function contactAda({ input }) {
     const ada = await data.get('leads', 'l1');
-    await data.upsert('leads', { ...ada, touches: String(Number(ada.touches) + 1) });
+    await data.upsert('leads', { name: 'contacted ' + ada.name });
     const note = await ai.write('a short note to ' + ada.name);
     await send('Contacted ' + ada.name + ': ' + note);
     return 'contacted ' + ada.name;
   }`,
 };
 
-/** Ada's touch count: how many times the tool's upsert really happened. */
-export const touchesOf = async (r: RoutineApi, a: string, app: string) =>
-  (await r.call<{ id: string; touches: string }[]>('GET', `/v1/agents/${a}/apps/${app}/tables/leads/records`)).body.find((x) => x.id === 'l1')?.touches;
+/** How many times a tool's upsert of a "contacted Ada" record really executed. */
+export const contactRecords = async (r: RoutineApi, a: string, app: string) =>
+  (await r.call<{ id: string; name?: string }[]>('GET', `/v1/agents/${a}/apps/${app}/tables/leads/records`)).body.filter((x) => x.name === 'contacted Ada').length;

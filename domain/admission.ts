@@ -1,0 +1,167 @@
+import { CANONICAL_FILES, CONSTITUTION, isWritable, type MemoryFiles } from './memory';
+import type { Proposal } from './reflection';
+import { SECRET_PATTERNS } from './reply-guard';
+
+/**
+ * The admission gates of a reflection proposal: deterministic, pure, each reported by name. A proposal is admitted
+ * or rejected whole: one hard failure rejects every edit in it. Soft checks are reported and never block.
+ */
+
+export const ADMISSION = {
+  maxGrowthLinesPerFile: 80,
+  maxGrowthLinesTotal: 100,
+  /** Shrinking a file by more than this fraction needs action `compact`. */
+  maxShrinkWithoutCompact: 0.7,
+  nearDuplicateJaccard: 0.9,
+  judgeVetoConfidence: 0.7,
+} as const;
+
+export type CheckName =
+  | 'writable_files'
+  | 'constitution_unchanged'
+  | 'canonical_files_kept'
+  | 'growth_limits'
+  | 'no_file_emptied'
+  | 'shrink_needs_compact'
+  | 'balanced_fences'
+  | 'no_credentials'
+  | 'url_allowlist'
+  | 'near_duplicate_bullets'
+  | 'judges'
+  | 'human_approval';
+
+export interface Check {
+  name: CheckName;
+  kind: 'hard' | 'soft';
+  passed: boolean;
+  detail?: string;
+}
+
+/** Keel's secret patterns plus the words Phantom's I6 scans for. */
+const CREDENTIAL_PATTERNS: readonly { name: string; pattern: RegExp }[] = [
+  ...SECRET_PATTERNS,
+  { name: 'ANTHROPIC_API_KEY', pattern: /ANTHROPIC_API_KEY/ },
+  { name: 'api_key=', pattern: /api_key\s*=/i },
+  { name: 'secret_key=', pattern: /secret_key\s*=/i },
+  { name: 'bearer', pattern: /\bbearer\s+\S/i },
+];
+
+const lines = (text: string) => (text === '' ? [] : text.replace(/\n$/, '').split('\n'));
+
+/** The files after the proposal, as they would be stored. */
+export function applyEdits(current: MemoryFiles, proposal: Proposal): MemoryFiles {
+  const next = { ...current };
+  for (const e of proposal.edits) {
+    if (e.action === 'delete') delete next[e.file];
+    else next[e.file] = e.content;
+  }
+  return next;
+}
+
+/** Lines of `after` that `before` does not have (as a multiset): what the proposal adds. */
+function addedLines(before: string, after: string): string[] {
+  const pool = new Map<string, number>();
+  for (const l of lines(before)) pool.set(l, (pool.get(l) ?? 0) + 1);
+  const added: string[] = [];
+  for (const l of lines(after)) {
+    const n = pool.get(l) ?? 0;
+    if (n > 0) pool.set(l, n - 1);
+    else added.push(l);
+  }
+  return added;
+}
+
+function jaccard(a: string, b: string): number {
+  const wa = new Set(a.toLowerCase().match(/[a-z0-9]+/g) ?? []);
+  const wb = new Set(b.toLowerCase().match(/[a-z0-9]+/g) ?? []);
+  if (wa.size === 0 && wb.size === 0) return 1;
+  let shared = 0;
+  for (const w of wa) if (wb.has(w)) shared++;
+  return shared / (wa.size + wb.size - shared);
+}
+
+const fail = (name: CheckName, detail: string): Check => ({ name, kind: 'hard', passed: false, detail });
+const pass = (name: CheckName, kind: Check['kind'] = 'hard'): Check => ({ name, kind, passed: true });
+
+/** Runs every deterministic gate; the proposal is admitted only if every hard check passed. */
+export function checkProposal(current: MemoryFiles, proposal: Proposal, opts: { urlAllowlist: readonly string[] }): Check[] {
+  const next = applyEdits(current, proposal);
+  const touched = [...new Set(proposal.edits.map((e) => e.file))];
+  const checks: Check[] = [];
+
+  const unwritable = touched.filter((f) => !isWritable(f) && !(f === CONSTITUTION && next[f] === current[f]));
+  checks.push(unwritable.length ? fail('writable_files', `not writable: ${unwritable.join(', ')}`) : pass('writable_files'));
+
+  checks.push(next[CONSTITUTION] === current[CONSTITUTION] ? pass('constitution_unchanged') : fail('constitution_unchanged', `${CONSTITUTION} must stay byte-identical`));
+
+  const deleted = CANONICAL_FILES.filter((f) => f in current && !(f in next));
+  checks.push(deleted.length ? fail('canonical_files_kept', `deleted: ${deleted.join(', ')}`) : pass('canonical_files_kept'));
+
+  const growth = touched.map((f) => ({ f, added: Math.max(0, lines(next[f] ?? '').length - lines(current[f] ?? '').length) }));
+  const total = growth.reduce((s, g) => s + g.added, 0);
+  const tooBig = growth.filter((g) => g.added > ADMISSION.maxGrowthLinesPerFile);
+  checks.push(
+    tooBig.length
+      ? fail('growth_limits', tooBig.map((g) => `${g.f} grows by ${g.added} lines (at most ${ADMISSION.maxGrowthLinesPerFile})`).join('; '))
+      : total > ADMISSION.maxGrowthLinesTotal
+        ? fail('growth_limits', `the files grow by ${total} lines in total (at most ${ADMISSION.maxGrowthLinesTotal})`)
+        : pass('growth_limits'),
+  );
+
+  const emptied = touched.filter((f) => (current[f] ?? '').trim() !== '' && f in next && (next[f] ?? '').trim() === '');
+  checks.push(emptied.length ? fail('no_file_emptied', `emptied: ${emptied.join(', ')}`) : pass('no_file_emptied'));
+
+  const shrunk = proposal.edits.filter((e) => {
+    const before = lines(current[e.file] ?? '').length;
+    const after = lines(next[e.file] ?? '').length;
+    return e.action !== 'compact' && e.action !== 'delete' && before > 0 && (before - after) / before > ADMISSION.maxShrinkWithoutCompact;
+  });
+  checks.push(shrunk.length ? fail('shrink_needs_compact', `shrinks by more than 70% without action compact: ${shrunk.map((e) => e.file).join(', ')}`) : pass('shrink_needs_compact'));
+
+  const unbalanced = touched.filter((f) => f.endsWith('.md') && f in next && ((next[f] ?? '').match(/^\s*(```|~~~)/gm) ?? []).length % 2 !== 0);
+  checks.push(unbalanced.length ? fail('balanced_fences', `unbalanced code fences in ${unbalanced.join(', ')}`) : pass('balanced_fences'));
+
+  const credentials = touched.flatMap((f) =>
+    addedLines(current[f] ?? '', next[f] ?? '').flatMap((l) => CREDENTIAL_PATTERNS.filter((p) => p.pattern.test(l)).map((p) => `${f}: ${p.name}`)),
+  );
+  checks.push(credentials.length ? fail('no_credentials', `credential patterns in new lines: ${[...new Set(credentials)].join(', ')}`) : pass('no_credentials'));
+
+  // Soft checks: logged with the proposal, never blocking.
+  const urls = touched.flatMap((f) => addedLines(current[f] ?? '', next[f] ?? '').flatMap((l) => l.match(/https?:\/\/[^\s)>\]]+/g) ?? []));
+  const outside = urls.filter((u) => {
+    const host = safeHost(u);
+    return !host || !opts.urlAllowlist.some((allowed) => host === allowed || host.endsWith(`.${allowed}`));
+  });
+  checks.push(outside.length ? { name: 'url_allowlist', kind: 'soft', passed: false, detail: `URLs outside the allowlist: ${outside.join(', ')}` } : pass('url_allowlist', 'soft'));
+
+  const duplicates = touched.flatMap((f) => {
+    const bullets = lines(next[f] ?? '').filter((l) => /^\s*[-*] /.test(l));
+    const pairs: string[] = [];
+    for (let i = 0; i < bullets.length; i++) {
+      for (let j = i + 1; j < bullets.length; j++) if (jaccard(bullets[i]!, bullets[j]!) >= ADMISSION.nearDuplicateJaccard) pairs.push(`${f}: "${bullets[j]!.trim()}"`);
+    }
+    return pairs;
+  });
+  checks.push(duplicates.length ? { name: 'near_duplicate_bullets', kind: 'soft', passed: false, detail: `near-duplicate bullets: ${duplicates.join('; ')}` } : pass('near_duplicate_bullets', 'soft'));
+  return checks;
+}
+
+function safeHost(url: string): string | undefined {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+export const hardFailures = (checks: readonly Check[]) => checks.filter((c) => c.kind === 'hard' && !c.passed);
+
+/** A judge's verdict; any failing judge with confidence ≥ 0.7 vetoes, and a judge that errs fails closed. */
+export type JudgeVerdict = { ok: true; pass: boolean; confidence: number; reason: string } | { ok: false; error: string };
+
+export function judgesCheck(verdicts: readonly JudgeVerdict[]): Check {
+  const vetoes = verdicts.flatMap((v, i) =>
+    !v.ok ? [`judge ${i + 1} failed to answer (${v.error})`] : !v.pass && v.confidence >= ADMISSION.judgeVetoConfidence ? [`judge ${i + 1}: ${v.reason} (confidence ${v.confidence})`] : [],
+  );
+  return vetoes.length ? fail('judges', vetoes.join('; ')) : pass('judges');
+}

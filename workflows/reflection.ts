@@ -1,0 +1,139 @@
+import { condition, continueAsNew, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import type { KeelActivities } from '../activities';
+import type { AdmitResult } from '../activities/reflection';
+import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
+import { enqueue, REFLECTION, type ProposalAnswer, type QueuedSummary, type ReflectionSettings, type TurnSummary } from '../domain/reflection';
+import { store } from './activities';
+
+/** Reflection's model calls: a large model may think for minutes; a refused request does not retry. */
+const thinking = proxyActivities<KeelActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES },
+});
+
+export const turnFinished = defineSignal<[TurnSummary]>('turnFinished');
+export interface ProposalDecision {
+  proposalId: string;
+  approved: boolean;
+  note?: string;
+}
+/** A human's answer to a proposal waiting for approval; the validator refuses any other proposal. */
+export const decideProposal = defineUpdate<AdmitResult, [ProposalDecision]>('decideProposal');
+/** How the last drain ended, for operators (and tests) to see a drain that stopped. */
+export type LastDrain = { outcome: 'proposal'; proposalId: string; status: AdmitResult['status'] } | { outcome: 'ceiling_reached'; spentUsd: number; ceilingUsd: number } | { outcome: 'unreadable'; error: string } | { outcome: 'escalation_exhausted' };
+export const reflectionState = defineQuery<{ queued: QueuedSummary[]; draining: boolean; awaiting: string | null; drains: number; lastDrain: LastDrain | null }>('reflectionState');
+
+export interface ReflectionInput {
+  agentId: string;
+  /** Carried over continue-as-new. */
+  queue?: QueuedSummary[];
+  nextDrainAt?: number;
+}
+
+type DrainOutcome = 'done' | 'rejected' | 'transient';
+
+/**
+ * The agent's reflection, one long-lived workflow `reflect:<agentId>`: turn summaries arrive by signal (the latest per
+ * conversation wins), pass the optional "worth learning?" gate, and wait in the queue. A drain runs when 5 are queued
+ * or every 180 minutes, one at a time: the model proposes edits, the deterministic gates admit or reject them whole,
+ * a file that needs a human waits for approval, and an admitted proposal becomes a new memory version. Summaries
+ * whose proposals fail the hard gates 3 times go to the poison list.
+ */
+export async function reflectionWorkflow(input: ReflectionInput): Promise<void> {
+  const { agentId } = input;
+  const settings: ReflectionSettings = await store.reflectionSettings();
+  let queue: QueuedSummary[] = input.queue ?? [];
+  const incoming: TurnSummary[] = [];
+  let nextDrainAt = input.nextDrainAt ?? Date.now() + settings.drainEveryMs;
+  let draining = false;
+  let awaiting: { proposalId: string; decision?: ProposalDecision; result?: AdmitResult } | null = null;
+  let arrivedSinceDrain = false;
+  let drains = 0;
+  let lastDrain: LastDrain | null = null;
+
+  setHandler(turnFinished, (s) => void incoming.push(s));
+  setHandler(reflectionState, () => ({ queued: queue, draining, awaiting: awaiting?.proposalId ?? null, drains, lastDrain }));
+  setHandler(
+    decideProposal,
+    async (d) => {
+      // The drain applies the decision; the caller hears how it came out.
+      const waiting = awaiting!;
+      waiting.decision = d;
+      await condition(() => waiting.result !== undefined);
+      return waiting.result!;
+    },
+    {
+      validator: (d: ProposalDecision) => {
+        if (!awaiting || awaiting.proposalId !== d.proposalId || awaiting.decision) throw new Error(`proposal ${d.proposalId} is not waiting for approval`);
+      },
+    },
+  );
+
+  for (;;) {
+    await condition(() => incoming.length > 0 || (arrivedSinceDrain && queue.length >= settings.drainAtQueued), Math.max(0, nextDrainAt - Date.now()));
+    // Each arrival passes the gate, then replaces its conversation's earlier summary.
+    while (incoming.length) {
+      const summary = incoming.shift()!;
+      const worth = settings.gate ? await thinking.gateTurn({ agentId, summary }) : { evolve: true };
+      if (worth.evolve) {
+        queue = enqueue(queue, summary);
+        arrivedSinceDrain = true;
+      }
+    }
+    const due = Date.now() >= nextDrainAt;
+    if ((arrivedSinceDrain && queue.length >= settings.drainAtQueued) || (due && queue.length > 0)) {
+      arrivedSinceDrain = false;
+      draining = true;
+      lastDrain = await drain();
+      drains++;
+      draining = false;
+    }
+    if (due) nextDrainAt = Date.now() + settings.drainEveryMs;
+    if (workflowInfo().continueAsNewSuggested && incoming.length === 0) {
+      await continueAsNew<typeof reflectionWorkflow>({ agentId, queue, nextDrainAt });
+    }
+  }
+
+  /** One drain over the whole queue: propose (escalating at most twice), admit, and settle the summaries. */
+  async function drain(): Promise<LastDrain> {
+    const batch = queue;
+    const proposalId = uuid4();
+    let answer: ProposalAnswer | undefined;
+    let tier = 0;
+    for (; tier <= REFLECTION.maxEscalations; tier++) {
+      const proposed = await thinking.proposeReflection({ agentId, proposalId, summaries: batch, tier });
+      // The daily cost ceiling and an unreadable answer are transient: the summaries stay queued for a later drain.
+      if (proposed.kind === 'ceiling') return { outcome: 'ceiling_reached', spentUsd: proposed.spentUsd, ceilingUsd: proposed.ceilingUsd };
+      if (proposed.kind === 'unreadable') return { outcome: 'unreadable', error: proposed.error };
+      answer = proposed.answer;
+      if (answer.status !== 'escalate') break;
+    }
+    if (!answer || answer.status === 'escalate') return { outcome: 'escalation_exhausted' }; // past the last tier: transient
+    const tierName = settings.tiers[Math.min(tier, settings.tiers.length - 1)] ?? String(tier);
+    const judges = answer.status === 'ok' && settings.judges > 0 ? await thinking.judgeProposal({ agentId, proposalId, proposal: answer }) : undefined;
+    let result = await store.admitProposal({ agentId, workflowId: workflowInfo().workflowId, proposalId, answer, summaries: batch, tier: tierName, judges });
+    if (result.status === 'awaiting_approval') {
+      const waiting: { proposalId: string; decision?: ProposalDecision; result?: AdmitResult } = { proposalId };
+      awaiting = waiting;
+      await condition(() => waiting.decision !== undefined, settings.approvalWaitMs);
+      const decision = waiting.decision ?? { proposalId, approved: false, note: 'no decision within the approval wait' };
+      result = await thinking.decideProposal({ agentId, proposalId, approved: decision.approved, ...(decision.note ? { note: decision.note } : {}) });
+      waiting.result = result;
+      awaiting = null;
+    }
+    await settle(batch, result.status === 'rejected' && answer.status === 'ok' && result.checks.some((c) => c.name !== 'human_approval' && c.kind === 'hard' && !c.passed) ? 'rejected' : 'done', proposalId);
+    return { outcome: 'proposal', proposalId, status: result.status };
+  }
+
+  /** Drained summaries leave the queue, unless a newer one of the same conversation arrived meanwhile. */
+  async function settle(batch: readonly QueuedSummary[], outcome: DrainOutcome, proposalId: string): Promise<void> {
+    const drained = new Set(batch.map((s) => `${s.conversationId}#${s.turnId}`));
+    queue = queue.filter((q) => !drained.has(`${q.conversationId}#${q.turnId}`));
+    if (outcome !== 'rejected') return;
+    // A hard-gate rejection counts against each summary; the third sends it to the poison list.
+    const again = batch.map((s) => ({ ...s, failures: s.failures + 1 })).filter((s) => !queue.some((q) => q.conversationId === s.conversationId));
+    const poisoned = again.filter((s) => s.failures >= REFLECTION.poisonAfterFailures);
+    if (poisoned.length) await store.poisonSummaries({ agentId, proposalId, summaries: poisoned });
+    queue = [...again.filter((s) => s.failures < REFLECTION.poisonAfterFailures), ...queue];
+  }
+}
