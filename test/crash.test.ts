@@ -9,6 +9,7 @@ import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-
 import { spawnTs, stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { freePort } from './support/ports';
+import { propose, reflectionApi } from './support/reflection';
 import { author, CONTACT_ADA, contactRecords, finished, routineApi } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -248,4 +249,26 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(calls).toHaveLength(2);
     expect(new Set(calls).size).toBe(1);
   }, 120_000);
+
+  it('kill -9 of the worker while a proposal waits for approval: after a restart the approval still applies it', async () => {
+    const keel = await startTestKeel({ worker: false });
+    cleanups.push(() => keel.stop());
+    const r = reflectionApi(() => keel);
+    const a = uniqueId('a');
+    const env = { KEEL_REFLECTION_DRAIN_AT: '1' };
+    const worker = startWorkerProcess(keel, inject('databaseUrl'), env);
+    await r.agent(a);
+    await r.say(a, 'c1', propose([{ file: 'persona.md', content: '# Persona\n\nYou are terse.\n' }]));
+    const waiting = await r.nthProposal(a, 1);
+    expect(waiting.status).toBe('awaiting_approval');
+
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGKILL');
+    await exited;
+    startWorkerProcess(keel, inject('databaseUrl'), env);
+
+    const approved = await r.call<{ status: string; version: number }>('POST', `/v1/agents/${a}/proposals/${waiting.id}/approve`);
+    expect(approved.body).toMatchObject({ status: 'admitted', version: 2 });
+    expect(await r.memory(a)).toMatchObject({ version: 2, files: { 'persona.md': '# Persona\n\nYou are terse.\n' } });
+  });
 });

@@ -1,4 +1,4 @@
-import { condition, continueAsNew, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import type { AdmitResult } from '../activities/reflection';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
@@ -56,15 +56,19 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
   setHandler(
     decideProposal,
     async (d) => {
+      // A decision can arrive between the proposal's record and the drain's wait for it: it waits for the drain.
+      await condition(() => awaiting?.proposalId === d.proposalId || !draining);
+      const waiting = awaiting;
+      if (!waiting || waiting.proposalId !== d.proposalId || waiting.decision) throw ApplicationFailure.nonRetryable(`proposal ${d.proposalId} is not waiting for approval`);
       // The drain applies the decision; the caller hears how it came out.
-      const waiting = awaiting!;
       waiting.decision = d;
       await condition(() => waiting.result !== undefined);
       return waiting.result!;
     },
     {
       validator: (d: ProposalDecision) => {
-        if (!awaiting || awaiting.proposalId !== d.proposalId || awaiting.decision) throw new Error(`proposal ${d.proposalId} is not waiting for approval`);
+        const waitingForThis = awaiting?.proposalId === d.proposalId && !awaiting.decision;
+        if (awaiting ? !waitingForThis : !draining) throw new Error(`proposal ${d.proposalId} is not waiting for approval`);
       },
     },
   );
