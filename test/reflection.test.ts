@@ -10,10 +10,11 @@ let eager: TestKeel; // drains at 1, no approval needed
 let approving: TestKeel; // drains at 1, persona.md waits for a human (the default)
 let retrying: TestKeel; // drains at 1 and every 300 ms
 let frugal: TestKeel; // drains at 1, a ceiling one drain exceeds
+let strict: TestKeel; // drains at 1, with the "worth learning?" gate and two judges
 const requests: ModelRequest[] = [];
 
 beforeAll(async () => {
-  [story, eager, approving, retrying, frugal] = await Promise.all([
+  [story, eager, approving, retrying, frugal, strict] = await Promise.all([
     startTestKeel({
       reflection: { approvalFiles: [] },
       provider: (pool) => {
@@ -25,9 +26,10 @@ beforeAll(async () => {
     startTestKeel({ reflection: { drainAtQueued: 1 } }),
     startTestKeel({ reflection: { drainAtQueued: 1, drainEveryMs: 300, approvalFiles: [] } }),
     startTestKeel({ reflection: { drainAtQueued: 1, approvalFiles: [], dailyCostCeilingUsd: 0.000_001 } }),
+    startTestKeel({ reflection: { drainAtQueued: 1, approvalFiles: [], gate: true, judges: 2 } }),
   ]);
 });
-afterAll(async () => Promise.all([story, eager, approving, retrying, frugal].map((k) => k?.stop())));
+afterAll(async () => Promise.all([story, eager, approving, retrying, frugal, strict].map((k) => k?.stop())));
 
 const PERSONA = '# Persona\n\nYou answer in French, briefly.\n';
 
@@ -196,3 +198,35 @@ async function eventuallyState(r: ReturnType<typeof reflectionApi>, a: string, o
     return ok(s) ? s : undefined;
   }, 60_000, 'the reflection state');
 }
+
+describe('the gate, the judges and the tiers', () => {
+  it('the "worth learning?" gate decides every turn, logged; the judges admit a proposal and veto one', async () => {
+    const r = reflectionApi(() => strict);
+    const a = uniqueId('a');
+    await r.agent(a);
+    await r.say(a, 'c1', propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n' }]));
+    const admitted = await r.nthProposal(a, 1);
+    expect(admitted).toMatchObject({ status: 'admitted', version: 2 });
+    expect(admitted.checks.find((c) => c.name === 'judges')).toMatchObject({ passed: true });
+    expect((await r.state(a)).gateLog).toEqual([expect.objectContaining({ conversationId: 'c1', evolve: true })]);
+
+    await r.say(a, 'c2', propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n- /veto this one\n' }]));
+    const vetoed = await r.nthProposal(a, 2);
+    expect(vetoed.status).toBe('rejected');
+    expect(failedChecks(vetoed)).toEqual(['judges']);
+    expect((await r.memory(a)).version).toBe(2);
+    expect((await r.state(a)).gateLog).toHaveLength(2);
+  });
+
+  it('escalate moves one tier up, at most twice; past the last tier the summaries stay queued', async () => {
+    const r = reflectionApi(() => eager);
+    const a = uniqueId('a');
+    await r.agent(a);
+    await r.say(a, 'c1', `/propose ${JSON.stringify({ status: 'escalate', reason: 'too hard for me' })}`);
+    const state = await eventuallyState(r, a, (s) => s.lastDrain?.outcome === 'escalation_exhausted');
+    expect(state.queued.map((q) => q.conversationId)).toEqual(['c1']);
+    const { rows } = await eager.pool.query<{ model: string }>(`SELECT model FROM reflection_costs WHERE agent_id = $1 AND purpose = 'reflection' ORDER BY call_key`, [a]);
+    expect(rows.map((x) => x.model)).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-5', 'claude-opus-4-1']);
+    expect(await r.proposals(a)).toEqual([]);
+  });
+});
