@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conversationWorkflowId } from '../domain/ids';
+import { conversationWorkflowId, reflectionWorkflowId } from '../domain/ids';
 import { startDevServer, type DevServer } from '../scripts/dev-server';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { freePort } from './support/ports';
+import { reflectionApi } from './support/reflection';
 
 // A dev server of its own that suggests continue-as-new after 60 events, so a handful of turns cross runs.
 let server: DevServer;
@@ -90,5 +91,24 @@ describe('continue-as-new', () => {
     expect(again.body.reply?.text).toBe('echo: first');
     const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM turns WHERE conversation_key = $1', [key]);
     expect(Number(rows[0]!.n)).toBe(7);
+  });
+
+  it("keeps reflection's queue: summaries of 20 conversations queued across runs, none lost", async () => {
+    // Reflection that never drains on count, so that its queue grows while the workflow continues as new.
+    const patient = await startTestKeel({ temporalAddress: server.address, reflection: { drainAtQueued: 1_000 } });
+    try {
+      const r = reflectionApi(() => patient);
+      const a = uniqueId('a');
+      await r.agent(a);
+      for (let i = 0; i < 20; i++) await r.say(a, `c${i}`, `hello ${i}`);
+      const state = await eventually(async () => {
+        const s = await r.state(a);
+        return s.queued.length === 20 ? s : undefined;
+      }, 60_000, '20 queued summaries');
+      expect(state.queued.map((q) => q.conversationId).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `c${i}`).sort());
+      expect((await runsOf(reflectionWorkflowId(a))).length).toBeGreaterThan(1);
+    } finally {
+      await patient.stop();
+    }
   });
 });
