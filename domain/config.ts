@@ -134,7 +134,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       gateModel: e.KEEL_REFLECTION_GATE_MODEL,
       tiers: list(e.KEEL_REFLECTION_TIERS),
       judges: e.KEEL_REFLECTION_JUDGES,
-      approvalFiles: list(e.KEEL_REFLECTION_APPROVAL_FILES),
+      approvalFiles: e.KEEL_REFLECTION_APPROVAL_FILES.trim() === 'none' ? [] : list(e.KEEL_REFLECTION_APPROVAL_FILES),
       approvalWaitMs: e.KEEL_REFLECTION_APPROVAL_WAIT_MS,
       dailyCostCeilingUsd: e.KEEL_REFLECTION_DAILY_COST_USD,
       prices: prices(e.KEEL_REFLECTION_PRICES),

@@ -20,7 +20,6 @@ function check(checks: readonly Check[], name: CheckName): Check {
   if (!c) throw new Error(`no check named ${name}`);
   return c;
 }
-const failed = (checks: readonly Check[]) => checks.filter((c) => !c.passed).map((c) => c.name);
 
 describe('checkProposal: the report', () => {
   it('names the 8 hard gates and the 2 soft checks, in order', () => {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { assertSafeBind, isLoopbackHost, loadConfig, parseTokens } from '../../domain/config';
+import { DEFAULT_REFLECTION_SETTINGS } from '../../domain/reflection';
+import { DEFAULT_ROUTINE_SETTINGS } from '../../domain/routines';
 
 describe('loadConfig: defaults', () => {
   const config = loadConfig({});
@@ -159,5 +161,121 @@ describe('assertSafeBind', () => {
     expect(() => assertSafeBind('0.0.0.0', undefined)).toThrow(/without KEEL_API_TOKENS/);
     expect(() => assertSafeBind('127.0.0.1', undefined)).not.toThrow();
     expect(() => assertSafeBind('0.0.0.0', new Map([['t', '*']]))).not.toThrow();
+  });
+});
+
+describe('loadConfig: reflection, routines and integrations', () => {
+  it('defaults to the reflection and routine defaults, without integrations', () => {
+    const c = loadConfig({});
+    expect(c.reflection).toEqual(DEFAULT_REFLECTION_SETTINGS);
+    expect(c.routines).toEqual(DEFAULT_ROUTINE_SETTINGS);
+    expect(c.routines.integrations).toEqual({});
+  });
+
+  it('reads every KEEL_REFLECTION_* variable', () => {
+    const c = loadConfig({
+      KEEL_REFLECTION_DRAIN_EVERY_MS: '60000',
+      KEEL_REFLECTION_DRAIN_AT: '2',
+      KEEL_REFLECTION_GATE: 'on',
+      KEEL_REFLECTION_GATE_MODEL: 'small-model',
+      KEEL_REFLECTION_TIERS: ' small , medium,,large ',
+      KEEL_REFLECTION_JUDGES: '3',
+      KEEL_REFLECTION_APPROVAL_FILES: 'persona.md, user-profile.md',
+      KEEL_REFLECTION_APPROVAL_WAIT_MS: '5000',
+      KEEL_REFLECTION_DAILY_COST_USD: '0.5',
+      KEEL_REFLECTION_PRICES: ' 1.5 , 7.5 ',
+      KEEL_REFLECTION_URL_ALLOWLIST: 'example.com,docs.example.org',
+    });
+    expect(c.reflection).toEqual({
+      drainEveryMs: 60_000,
+      drainAtQueued: 2,
+      gate: true,
+      gateModel: 'small-model',
+      tiers: ['small', 'medium', 'large'],
+      judges: 3,
+      approvalFiles: ['persona.md', 'user-profile.md'],
+      approvalWaitMs: 5_000,
+      dailyCostCeilingUsd: 0.5,
+      prices: { input: 1.5, output: 7.5 },
+      urlAllowlist: ['example.com', 'docs.example.org'],
+    });
+  });
+
+  it('KEEL_REFLECTION_GATE=off turns the gate off; a zero cost ceiling and zero judges are allowed', () => {
+    const c = loadConfig({ KEEL_REFLECTION_GATE: 'off', KEEL_REFLECTION_DAILY_COST_USD: '0', KEEL_REFLECTION_JUDGES: '0' });
+    expect(c.reflection.gate).toBe(false);
+    expect(c.reflection.dailyCostCeilingUsd).toBe(0);
+    expect(c.reflection.judges).toBe(0);
+  });
+
+  it('an empty approval list means no file waits for a human', () => {
+    expect(loadConfig({ KEEL_REFLECTION_APPROVAL_FILES: ' , ' }).reflection.approvalFiles).toEqual([]);
+  });
+
+  it.each([
+    ['KEEL_REFLECTION_DRAIN_EVERY_MS', '0'],
+    ['KEEL_REFLECTION_DRAIN_AT', '0'],
+    ['KEEL_REFLECTION_DRAIN_AT', 'five'],
+    ['KEEL_REFLECTION_GATE', 'yes'],
+    ['KEEL_REFLECTION_JUDGES', '10'],
+    ['KEEL_REFLECTION_JUDGES', '-1'],
+    ['KEEL_REFLECTION_APPROVAL_WAIT_MS', '0'],
+    ['KEEL_REFLECTION_DAILY_COST_USD', '-1'],
+    ['KEEL_REFLECTION_PRICES', 'cheap'],
+    ['KEEL_REFLECTION_PRICES', '3'],
+    ['KEEL_REFLECTION_PRICES', '-3,15'],
+    ['KEEL_ROUTINE_FLOOR_MS', '-1'],
+    ['KEEL_ROUTINE_RUN_LIMIT_MS', '0'],
+    ['KEEL_ROUTINE_SMOKE_LIMIT_MS', '0'],
+    ['KEEL_ROUTINE_MEMORY_MB', '7'],
+    ['KEEL_ROUTINE_MEMORY_MB', '4097'],
+    ['KEEL_ROUTINE_APPROVAL_WAIT_MS', '1.5'],
+  ])('refuses %s=%j', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow();
+  });
+
+  it('names KEEL_REFLECTION_PRICES when the prices do not parse', () => {
+    expect(() => loadConfig({ KEEL_REFLECTION_PRICES: 'cheap' })).toThrow(/KEEL_REFLECTION_PRICES/);
+  });
+
+  // BUG (domain/config.ts, prices, line 71): Number('') is 0, so a price with a missing half ("3," or ",15") is read
+  // as a free output (or input) price instead of being refused; the daily cost ceiling then undercounts.
+  // Expected: a throw; actual: { input: 3, output: 0 }.
+  it.fails('refuses KEEL_REFLECTION_PRICES with a missing half', () => {
+    expect(() => loadConfig({ KEEL_REFLECTION_PRICES: '3,' })).toThrow(/KEEL_REFLECTION_PRICES/);
+  });
+
+  it('reads every KEEL_ROUTINE_* variable', () => {
+    const c = loadConfig({
+      KEEL_ROUTINE_FLOOR_MS: '0',
+      KEEL_ROUTINE_RUN_LIMIT_MS: '1000',
+      KEEL_ROUTINE_SMOKE_LIMIT_MS: '500',
+      KEEL_ROUTINE_MEMORY_MB: '8',
+      KEEL_ROUTINE_APPROVAL_WAIT_MS: '2000',
+    });
+    expect(c.routines).toEqual({ floorMs: 0, runLimitMs: 1_000, smokeLimitMs: 500, memoryLimitMb: 8, approvalWaitMs: 2_000, integrations: {} });
+    expect(loadConfig({ KEEL_ROUTINE_MEMORY_MB: '4096' }).routines.memoryLimitMb).toBe(4096);
+  });
+
+  it('reads KEEL_INTEGRATIONS as name → URL', () => {
+    const c = loadConfig({ KEEL_INTEGRATIONS: '{"crm":"https://crm.example.com/hook","local.v2_x-y":"http://127.0.0.1:8080/in"}' });
+    expect(c.routines.integrations).toEqual({ crm: 'https://crm.example.com/hook', 'local.v2_x-y': 'http://127.0.0.1:8080/in' });
+  });
+
+  it.each([
+    ['not JSON', '{crm: https://x}'],
+    ['a JSON array', '["https://crm.example.com"]'],
+    ['a value that is not a URL', '{"crm":"crm.example.com"}'],
+    ['a name with a space', '{"my crm":"https://crm.example.com"}'],
+    ['a name over 64 characters', `{"${'a'.repeat(65)}":"https://crm.example.com"}`],
+  ])('refuses KEEL_INTEGRATIONS with %s, naming the variable', (_what, raw) => {
+    expect(() => loadConfig({ KEEL_INTEGRATIONS: raw })).toThrow(/KEEL_INTEGRATIONS/);
+  });
+
+  // BUG (domain/config.ts, KEEL_INTEGRATIONS, line 56): z.string().url() accepts any scheme, so file:, ftp: or
+  // javascript: URLs load although the message promises "http(s) URL" and integrations.call POSTs to them with fetch.
+  // Expected: a throw naming KEEL_INTEGRATIONS; actual: { crm: 'file:///etc/passwd' }.
+  it.fails('refuses KEEL_INTEGRATIONS with a URL that is not http(s)', () => {
+    expect(() => loadConfig({ KEEL_INTEGRATIONS: '{"crm":"file:///etc/passwd"}' })).toThrow(/KEEL_INTEGRATIONS/);
   });
 });
