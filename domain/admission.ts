@@ -118,7 +118,7 @@ export function checkProposal(current: MemoryFiles, proposal: Proposal, opts: { 
   });
   checks.push(shrunk.length ? fail('shrink_needs_compact', `shrinks by more than 70% without action compact: ${shrunk.map((e) => e.file).join(', ')}`) : pass('shrink_needs_compact'));
 
-  const unbalanced = touched.filter((f) => f.endsWith('.md') && f in next && ((next[f] ?? '').match(/^\s*(```|~~~)/gm) ?? []).length % 2 !== 0);
+  const unbalanced = touched.filter((f) => f.endsWith('.md') && f in next && openFence(next[f] ?? ''));
   checks.push(unbalanced.length ? fail('balanced_fences', `unbalanced code fences in ${unbalanced.join(', ')}`) : pass('balanced_fences'));
 
   const credentials = touched.flatMap((f) =>
@@ -144,6 +144,19 @@ export function checkProposal(current: MemoryFiles, proposal: Proposal, opts: { 
   });
   checks.push(duplicates.length ? { name: 'near_duplicate_bullets', kind: 'soft', passed: false, detail: `near-duplicate bullets: ${duplicates.join('; ')}` } : pass('near_duplicate_bullets', 'soft'));
   return checks;
+}
+
+/** Whether a Markdown text ends inside a code fence: a fence closes only with its own character, at least as long. */
+function openFence(text: string): boolean {
+  let open: { char: string; length: number } | undefined;
+  for (const line of lines(text)) {
+    const m = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    if (!m) continue;
+    const run = m[1]!;
+    if (!open) open = { char: run[0]!, length: run.length };
+    else if (run[0] === open.char && run.length >= open.length && m[2]!.trim() === '') open = undefined;
+  }
+  return open !== undefined;
 }
 
 function safeHost(url: string): string | undefined {

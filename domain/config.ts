@@ -52,7 +52,7 @@ const Env = z.object({
     .optional()
     .transform((raw, ctx) => {
       if (!raw) return {};
-      const parsed = z.record(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/), z.string().url()).safeParse(safeJson(raw));
+      const parsed = z.record(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/), z.string().url().refine((u) => /^https?:\/\//i.test(u))).safeParse(safeJson(raw));
       if (!parsed.success) {
         ctx.addIssue({ code: 'custom', message: 'KEEL_INTEGRATIONS must be a JSON object of name → http(s) URL' });
         return z.NEVER;
@@ -68,8 +68,9 @@ const list = (raw: string) =>
     .filter(Boolean);
 
 function prices(raw: string): ReflectionSettings['prices'] {
-  const [input, output] = raw.split(',').map((v) => Number(v.trim()));
-  if (!Number.isFinite(input) || !Number.isFinite(output) || input! < 0 || output! < 0) throw new Error('KEEL_REFLECTION_PRICES must be "<input>,<output>" USD per million tokens');
+  const parts = raw.split(',').map((v) => v.trim());
+  const [input, output] = parts.map(Number);
+  if (parts.length !== 2 || parts.some((p) => p === '') || !Number.isFinite(input) || !Number.isFinite(output) || input! < 0 || output! < 0) throw new Error('KEEL_REFLECTION_PRICES must be "<input>,<output>" USD per million tokens');
   return { input: input!, output: output! };
 }
 

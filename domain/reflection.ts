@@ -147,9 +147,11 @@ export function scriptedReflectionAnswer(system: string, messages: readonly Mode
     return JSON.stringify(text.includes('/veto') ? { pass: false, confidence: 0.9, reason: 'scripted veto' } : { pass: true, confidence: 0.9, reason: 'scripted pass' });
   }
   if (!system.startsWith(REFLECTION_MARKER)) return undefined;
-  const userLines = text.split('\n').filter((l) => l.startsWith('user: '));
-  const newest = [...userLines].reverse().find((l) => l.includes('/propose '));
-  if (!newest) return JSON.stringify({ status: 'skip', reason: 'scripted: nothing to learn' });
+  const newest = text
+    .split('\n')
+    .filter((l) => l.startsWith('user: '))
+    .at(-1);
+  if (!newest?.includes('/propose ')) return JSON.stringify({ status: 'skip', reason: 'scripted: nothing to learn' });
   return newest.slice(newest.indexOf('/propose ') + '/propose '.length);
 }
 

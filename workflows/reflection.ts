@@ -74,7 +74,7 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
   );
 
   for (;;) {
-    await condition(() => incoming.length > 0 || (arrivedSinceDrain && queue.length >= settings.drainAtQueued), Math.max(0, nextDrainAt - Date.now()));
+    await condition(() => incoming.length > 0 || (arrivedSinceDrain && queue.length >= settings.drainAtQueued), Math.max(1, nextDrainAt - Date.now()));
     // Each arrival passes the gate, then replaces its conversation's earlier summary.
     while (incoming.length) {
       const summary = incoming.shift()!;

@@ -211,10 +211,8 @@ describe('gate: balanced_fences', () => {
     expect(c.detail).toContain('strategies/tips.md');
   });
 
-  // BUG (domain/admission.ts, balanced_fences, line 121): ``` and ~~~ are counted together, so a ``` fence that is
-  // never closed but holds a ~~~ line counts as 2 fences and passes. In Markdown ~~~ cannot close ```, so the code
-  // block stays open (and swallows the files after it in memoryPrompt). Expected: passed false; actual: true.
-  it.fails('fails with a ``` fence "closed" by ~~~', () => {
+  // In Markdown ~~~ cannot close ```: the code block stays open (and would swallow the files after it in the prompt).
+  it('fails with a ``` fence "closed" by ~~~', () => {
     expect(check(run(proposal(edit('strategies/tips.md', '# Tips\n\n```sh\nnpm test\n~~~\n', 'new'))), 'balanced_fences').passed).toBe(false);
   });
 });
