@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { reflectionWorkflowId } from '../domain/ids';
 import { createScriptedProvider } from '../activities/model/scripted';
 import type { ModelRequest } from '../domain/model';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
@@ -143,6 +145,10 @@ describe('approval, rollback, poison, cost', () => {
     const rejected = await r.call<{ status: string; checks: { name: string; passed: boolean }[] }>('POST', `/v1/agents/${a}/proposals/${second.id}/reject`, { note: 'no' });
     expect(rejected.body.status).toBe('rejected');
     expect(await r.memory(a)).toMatchObject({ version: 2, files: { 'persona.md': PERSONA } });
+
+    // The reflection workflow's history, through both decisions, replays against the current workflow code.
+    const history = await approving.client.workflow.getHandle(reflectionWorkflowId(a)).fetchHistory();
+    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
   });
 
   it('rollback from version 3 to 1 gives version 4 with version 1’s content; versions 2 and 3 stay readable', async () => {

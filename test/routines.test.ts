@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { routineScheduleId } from '../domain/routines';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
@@ -167,6 +168,10 @@ describe('approval that resumes', () => {
     const again = await r.call<{ error: { code: string } }>('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('not_awaiting_approval');
+
+    // The run's history, through the gate and the approval, replays against the current workflow code.
+    const history = await keel.client.workflow.getHandle(done.workflowId, done.runId).fetchHistory();
+    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
   });
 
   it('reject → no delivery, the run is rejected with the note', async () => {
