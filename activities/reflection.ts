@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import { listMessages } from '../db/conversations';
-import { currentMemory, lockMemory, writeVersion } from '../db/memory';
+import { currentMemory, lockMemory, memoryVersion, writeVersion } from '../db/memory';
 import { inTransaction, type Pool } from '../db/pool';
 import * as proposalsDb from '../db/proposals';
 import { applyEdits, checkProposal, hardFailures, judgesCheck, type Check, type JudgeVerdict } from '../domain/admission';
@@ -232,9 +232,15 @@ export function reflectionActivities(deps: ReflectionDeps) {
           await proposalsDb.settleProposal(db, p.id, { status: 'rejected', checks: [...earlier, approval], decision });
           return { status: 'rejected', checks: [...earlier, approval] };
         }
-        // The memory may have moved on (a rollback, say) while the proposal waited: the gates run again on it.
+        // The memory may have moved on (a rollback, say) while the proposal waited: a touched file that changed since
+        // the proposal was made makes it stale (applying it would undo that change); the gates run again on the rest.
         const memory = await currentMemory(db, input.agentId);
-        const checks = [...checkProposal(memory.files, p.answer, { urlAllowlist: s.urlAllowlist }), approval];
+        const base = await memoryVersion(db, input.agentId, p.baseVersion);
+        const moved = [...new Set(p.answer.edits.map((e) => e.file))].filter((f) => base?.files[f] !== memory.files[f]);
+        const stale: Check = moved.length
+          ? { name: 'base_unchanged', kind: 'hard', passed: false, detail: `changed since the proposal was made: ${moved.join(', ')}` }
+          : { name: 'base_unchanged', kind: 'hard', passed: true };
+        const checks = [...checkProposal(memory.files, p.answer, { urlAllowlist: s.urlAllowlist }), stale, approval];
         if (hardFailures(checks).length) {
           await proposalsDb.settleProposal(db, p.id, { status: 'rejected', checks, decision });
           return { status: 'rejected', checks };

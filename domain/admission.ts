@@ -28,13 +28,16 @@ export type CheckName =
   | 'url_allowlist'
   | 'near_duplicate_bullets'
   | 'judges'
-  | 'human_approval';
+  | 'human_approval'
+  | 'base_unchanged';
 
 export interface Check {
   name: CheckName;
   kind: 'hard' | 'soft';
   passed: boolean;
   detail?: string;
+  /** A failure that says nothing about the proposal (a judge that did not answer): its summaries are not blamed. */
+  transient?: boolean;
 }
 
 /** Keel's secret patterns plus the words Phantom's I6 scans for. */
@@ -114,7 +117,8 @@ export function checkProposal(current: MemoryFiles, proposal: Proposal, opts: { 
   const shrunk = proposal.edits.filter((e) => {
     const before = lines(current[e.file] ?? '').length;
     const after = lines(next[e.file] ?? '').length;
-    return e.action !== 'compact' && e.action !== 'delete' && before > 0 && (before - after) / before > ADMISSION.maxShrinkWithoutCompact;
+    // A delete is a shrink to nothing: only an empty file may go without a compaction.
+    return e.action !== 'compact' && before > 0 && (before - after) / before > ADMISSION.maxShrinkWithoutCompact;
   });
   checks.push(shrunk.length ? fail('shrink_needs_compact', `shrinks by more than 70% without action compact: ${shrunk.map((e) => e.file).join(', ')}`) : pass('shrink_needs_compact'));
 
@@ -176,5 +180,7 @@ export function judgesCheck(verdicts: readonly JudgeVerdict[]): Check {
   const vetoes = verdicts.flatMap((v, i) =>
     !v.ok ? [`judge ${i + 1} failed to answer (${v.error})`] : !v.pass && v.confidence >= ADMISSION.judgeVetoConfidence ? [`judge ${i + 1}: ${v.reason} (confidence ${v.confidence})`] : [],
   );
-  return vetoes.length ? fail('judges', vetoes.join('; ')) : pass('judges');
+  if (!vetoes.length) return pass('judges');
+  const onlyErrors = verdicts.every((v) => v.ok ? v.pass || v.confidence < ADMISSION.judgeVetoConfidence : true);
+  return { ...fail('judges', vetoes.join('; ')), ...(onlyErrors ? { transient: true } : {}) };
 }

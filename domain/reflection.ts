@@ -8,6 +8,8 @@ export const REFLECTION = {
   /** Hard-gate failures after which a conversation's summary goes to the poison list. */
   poisonAfterFailures: 3,
   maxEscalations: 2,
+  /** Summaries one drain reads at most; the rest wait for the next drain. */
+  maxBatch: 20,
   gateFirstUserChars: 240,
   gateLastReplyChars: 400,
 } as const;
@@ -33,10 +35,13 @@ export function isUserConversation(conversationId: string): boolean {
   return !conversationId.startsWith('sched:') && !conversationId.startsWith('routine:');
 }
 
-/** Enqueue: the summary replaces an earlier one of the same conversation, keeping its failure count. */
+/**
+ * Enqueue: the summary replaces an earlier one of the same conversation, keeping its failure count and reaching back
+ * to the earlier one's first message, so that no turn of the conversation goes unread.
+ */
 export function enqueue(queue: readonly QueuedSummary[], s: TurnSummary): QueuedSummary[] {
   const earlier = queue.find((q) => q.conversationId === s.conversationId);
-  return [...queue.filter((q) => q.conversationId !== s.conversationId), { ...s, failures: earlier?.failures ?? 0 }];
+  return [...queue.filter((q) => q.conversationId !== s.conversationId), { ...s, fromSeq: Math.min(s.fromSeq, earlier?.fromSeq ?? s.fromSeq), failures: earlier?.failures ?? 0 }];
 }
 
 export const ProposalEdit = z.object({

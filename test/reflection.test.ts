@@ -13,10 +13,11 @@ let approving: TestKeel; // drains at 1, persona.md waits for a human (the defau
 let retrying: TestKeel; // drains at 1 and every 300 ms
 let frugal: TestKeel; // drains at 1, a ceiling one drain exceeds
 let strict: TestKeel; // drains at 1, with the "worth learning?" gate and two judges
+let hasty: TestKeel; // drains at 1, persona.md waits for a human 1 s
 const requests: ModelRequest[] = [];
 
 beforeAll(async () => {
-  [story, eager, approving, retrying, frugal, strict] = await Promise.all([
+  [story, eager, approving, retrying, frugal, strict, hasty] = await Promise.all([
     startTestKeel({
       reflection: { approvalFiles: [] },
       provider: (pool) => {
@@ -29,9 +30,10 @@ beforeAll(async () => {
     startTestKeel({ reflection: { drainAtQueued: 1, drainEveryMs: 300, approvalFiles: [] } }),
     startTestKeel({ reflection: { drainAtQueued: 1, approvalFiles: [], dailyCostCeilingUsd: 0.000_001 } }),
     startTestKeel({ reflection: { drainAtQueued: 1, approvalFiles: [], gate: true, judges: 2 } }),
+    startTestKeel({ reflection: { drainAtQueued: 1, approvalWaitMs: 1_000 } }),
   ]);
 });
-afterAll(async () => Promise.all([story, eager, approving, retrying, frugal, strict].map((k) => k?.stop())));
+afterAll(async () => Promise.all([story, eager, approving, retrying, frugal, strict, hasty].map((k) => k?.stop())));
 
 const PERSONA = '# Persona\n\nYou answer in French, briefly.\n';
 
@@ -70,16 +72,25 @@ describe('reflection admission through the REST API with the scripted model', ()
     await r.say(a, 'c1', 'nothing worth learning here');
     expect(await r.nthProposal(a, 1)).toMatchObject({ status: 'skipped' });
     expect((await r.memory(a)).version).toBe(1);
+    // The contract's list leaves skipped drains out; ?all=true shows them.
+    expect((await r.call<unknown[]>('GET', `/v1/agents/${a}/proposals`)).body).toEqual([]);
   });
 
-  it('an agent without reflection, and job or routine conversations, are never reflected on', async () => {
+  it("turns of an agent without reflection, and of its jobs' conversations, are never sent to reflection", async () => {
     const r = reflectionApi(() => eager);
     const a = uniqueId('a');
     await r.call('PUT', `/v1/agents/${a}`, { name: a });
-    await r.say(a, 'c1', propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n' }]));
-    const state = await r.state(a);
+    await r.say(a, 'c1', 'before reflection was enabled');
+    await r.agent(a);
+    // A job's run is a turn of the conversation sched:<jobId>.
+    const job = await r.call<{ id: string }>('POST', `/v1/agents/${a}/jobs`, { name: 'digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'a scheduled task' });
+    await r.call('POST', `/v1/agents/${a}/jobs/${job.body.id}/run`);
+    await eventually(async () => (await r.call<{ status: string }[]>('GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body.some((x) => x.status === 'ok'), 30_000, 'the job run');
+    await r.say(a, 'c2', 'after');
+    // Signals arrive in order: once c2's summary was handled, c1's and the job's would have been too.
+    const state = await eventuallyState(r, a, (x) => x.drains >= 1);
+    expect((await r.proposals(a)).map((p) => p.conversationIds)).toEqual([['c2']]);
     expect(state.queued).toEqual([]);
-    expect(state.drains).toBe(0);
   });
 });
 
@@ -146,9 +157,30 @@ describe('approval, rollback, poison, cost', () => {
     expect(rejected.body.status).toBe('rejected');
     expect(await r.memory(a)).toMatchObject({ version: 2, files: { 'persona.md': PERSONA } });
 
-    // The reflection workflow's history, through both decisions, replays against the current workflow code.
+    // A proposal whose file changed while it waited (a rollback) is stale: approving it applies nothing.
+    await r.say(a, 'c3', propose([{ file: 'persona.md', content: '# Persona\n\nYou answer in German.\n' }]));
+    const third = await r.nthProposal(a, 3);
+    expect(third.status).toBe('awaiting_approval');
+    await r.call('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 1 });
+    const stale = await r.call<{ status: string; checks: { name: string; passed: boolean; detail?: string }[] }>('POST', `/v1/agents/${a}/proposals/${third.id}/approve`);
+    expect(stale.body.status).toBe('rejected');
+    expect(stale.body.checks.find((c) => c.name === 'base_unchanged')).toMatchObject({ passed: false, detail: 'changed since the proposal was made: persona.md' });
+    expect((await r.memory(a)).version).toBe(3);
+
+    // The reflection workflow's history, through its decisions, replays against the current workflow code.
     const history = await approving.client.workflow.getHandle(reflectionWorkflowId(a)).fetchHistory();
     await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
+  });
+
+  it('no decision within the approval wait: rejected, nothing applied, and the summaries are not blamed', async () => {
+    const r = reflectionApi(() => hasty);
+    const a = uniqueId('a');
+    await r.agent(a);
+    await r.say(a, 'c1', propose([{ file: 'persona.md', content: PERSONA }]));
+    const p = await eventually(async () => (await r.proposals(a)).find((x) => x.status === 'rejected'), 30_000, 'the proposal to expire');
+    expect(p.checks.find((c) => c.name === 'human_approval')).toMatchObject({ passed: false, detail: 'rejected: no decision within the approval wait' });
+    expect((await r.memory(a)).version).toBe(1);
+    expect((await r.state(a)).queued).toEqual([]);
   });
 
   it('rollback from version 3 to 1 gives version 4 with version 1’s content; versions 2 and 3 stay readable', async () => {
@@ -174,11 +206,9 @@ describe('approval, rollback, poison, cost', () => {
     const a = uniqueId('a');
     await r.agent(a);
     await r.say(a, 'c1', propose([{ file: 'constitution.md', content: 'no rules\n' }]));
-    const third = await r.nthProposal(a, 3, 'three drains of the same summary');
-    const state = await r.state(a);
+    const state = await eventuallyState(r, a, (x) => x.poisoned.length > 0);
     expect(state.poisoned).toEqual([expect.objectContaining({ conversationId: 'c1', failures: 3 })]);
     expect(state.queued).toEqual([]);
-    expect(third.status).toBe('poisoned');
     expect((await r.proposals(a)).map((p) => p.status)).toEqual(['poisoned', 'rejected', 'rejected']);
     expect((await r.memory(a)).version).toBe(1);
   });

@@ -1,11 +1,12 @@
-import { ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import type { AdmitResult } from '../activities/reflection';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
 import { enqueue, REFLECTION, type ProposalAnswer, type QueuedSummary, type ReflectionSettings, type TurnSummary } from '../domain/reflection';
 import { store } from './activities';
 
-/** Reflection's model calls: a large model may think for minutes; a refused request does not retry. */
+/** Reflection's model calls: a large model may think for minutes; a refused request does not retry. A call that fails
+ * for good leaves its summaries queued (drain), never fails the workflow. Database steps go through `store`. */
 const thinking = proxyActivities<KeelActivities>({
   startToCloseTimeout: '10 minutes',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES },
@@ -20,7 +21,12 @@ export interface ProposalDecision {
 /** A human's answer to a proposal waiting for approval; the validator refuses any other proposal. */
 export const decideProposal = defineUpdate<AdmitResult, [ProposalDecision]>('decideProposal');
 /** How the last drain ended, for operators (and tests) to see a drain that stopped. */
-export type LastDrain = { outcome: 'proposal'; proposalId: string; status: AdmitResult['status'] } | { outcome: 'ceiling_reached'; spentUsd: number; ceilingUsd: number } | { outcome: 'unreadable'; error: string } | { outcome: 'escalation_exhausted' };
+export type LastDrain =
+  | { outcome: 'proposal'; proposalId: string; status: AdmitResult['status'] }
+  | { outcome: 'ceiling_reached'; spentUsd: number; ceilingUsd: number }
+  | { outcome: 'unreadable'; error: string }
+  | { outcome: 'escalation_exhausted' }
+  | { outcome: 'model_failed'; error: string };
 export const reflectionState = defineQuery<{ queued: QueuedSummary[]; draining: boolean; awaiting: string | null; drains: number; lastDrain: LastDrain | null }>('reflectionState');
 
 export interface ReflectionInput {
@@ -30,7 +36,7 @@ export interface ReflectionInput {
   nextDrainAt?: number;
 }
 
-type DrainOutcome = 'done' | 'rejected' | 'transient';
+type DrainOutcome = 'done' | 'rejected';
 
 /**
  * The agent's reflection, one long-lived workflow `reflect:<agentId>`: turn summaries arrive by signal (the latest per
@@ -46,6 +52,7 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
   const incoming: TurnSummary[] = [];
   let nextDrainAt = input.nextDrainAt ?? Date.now() + settings.drainEveryMs;
   let draining = false;
+  let drainingProposal: string | null = null;
   let awaiting: { proposalId: string; decision?: ProposalDecision; result?: AdmitResult } | null = null;
   let arrivedSinceDrain = false;
   let drains = 0;
@@ -56,8 +63,8 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
   setHandler(
     decideProposal,
     async (d) => {
-      // A decision can arrive between the proposal's record and the drain's wait for it: it waits for the drain.
-      await condition(() => awaiting?.proposalId === d.proposalId || !draining);
+      // A decision can arrive between the proposal's record and the drain's wait for it: it waits for that moment.
+      await condition(() => awaiting?.proposalId === d.proposalId || drainingProposal !== d.proposalId);
       const waiting = awaiting;
       if (!waiting || waiting.proposalId !== d.proposalId || waiting.decision) throw ApplicationFailure.nonRetryable(`proposal ${d.proposalId} is not waiting for approval`);
       // The drain applies the decision; the caller hears how it came out.
@@ -67,8 +74,8 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     },
     {
       validator: (d: ProposalDecision) => {
-        const waitingForThis = awaiting?.proposalId === d.proposalId && !awaiting.decision;
-        if (awaiting ? !waitingForThis : !draining) throw new Error(`proposal ${d.proposalId} is not waiting for approval`);
+        // Only the proposal of the drain under way, and only once.
+        if (drainingProposal !== d.proposalId || awaiting?.decision) throw new Error(`proposal ${d.proposalId} is not waiting for approval`);
       },
     },
   );
@@ -78,7 +85,8 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     // Each arrival passes the gate, then replaces its conversation's earlier summary.
     while (incoming.length) {
       const summary = incoming.shift()!;
-      const worth = settings.gate ? await thinking.gateTurn({ agentId, summary }) : { evolve: true };
+      // An error of the gate means yes, also when its activity gives up.
+      const worth = settings.gate ? await thinking.gateTurn({ agentId, summary }).catch(() => ({ evolve: true })) : { evolve: true };
       if (worth.evolve) {
         queue = enqueue(queue, summary);
         arrivedSinceDrain = true;
@@ -94,21 +102,41 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     }
     if (due) nextDrainAt = Date.now() + settings.drainEveryMs;
     if (workflowInfo().continueAsNewSuggested && incoming.length === 0) {
+      // A decision's handler may still be answering its caller.
+      await condition(allHandlersFinished);
       await continueAsNew<typeof reflectionWorkflow>({ agentId, queue, nextDrainAt });
     }
   }
 
-  /** One drain over the whole queue: propose (escalating at most twice), admit, and settle the summaries. */
+  /** One drain over the queue (at most maxBatch): propose (escalating at most twice), admit, settle the summaries. */
   async function drain(): Promise<LastDrain> {
-    const batch = queue;
+    const batch = queue.slice(0, REFLECTION.maxBatch);
     const proposalId = uuid4();
+    drainingProposal = proposalId;
+    try {
+      return await drainBatch(batch, proposalId);
+    } catch (err) {
+      // A model that stays down or refuses the request: transient, the summaries stay queued for a later drain.
+      if (err instanceof ActivityFailure) return { outcome: 'model_failed', error: err.cause?.message ?? err.message };
+      throw err;
+    } finally {
+      drainingProposal = null;
+    }
+  }
+
+  async function drainBatch(batch: QueuedSummary[], proposalId: string): Promise<LastDrain> {
     let answer: ProposalAnswer | undefined;
     let tier = 0;
     for (; tier <= REFLECTION.maxEscalations; tier++) {
       const proposed = await thinking.proposeReflection({ agentId, proposalId, summaries: batch, tier });
-      // The daily cost ceiling and an unreadable answer are transient: the summaries stay queued for a later drain.
+      // The daily cost ceiling is transient: the summaries stay queued for a later drain.
       if (proposed.kind === 'ceiling') return { outcome: 'ceiling_reached', spentUsd: proposed.spentUsd, ceilingUsd: proposed.ceilingUsd };
-      if (proposed.kind === 'unreadable') return { outcome: 'unreadable', error: proposed.error };
+      // An unreadable answer counts against the summaries, as a rejection does: a batch that always yields one ends
+      // on the poison list instead of paying for a call every drain.
+      if (proposed.kind === 'unreadable') {
+        await settle(batch, 'rejected', proposalId);
+        return { outcome: 'unreadable', error: proposed.error };
+      }
       answer = proposed.answer;
       if (answer.status !== 'escalate') break;
     }
@@ -121,11 +149,13 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
       awaiting = waiting;
       await condition(() => waiting.decision !== undefined, settings.approvalWaitMs);
       const decision = waiting.decision ?? { proposalId, approved: false, note: 'no decision within the approval wait' };
-      result = await thinking.decideProposal({ agentId, proposalId, approved: decision.approved, ...(decision.note ? { note: decision.note } : {}) });
+      result = await store.decideProposal({ agentId, proposalId, approved: decision.approved, ...(decision.note ? { note: decision.note } : {}) });
       waiting.result = result;
       awaiting = null;
     }
-    await settle(batch, result.status === 'rejected' && answer.status === 'ok' && result.checks.some((c) => c.name !== 'human_approval' && c.kind === 'hard' && !c.passed) ? 'rejected' : 'done', proposalId);
+    const blamed = result.status === 'rejected' && result.checks.some((c) => c.kind === 'hard' && !c.passed && !c.transient && c.name !== 'human_approval' && c.name !== 'base_unchanged');
+    const transient = result.status === 'rejected' && !blamed && result.checks.some((c) => c.transient);
+    if (!transient) await settle(batch, blamed ? 'rejected' : 'done', proposalId);
     return { outcome: 'proposal', proposalId, status: result.status };
   }
 

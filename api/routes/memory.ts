@@ -84,6 +84,7 @@ export function memoryRoutes(deps: { pool: Pool; temporal: Client; temporalDeadl
         assertAgentAccess(req, agentId);
         return inTransaction(pool, async (db) => {
           await lockMemory(db, agentId);
+          await currentMemory(db, agentId); // version 1 exists from first use, also when this is the first
           const target = await memoryVersion(db, agentId, req.body.toVersion);
           if (!target) throw notFound(`memory version ${req.body.toVersion}`);
           const v = await writeVersion(db, agentId, { files: target.files, kind: 'rollback', rollbackOf: target.version });
@@ -94,10 +95,19 @@ export function memoryRoutes(deps: { pool: Pool; temporal: Client; temporalDeadl
 
     app.get(
       '/v1/agents/:agentId/proposals',
-      { schema: { tags: ['reflection'], summary: 'Reflection proposals, newest first, with the result of every check', params: AgentParams, response: { 200: z.array(Proposal) } } },
+      {
+        schema: {
+          tags: ['reflection'],
+          summary: 'Reflection proposals, newest first, with the result of every check (drains that skipped with ?all=true)',
+          params: AgentParams,
+          querystring: z.object({ all: z.enum(['true', 'false']).default('false') }),
+          response: { 200: z.array(Proposal) },
+        },
+      },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
-        return (await listProposals(pool, req.params.agentId)).map(proposalView);
+        const all = (await listProposals(pool, req.params.agentId)).map(proposalView);
+        return req.query.all === 'true' ? all : all.filter((p) => p.status !== 'skipped');
       },
     );
 
@@ -145,6 +155,8 @@ export function memoryRoutes(deps: { pool: Pool; temporal: Client; temporalDeadl
               draining: z.boolean(),
               awaiting: z.string().nullable(),
               drains: z.number(),
+              /** false: the workflow could not be asked (none yet, or Temporal unreachable); queued and drains are then empty. */
+              live: z.boolean(),
               lastDrain: z.unknown().nullable(),
               poisoned: z.array(z.unknown()),
               gateLog: z.array(z.unknown()),
@@ -159,7 +171,9 @@ export function memoryRoutes(deps: { pool: Pool; temporal: Client; temporalDeadl
         const live = await temporal.workflow
           .getHandle(reflectionWorkflowId(agentId))
           .query(reflectionState)
-          .catch(() => ({ queued: [], draining: false, awaiting: null, drains: 0, lastDrain: null }));
+          .then((state) => ({ ...state, live: true }))
+          // No reflection workflow yet, one not started, or Temporal unreachable: the state PostgreSQL holds, marked so.
+          .catch(() => ({ queued: [], draining: false, awaiting: null, drains: 0, lastDrain: null, live: false }));
         return { ...live, poisoned: await listPoisoned(pool, agentId), gateLog: await gateLog(pool, agentId), spentTodayUsd: await spentToday(pool, agentId) };
       },
     );

@@ -98,10 +98,10 @@ describe('gate: canonical_files_kept', () => {
     expect(c.detail).toContain(file);
   });
 
-  it('deleting a strategy passes every hard gate', () => {
-    const current = { ...memory, 'strategies/deploy.md': '# Deploy\n\n- Run the tests first.\n' };
-    const checks = run(proposal(edit('strategies/deploy.md', '', 'delete')), current);
-    expect(hardFailures(checks)).toEqual([]);
+  it('deleting a strategy is a shrink to nothing: refused unless the file is empty', () => {
+    const current = { ...memory, 'strategies/deploy.md': '# Deploy\n\n- Run the tests first.\n', 'strategies/empty.md': '' };
+    expect(hardFailures(run(proposal(edit('strategies/deploy.md', '', 'delete')), current)).map((c) => c.name)).toEqual(['shrink_needs_compact']);
+    expect(hardFailures(run(proposal(edit('strategies/empty.md', '', 'delete')), current))).toEqual([]);
   });
 });
 

@@ -40,14 +40,14 @@ describe('the reflection queue', () => {
     ]);
   });
 
-  it('the latest summary of a conversation wins and keeps the earlier failure count', () => {
+  it('the latest summary of a conversation wins, keeps the earlier failure count and reaches back to its first message', () => {
     const queue: QueuedSummary[] = [
       { ...summary('a', 2), failures: 2 },
       { ...summary('b', 4), failures: 1 },
     ];
     const q = enqueue(queue, summary('a', 6));
     expect(q).toHaveLength(2);
-    expect(q.find((s) => s.conversationId === 'a')).toEqual({ ...summary('a', 6), failures: 2 });
+    expect(q.find((s) => s.conversationId === 'a')).toEqual({ ...summary('a', 6), fromSeq: summary('a', 2).fromSeq, failures: 2 });
     expect(q.find((s) => s.conversationId === 'b')).toEqual({ ...summary('b', 4), failures: 1 });
   });
 

@@ -27,7 +27,7 @@ export function reflectionApi(keel: () => TestKeel) {
     const res = await keel().api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
     return { status: res.statusCode, body: res.json<T>() };
   };
-  const proposals = async (a: string) => (await call<ProposalView[]>('GET', `/v1/agents/${a}/proposals`)).body;
+  const proposals = async (a: string) => (await call<ProposalView[]>('GET', `/v1/agents/${a}/proposals?all=true`)).body;
   return {
     call,
     proposals,
