@@ -207,11 +207,15 @@ describe('admission in the conversation', () => {
     await handle.signal(delegateFinished, { ...claim, outcomeVersion: 2, outcomeKind: 'failed' });
     const d = await eventually(async () => {
       const v = await delegate(a, id);
-      return v.admissions.length >= 3 ? v : undefined;
-    }, 30_000, 'three admission decisions');
-    // Admitted once (by its signal or by reconciliation at a turn end, whichever came first); then the two sent here.
-    expect(d.admissions.filter((x) => x.decision === 'admitted')).toHaveLength(1);
-    expect(d.admissions.slice(-2).map((x) => x.decision)).toEqual(['ignored:consumed', 'rejected:mismatch']);
+      return v.admissions.some((x) => x.decision === 'rejected:mismatch') ? v : undefined;
+    }, 30_000, 'the mismatching signal to be decided');
+    // Admitted once (by its signal or by reconciliation at a turn end, whichever came first). The delegate's own signal
+    // may land after that (ignored:consumed too), so only the counts and the order of the two sent here are fixed.
+    const decisions = d.admissions.map((x) => x.decision);
+    expect(decisions.filter((x) => x === 'admitted')).toHaveLength(1);
+    expect(decisions.filter((x) => x === 'rejected:mismatch')).toHaveLength(1);
+    expect(decisions.indexOf('admitted')).toBeLessThan(decisions.lastIndexOf('ignored:consumed'));
+    expect(decisions.lastIndexOf('ignored:consumed')).toBeLessThan(decisions.indexOf('rejected:mismatch'));
     // A user message afterwards still gets its answer, and no second relay happens.
     expect((await keel.post(a, c, { text: 'anything new?' }, { wait: 30 })).body.reply?.text).toBe('echo: anything new?');
     expect(relays(await messages(a, c))).toHaveLength(1);

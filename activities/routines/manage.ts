@@ -15,7 +15,10 @@ export interface RoutineView extends routinesDb.RoutineRow {
 
 const refuse = (code: RoutineRefusal['code'], message: string, status: RoutineRefusal['status']): RoutineResult<never> => ({ ok: false, error: { code, message, status } });
 
-/** The Temporal Schedule of a routine: overlap SKIP, so a fire (or run-now) while a run is in flight starts nothing. */
+/**
+ * The Temporal Schedule of a routine: overlap SKIP for its own fires. Every fire, run-now included, also meets the
+ * run's own guard (one run in flight per routine, unique in PostgreSQL), which records nothing for a fire that overlaps.
+ */
 function scheduleOptions(r: routinesDb.RoutineRow, taskQueue: string): ScheduleOptions<ScheduleOptionsStartWorkflowAction<typeof routineRunWorkflow>> {
   const id = routineScheduleId(r.agentId, r.appId, r.slug);
   return {
