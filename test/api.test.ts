@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApi } from '../api/server';
-import { freePort } from './support/ports';
+import { freePort } from '../scripts/ports';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 let keel: TestKeel;

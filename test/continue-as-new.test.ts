@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId, reflectionWorkflowId } from '../domain/ids';
 import { startDevServer, type DevServer } from '../scripts/dev-server';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
-import { freePort } from './support/ports';
+import { freePort } from '../scripts/ports';
 import { reflectionApi } from './support/reflection';
 
 // A dev server of its own that suggests continue-as-new after 60 events, so a handful of turns cross runs.

@@ -8,7 +8,7 @@ import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-process';
 import { spawnTs, stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
-import { freePort } from './support/ports';
+import { freePort } from '../scripts/ports';
 import { propose, reflectionApi } from './support/reflection';
 import { author, CONTACT_ADA, contactRecords, finished, routineApi } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';

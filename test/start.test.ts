@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
-import { freePort } from './support/ports';
+import { freePort } from '../scripts/ports';
 
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -7,7 +7,7 @@ import { migrate } from '../../db/migrate';
 import { startDevServer } from '../../scripts/dev-server';
 import { startPostgresProcess } from '../../scripts/postgres-process';
 import { WORKFLOWS_PATH } from '../../worker/worker';
-import { freePort } from '../support/ports';
+import { freePort } from '../../scripts/ports';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,0 +1,153 @@
+/**
+ * npm run record-histories: records real histories of every workflow type into test/histories, for `npm test` to
+ * replay against the current workflow code. It runs its own Temporal dev server (suggesting continue-as-new after 60
+ * events), an embedded PostgreSQL, a worker and the API, all on free ports, and drives them with the scripted model.
+ */
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { createScriptedProvider } from '../activities/model/scripted';
+import { noneTransport } from '../activities/delivery/none';
+import { slackTransport } from '../activities/delivery/slack';
+import { webhookTransport } from '../activities/delivery/webhook';
+import { DEFAULT_JOB_SETTINGS } from '../activities/jobs';
+import { buildApi } from '../api/server';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from '../domain/ids';
+import { DEFAULT_REFLECTION_SETTINGS } from '../domain/reflection';
+import { DEFAULT_ROUTINE_SETTINGS } from '../domain/routines';
+import { historyJson } from '../worker/replay';
+import { createKeelWorker } from '../worker/worker';
+import { startDevServer } from './dev-server';
+import { freePort } from './ports';
+import { startPostgresProcess } from './postgres-process';
+
+const OUT = path.resolve(__dirname, '..', 'test', 'histories');
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const workDir = await mkdtemp(path.join(os.tmpdir(), 'keel-record-'));
+  await chmod(workDir, 0o755);
+  const temporal = await startDevServer({ port: await freePort(), stdio: 'ignore', extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60'] });
+  const pg = await startPostgresProcess({ dataDir: path.join(workDir, 'pg'), port: await freePort() });
+  await migrate(pg.url);
+  const pool = createPool(pg.url);
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection });
+  const taskQueue = 'record';
+  const jobs = { ...DEFAULT_JOB_SETTINGS, backoffMs: [300, 300, 300, 300, 300] };
+  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: undefined, jobs });
+  const native = await NativeConnection.connect({ address: temporal.address });
+  const worker = await createKeelWorker({
+    connection: native,
+    namespace: 'default',
+    taskQueue,
+    deps: {
+      pool,
+      provider: createScriptedProvider(pool),
+      defaultModel: 'scripted',
+      transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) },
+      jobs,
+      routines: DEFAULT_ROUTINE_SETTINGS,
+      reflection: { ...DEFAULT_REFLECTION_SETTINGS, drainAtQueued: 1, approvalFiles: [] },
+    },
+  });
+  const running = worker.run();
+
+  const call = async <T>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown): Promise<T> => {
+    const res = await api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+    if (res.statusCode >= 400) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
+    return res.json<T>();
+  };
+  const until = async <T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> => {
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  };
+  const say = (a: string, c: string, text: string) => call<{ status: string; reply?: { text: string } }>('POST', `/v1/agents/${a}/conversations/${c}/messages?wait=30`, { text });
+  const save = async (name: string, workflowId: string, runId?: string) => {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    await writeFile(path.join(OUT, `${name}.json`), `${historyJson.stringify(history)}\n`);
+    console.log(`recorded ${name}.json (${history.events?.length ?? 0} events) from ${workflowId}`);
+  };
+
+  try {
+    await rm(OUT, { recursive: true, force: true });
+    await mkdir(OUT, { recursive: true });
+
+    // A conversation with tool calls that continues as new: every run of it.
+    const conv = conversationWorkflowId('rec', 'c1');
+    await say('rec', 'c1', '/tool schedule {"action":"list"}');
+    const runsOf = async () => {
+      const runs: string[] = [];
+      for await (const w of client.workflow.list({ query: `WorkflowId = '${conv}'` })) runs.push(w.runId);
+      return runs.reverse(); // oldest first
+    };
+    for (let i = 0; (await runsOf()).length < 2; i++) {
+      if (i === 30) throw new Error('the conversation did not continue as new');
+      await say('rec', 'c1', `turn ${i}`);
+    }
+    await say('rec', 'c1', 'after continue-as-new');
+    // The first run (it ends in continue-as-new) and the one that took over.
+    for (const [i, runId] of (await runsOf()).slice(0, 2).entries()) await save(`conversation-run${i + 1}`, conv, runId);
+
+    // A delegate that runs out of wall clock.
+    await call('POST', '/v1/agents/rec/tasks', { title: 'Slow task', description: '/work 20 1000 never finishes in time', status: 'ready', wallClockSeconds: 3 });
+    const spawned = await say('rec', 'c2', '/tool spawn_delegate {"task":1}');
+    const delegateId = /spawned delegate (\S+)/.exec(spawned.reply?.text ?? '')?.[1];
+    if (!delegateId) throw new Error(`no delegate spawned: ${spawned.reply?.text}`);
+    await until('the delegate to time out', async () => (await call<{ outcome?: { kind: string } }>('GET', `/v1/agents/rec/delegates/${delegateId}`)).outcome?.kind === 'timeout');
+    await save('delegate-timeout', delegateWorkflowId('rec', delegateId));
+    await save('conversation-with-delegate', conversationWorkflowId('rec', 'c2'));
+
+    // A job run whose first attempt fails and whose retry succeeds.
+    const job = await call<{ id: string }>('POST', '/v1/agents/rec/jobs', { name: 'flaky', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: '/error 1 flaky job' });
+    await call('POST', `/v1/agents/rec/jobs/${job.id}/run`);
+    const jobRun = await until('the job run', async () => (await call<{ runId: string; status: string }[]>('GET', `/v1/agents/rec/jobs/${job.id}/runs`)).find((r) => r.status === 'ok'));
+    await save('job-run-retried', jobRun.runId);
+
+    // A routine run that authors its tool, stops at the send gate and resumes after approval.
+    await call('PUT', '/v1/agents/rec/apps/crm', { name: 'CRM', tables: [{ name: 'leads', columns: ['name'] }] });
+    await call('POST', '/v1/agents/rec/apps/crm/tables/leads/records', { id: 'l1', name: 'Ada' });
+    const tool = {
+      name: 'greetAda',
+      inputs: ['input'],
+      code: "async function greetAda() { const ada = await data.get('leads', 'l1'); await send('Hello ' + ada.name); return 'greeted ' + ada.name; }",
+    };
+    await call('PUT', '/v1/agents/rec/apps/crm/routines/greet', { label: 'Greet', schedule: { expr: 'daily' }, prompt: `Greet Ada /author ${JSON.stringify(tool)}` });
+    await call('POST', '/v1/agents/rec/apps/crm/routines/greet/run');
+    const waiting = await until('the gate', async () => (await call<{ runId: string; workflowId: string; status: string }[]>('GET', '/v1/agents/rec/apps/crm/routines/greet/runs')).find((r) => r.status === 'needs_approval'));
+    await call('POST', `/v1/agents/rec/routine-runs/${waiting.runId}/approve`, {});
+    await until('the approved run', async () => (await call<{ runId: string; status: string }[]>('GET', '/v1/agents/rec/apps/crm/routines/greet/runs')).some((r) => r.runId === waiting.runId && r.status === 'ok'));
+    await save('routine-run-approved', waiting.workflowId, waiting.runId);
+
+    // A reflection drain that admits a proposal.
+    await call('PUT', '/v1/agents/refl', { name: 'refl', reflection: { enabled: true } });
+    const proposal = { status: 'ok', edits: [{ file: 'user-profile.md', action: 'edit', content: '# User profile\n\n- likes tea\n', summary: 'tea', rationale: 'said so' }] };
+    await say('refl', 'c1', `/propose ${JSON.stringify(proposal)}`);
+    await until('the admitted proposal', async () => (await call<{ status: string }[]>('GET', '/v1/agents/refl/proposals')).some((p) => p.status === 'admitted'));
+    await save('reflection-drain', reflectionWorkflowId('refl'));
+  } finally {
+    worker.shutdown();
+    await running;
+    await native.close();
+    await api.close();
+    await connection.close();
+    await pool.end();
+    await Promise.all([temporal.stop(), pg.stop()]);
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
