@@ -15,6 +15,7 @@ import { delegationRoutes } from './routes/delegation';
 import { jobRoutes } from './routes/jobs';
 import { routineRoutes } from './routes/routines';
 import { memoryRoutes } from './routes/memory';
+import { runRoutes } from './routes/runs';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../activities/jobs';
 
@@ -60,6 +61,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(delegationRoutes(deps));
   await app.register(appRoutes(deps.pool));
+  await app.register(runRoutes({ temporal: deps.temporal, namespace: deps.temporal.options.namespace }));
   await app.register(memoryRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(routineRoutes({ ...deps, floorMs: deps.routines?.floorMs ?? DEFAULT_ROUTINE_SETTINGS.floorMs, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }));

@@ -3,7 +3,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import { createActivities, type ActivityDeps } from '../activities';
 
 /** Where the worker gets its workflow code: a prebuilt bundle (tests build one per run) or the sources. */
-export type WorkflowSource = { workflowBundle: { codePath: string } } | { workflowsPath: string };
+export type WorkflowSource = { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows', 'index.ts');
 

@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
+import { isGrpcServiceError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { fetchHistory, historyJson, replayHistories } from '../../worker/replay';
+import { WORKFLOWS_PATH } from '../../worker/worker';
+import { ApiError, notFound } from '../errors';
+import { ErrorResponse } from '../schemas';
+
+const RunParams = z.object({ workflowId: z.string().min(1).max(400) });
+const RunQuery = z.object({ runId: z.string().uuid().optional() });
+const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse };
+const EventType = proto.api.enums.v1.EventType;
+
+/** Operators' routes: a token scoped to one agent sees none of them. */
+function assertOperator(scope: string): void {
+  if (scope !== '*') throw notFound('route');
+}
+
+async function history(client: Client, workflowId: string, runId?: string) {
+  try {
+    return await fetchHistory(client, workflowId, runId);
+  } catch (err) {
+    // fetchHistory fails with the bare gRPC error, describe with WorkflowNotFoundError.
+    if (err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === status.NOT_FOUND)) throw notFound(`workflow ${workflowId}`);
+    throw err;
+  }
+}
+
+export function runRoutes(deps: { temporal: Client; namespace: string }): FastifyPluginAsyncZod {
+  const { temporal } = deps;
+  // The workflow code this server was started with, bundled once on first use.
+  let bundle: Promise<string> | undefined;
+  const code = () => (bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet }).then((b) => b.code));
+  return async (app) => {
+    app.get(
+      '/v1/runs/:workflowId/history',
+      {
+        schema: {
+          tags: ['runs'],
+          summary: 'The history of a run as JSON (the shape `temporal workflow show -o json` prints); the latest run unless runId',
+          params: RunParams,
+          querystring: RunQuery,
+          response: { 200: z.object({ events: z.array(z.record(z.string(), z.unknown())) }), ...errors },
+        },
+      },
+      async (req) => {
+        assertOperator(req.agentScope);
+        const h = await history(temporal, req.params.workflowId, req.query.runId);
+        return JSON.parse(historyJson.stringify(h.history)) as { events: Record<string, unknown>[] };
+      },
+    );
+
+    app.post(
+      '/v1/runs/:workflowId/replay',
+      {
+        schema: {
+          tags: ['runs'],
+          summary: "Replays the run's history against the workflow code this server runs",
+          params: RunParams,
+          querystring: RunQuery,
+          response: { 200: z.object({ ok: z.boolean(), runId: z.string(), error: z.string().optional() }), ...errors },
+        },
+      },
+      async (req) => {
+        assertOperator(req.agentScope);
+        const h = await history(temporal, req.params.workflowId, req.query.runId);
+        const [outcome] = await replayHistories({ workflowBundle: { code: await code() } }, [h]);
+        return { ok: outcome?.ok ?? false, runId: h.runId ?? '', ...(outcome?.error ? { error: outcome.error } : {}) };
+      },
+    );
+
+    app.post(
+      '/v1/runs/:workflowId/reset',
+      {
+        schema: {
+          tags: ['runs'],
+          summary: 'Resets a run to its first or last completed workflow task (after a fix); the new run continues from there',
+          params: RunParams,
+          querystring: RunQuery,
+          body: z.object({ to: z.enum(['last-workflow-task', 'first-workflow-task']), reason: z.string().min(1).max(1000) }).strict(),
+          response: { 200: z.object({ newRunId: z.string(), resetToEventId: z.number() }), ...errors },
+        },
+      },
+      async (req) => {
+        assertOperator(req.agentScope);
+        const h = await history(temporal, req.params.workflowId, req.query.runId);
+        const completed = (h.history.events ?? []).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+        const target = req.body.to === 'first-workflow-task' ? completed[0] : completed.at(-1);
+        if (!target?.eventId) throw new ApiError(409, 'not_resettable', `run ${h.runId} has no completed workflow task to reset to`);
+        const { runId } = await temporal.workflowService.resetWorkflowExecution({
+          namespace: deps.namespace,
+          workflowExecution: { workflowId: req.params.workflowId, runId: h.runId },
+          reason: req.body.reason,
+          workflowTaskFinishEventId: target.eventId,
+          requestId: randomUUID(),
+        });
+        return { newRunId: runId ?? '', resetToEventId: Number(target.eventId) };
+      },
+    );
+  };
+}
+
+const noop = () => undefined;
+const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

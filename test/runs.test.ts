@@ -1,0 +1,93 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { NativeConnection, bundleWorkflowCode } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { noneTransport } from '../activities/delivery/none';
+import { slackTransport } from '../activities/delivery/slack';
+import { webhookTransport } from '../activities/delivery/webhook';
+import { DEFAULT_JOB_SETTINGS } from '../activities/jobs';
+import { createScriptedProvider } from '../activities/model/scripted';
+import { conversationWorkflowId } from '../domain/ids';
+import { WORKFLOWS_PATH, createKeelWorker } from '../worker/worker';
+import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+
+let keel: TestKeel;
+let hook: WebhookReceiver;
+beforeAll(async () => {
+  keel = await startTestKeel();
+  hook = await startWebhookReceiver();
+});
+afterAll(async () => {
+  await keel?.stop();
+  await hook?.close();
+});
+
+async function api<T>(k: TestKeel, method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await k.api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+  return { status: res.statusCode, body: res.json<T>() };
+}
+
+describe('runs: history, replay and reset for operators', () => {
+  it('exports a conversation history as JSON and replays it against the code the server runs', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await keel.post(a, c, { text: 'hello' }, { wait: 30 });
+    const id = encodeURIComponent(conversationWorkflowId(a, c));
+    const history = await api<{ events: { eventType: string }[] }>(keel, 'GET', `/v1/runs/${id}/history`);
+    expect(history.status).toBe(200);
+    expect(history.body.events[0]?.eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+    expect((await api<{ ok: boolean }>(keel, 'POST', `/v1/runs/${id}/replay`)).body).toMatchObject({ ok: true });
+    const missing = await api<{ error: { code: string } }>(keel, 'GET', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/history`);
+    expect(missing.status).toBe(404);
+    const bad = await api<{ error: { code: string } }>(keel, 'POST', `/v1/runs/${id}/reset`, { to: 'somewhere', reason: 'x' });
+    expect(bad.status).toBe(400);
+  }, 120_000);
+
+  it('a job run that failed because of a bug is reset after the fix and completes, with one delivery', async () => {
+    // The bug: this worker's workflow code fails a job run when it is about to deliver (test/support/job-delivery-bug.ts).
+    const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: [path.join(__dirname, 'support', 'job-delivery-bug.ts')], logger: quiet });
+    const buggyBundle = path.join(inject('workDir'), `bundle-job-bug-${uniqueId('b')}.js`);
+    await writeFile(buggyBundle, code);
+    const buggy = await startTestKeel({ workflowBundlePath: buggyBundle });
+    let fixed: Awaited<ReturnType<typeof createKeelWorker>> | undefined;
+    let running: Promise<void> | undefined;
+    const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    try {
+      const a = uniqueId('a');
+      const job = await api<{ id: string }>(buggy, 'POST', `/v1/agents/${a}/jobs`, { name: 'digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'digest please', delivery: { channel: 'webhook', url: hook.url } });
+      await api(buggy, 'POST', `/v1/agents/${a}/jobs/${job.body.id}/run`);
+      const runId = await eventually(async () => (await api<{ runId: string }[]>(buggy, 'GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body[0]?.runId, 30_000, 'the run');
+      const handle = buggy.client.workflow.getHandle(runId);
+      await eventually(async () => (await handle.describe()).status.name === 'FAILED', 30_000, 'the run to fail');
+      const mine = () => hook.received.filter((r) => (r.body as { agentId?: string }).agentId === a);
+      expect(mine()).toHaveLength(0);
+
+      // The fix: the buggy worker goes, a worker with the real code takes its task queue; then the reset.
+      await buggy.stopWorker();
+      fixed = await createKeelWorker({
+        connection,
+        namespace: 'default',
+        taskQueue: buggy.taskQueue,
+        workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
+        deps: { pool: buggy.pool, provider: createScriptedProvider(buggy.pool), defaultModel: 'scripted', transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) }, jobs: DEFAULT_JOB_SETTINGS },
+      });
+      running = fixed.run();
+      const reset = await api<{ newRunId: string }>(buggy, 'POST', `/v1/runs/${encodeURIComponent(runId)}/reset`, { to: 'last-workflow-task', reason: 'fixed the delivery bug' });
+      expect(reset.status).toBe(200);
+      const result = buggy.client.workflow.getHandle(runId, reset.body.newRunId);
+      await result.result();
+      expect(mine()).toHaveLength(1);
+      expect(mine()[0]!.body).toMatchObject({ text: 'echo: digest please' });
+      const runs = (await api<{ status: string; delivery: { outcome: string } }[]>(buggy, 'GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body;
+      expect(runs.map((r) => [r.status, r.delivery.outcome])).toEqual([['ok', 'delivered']]);
+    } finally {
+      fixed?.shutdown();
+      await running;
+      await connection.close();
+      await buggy.stop();
+    }
+  }, 120_000);
+});
+
+const noop = () => undefined;
+const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
