@@ -10,7 +10,7 @@ import {
   type AcceptInput,
   type NewTranscriptEntry,
 } from '../db/conversations';
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { queueTurnForReflection } from './reflection';
 import { admittedResults, markRelay } from '../db/delegation';
@@ -103,6 +103,8 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
       if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));
       await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
+      // The activity's logger adds the workflow id and run id to the line.
+      log.info('turn finished', { turnId: input.turnId, status: input.end.status, modelCalls: input.modelCalls });
       // Committed first: reflection reads the turn from PostgreSQL by reference.
       await queueTurnForReflection(pool, () => Context.current(), input.conversationKey, input.turnId, input.end);
       if (input.relayOf?.length) {

@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   const pool = createPool(config.databaseUrl);
   const connection = await Connection.connect({ address: config.temporal.address });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
-  const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel }, jobs: jobSettings(config), routines: config.routines });
+  const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel }, jobs: jobSettings(config), routines: config.routines, workerMetricsUrl: config.workerMetricsUrl });
   await app.listen({ host: config.api.host, port: config.api.port });
 
   const stop = async () => {

@@ -7,7 +7,8 @@ import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
-import { errorBody, handleError } from './errors';
+import { errorBody, handleError, notFound } from './errors';
+import { createMetrics } from './metrics';
 import { agentRoutes } from './routes/agents';
 import { conversationRoutes } from './routes/conversations';
 import { appRoutes } from './routes/apps';
@@ -29,6 +30,8 @@ export interface ApiDeps {
   temporalDeadlineMs?: number;
   jobs?: Omit<JobSettings, 'taskQueue'>;
   routines?: Pick<RoutineSettings, 'floorMs'>;
+  /** Where a worker serves the Temporal SDK's own Prometheus metrics, appended to /metrics. */
+  workerMetricsUrl?: string;
 }
 
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
@@ -56,6 +59,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
       () => false,
     );
     return { ok: true, postgres };
+  });
+  const metrics = createMetrics(deps.pool, { workerMetricsUrl: deps.workerMetricsUrl });
+  app.get('/metrics', { schema: { tags: ['health'], summary: 'Prometheus metrics: Keel totals from PostgreSQL, then the Temporal worker\'s own', hide: true } }, async (req, reply) => {
+    // Totals over every agent: an operator's token only.
+    if (req.agentScope !== '*') throw notFound('route');
+    return reply.type(metrics.contentType).send(await metrics.text());
   });
   await app.register(agentRoutes(deps.pool));
   await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));

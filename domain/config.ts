@@ -25,6 +25,10 @@ const Env = z.object({
   TEMPORAL_CLI_PATH: z.string().optional(),
   KEEL_EMBEDDED_PG_PORT: z.coerce.number().int().default(5433),
   KEEL_LOG_LEVEL: z.string().default('info'),
+  /** host:port where the worker serves the Temporal SDK's Prometheus metrics (unset: not served). */
+  KEEL_WORKER_METRICS_ADDRESS: z.string().optional(),
+  /** The URL the API fetches those from, to append them to its /metrics. */
+  KEEL_WORKER_METRICS_URL: z.string().url().optional(),
   KEEL_JOB_EVERY_FLOOR_MS: z.coerce.number().int().positive().default(60_000),
   KEEL_JOB_CATCHUP_WINDOW_MS: z.coerce.number().int().positive().default(600_000),
   /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
@@ -92,6 +96,8 @@ export interface KeelConfig {
   temporalCliPath?: string;
   embeddedPgPort: number;
   logLevel: string;
+  workerMetricsAddress?: string;
+  workerMetricsUrl?: string;
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
   reflection: ReflectionSettings;
@@ -115,6 +121,8 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     temporalCliPath: e.TEMPORAL_CLI_PATH,
     embeddedPgPort: e.KEEL_EMBEDDED_PG_PORT,
     logLevel: e.KEEL_LOG_LEVEL,
+    workerMetricsAddress: e.KEEL_WORKER_METRICS_ADDRESS,
+    workerMetricsUrl: e.KEEL_WORKER_METRICS_URL,
     jobs: {
       everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
       catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,

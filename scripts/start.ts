@@ -6,6 +6,7 @@ import { migrate } from '../db/migrate';
 import { isLoopbackHost, loadConfig } from '../domain/config';
 import { ensureSearchAttributes, startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
+import { freePort } from './ports';
 import { spawnTs, stopProcess } from './processes';
 
 /**
@@ -65,7 +66,15 @@ async function main(): Promise<void> {
     }
     await migrate(databaseUrl);
 
-    const env = { ...process.env, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: address };
+    // The worker serves the Temporal SDK's metrics on a free loopback port; the API appends them to its /metrics.
+    const workerMetrics = config.workerMetricsAddress ?? `127.0.0.1:${await freePort()}`;
+    const env = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: address,
+      KEEL_WORKER_METRICS_ADDRESS: workerMetrics,
+      KEEL_WORKER_METRICS_URL: config.workerMetricsUrl ?? `http://${workerMetrics}/metrics`,
+    };
     const children: ChildProcess[] = [spawnTs('worker/main.ts', env), spawnTs('api/main.ts', env)];
     for (const child of children) {
       stops.push(() => stopProcess(child));

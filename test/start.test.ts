@@ -40,7 +40,7 @@ describe('npm start', () => {
         KEEL_MODEL: '',
         ANTHROPIC_API_KEY: '',
         DATABASE_URL: '',
-        KEEL_LOG_LEVEL: 'warn',
+        KEEL_LOG_LEVEL: 'info',
       },
     });
     const output: string[] = [];
@@ -74,6 +74,17 @@ describe('npm start', () => {
       for await (const w of new Client({ connection }).workflow.list({ query: `WorkflowId = 'conv:a1:c1'` })) ids.push(w.workflowId);
       await connection.close();
       expect(ids).toEqual(['conv:a1:c1']);
+
+      // The turn's log line names its workflow; /metrics has Keel's totals and the Temporal worker's own series.
+      const turnLog = output.map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {})).find((l) => l.msg === 'turn finished');
+      expect(turnLog).toMatchObject({ workflowId: 'conv:a1:c1', workflowType: 'conversationWorkflow', status: 'replied', service: 'keel-worker' });
+      expect(turnLog?.workflowRunId).toEqual(expect.any(String));
+      const metrics = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
+      expect(metrics).toMatch(/^keel_turns_total\{status="replied"\} 1$/m);
+      for (const series of ['keel_model_calls_total', 'keel_model_tokens_total', 'keel_deliveries_total', 'keel_job_runs_total', 'keel_routine_runs_total', 'keel_delegate_outcomes_total', 'keel_api_process_cpu_seconds_total']) {
+        expect(metrics).toContain(`# TYPE ${series}`);
+      }
+      expect(metrics).toMatch(/^temporal_\w+/m);
     } finally {
       process.kill(-child.pid!, 'SIGINT');
     }

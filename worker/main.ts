@@ -1,8 +1,9 @@
-import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import { defaultModelName, jobSettings, providerFromConfig, transportsFromConfig } from '../activities';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
+import { workerLogger } from './logger';
 import { createKeelWorker, type WorkflowSource } from './worker';
 
 /**
@@ -12,7 +13,11 @@ import { createKeelWorker, type WorkflowSource } from './worker';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
-  Runtime.install({ logger: new DefaultLogger(config.logLevel === 'debug' ? 'DEBUG' : 'WARN'), shutdownSignals: ['SIGINT', 'SIGTERM'] });
+  Runtime.install({
+    logger: workerLogger(config.logLevel),
+    shutdownSignals: ['SIGINT', 'SIGTERM'],
+    ...(config.workerMetricsAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.workerMetricsAddress } } } } : {}),
+  });
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
