@@ -13,6 +13,7 @@ import {
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { queueTurnForReflection } from './reflection';
+import { publishEvent } from '../db/events';
 import { admittedResults, markRelay } from '../db/delegation';
 import { inTransaction, type Pool } from '../db/pool';
 import { retriggerText } from '../domain/delegation';
@@ -63,6 +64,7 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       return inTransaction(pool, async (db) => {
         const seq = await appendTranscript(db, input.conversationKey, input.turnId, await userEntries(db, input.conversationKey, input.messageIds));
         await markTurnRunning(db, input.turnId);
+        await publishEvent(db, input.conversationKey, 'turn.started', `turn.started:${input.turnId}`, { turnId: input.turnId, messageIds: input.messageIds });
         return seq;
       });
     },
@@ -77,6 +79,14 @@ export function conversationActivities({ pool }: { pool: Pool }) {
           ...(input.note ? [noteEntry(input.turnId, input.note)] : []),
           ...(await userEntries(db, input.conversationKey, steered.map((m) => m.messageId))),
         ];
+        if (input.toolResults) {
+          const { callIndex, results } = input.toolResults;
+          await publishEvent(db, input.conversationKey, 'tool.called', `tool.called:${input.turnId}:${callIndex}`, {
+            turnId: input.turnId,
+            callIndex,
+            results: results.map((r) => ({ toolUseId: r.tool_use_id, isError: r.is_error ?? false })),
+          });
+        }
         return appendTranscript(db, input.conversationKey, input.turnId, entries);
       });
     },
@@ -103,6 +113,7 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
       if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));
       await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
+      await publishEvent(pool, input.conversationKey, 'turn.finished', `turn.finished:${input.turnId}`, { turnId: input.turnId, status: input.end.status });
       // The activity's logger adds the workflow id and run id to the line.
       log.info('turn finished', { turnId: input.turnId, status: input.end.status, modelCalls: input.modelCalls });
       // Committed first: reflection reads the turn from PostgreSQL by reference.

@@ -19,6 +19,7 @@ import {
   type SpawnDecision,
   type SpawnRequest,
 } from '../db/delegation';
+import { publishEvent } from '../db/events';
 import { inTransaction, type Pool } from '../db/pool';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
@@ -179,6 +180,7 @@ export function delegationActivities({ pool }: { pool: Pool }) {
           await appendTranscript(db, input.conversationKey, 'delegation', [
             { role: 'system', content: [{ type: 'text', text: note }], text: note, origin: `delegate-finished:${r.delegateId}:${claim.outcomeVersion}` },
           ]);
+          await publishEvent(db, input.conversationKey, 'delegate.finished', `delegate.finished:${r.delegateId}:${claim.outcomeVersion}`, { delegateId: r.delegateId, kind: r.kind });
         });
         decisions.push({ delegateId: claim.delegateId, decision });
         if (result && !admitted.includes(result.delegateId)) admitted.push(result.delegateId);

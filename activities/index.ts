@@ -1,3 +1,4 @@
+import { publishDelta } from '../db/events';
 import type { Pool } from '../db/pool';
 import type { KeelConfig } from '../domain/config';
 import type { ModelProvider } from '../domain/model';
@@ -32,9 +33,11 @@ export interface ActivityDeps {
 
 /** Every activity the worker registers; workflows import only its type. */
 export function createActivities(deps: ActivityDeps) {
+  // Streamed text goes to live event streams by NOTIFY, never into workflow history; a lost delta is only a delta.
+  const onTextDelta = deps.onTextDelta ?? ((key: string, turnId: string, delta: string) => void publishDelta(deps.pool, key, turnId, delta).catch(() => undefined));
   return {
     ...conversationActivities(deps),
-    ...modelActivities(deps),
+    ...modelActivities({ ...deps, onTextDelta }),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),

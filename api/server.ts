@@ -9,6 +9,8 @@ import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
 import { errorBody, handleError, notFound } from './errors';
 import { createMetrics } from './metrics';
+import { EventHub } from './events';
+import { eventRoutes } from './routes/events';
 import { agentRoutes } from './routes/agents';
 import { conversationRoutes } from './routes/conversations';
 import { appRoutes } from './routes/apps';
@@ -66,6 +68,9 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     if (req.agentScope !== '*') throw notFound('route');
     return reply.type(metrics.contentType).send(await metrics.text());
   });
+  const hub = new EventHub(deps.pool);
+  app.addHook('onClose', () => hub.close());
+  await app.register(eventRoutes({ pool: deps.pool, hub }));
   await app.register(agentRoutes(deps.pool));
   await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(delegationRoutes(deps));

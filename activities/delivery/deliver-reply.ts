@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { getTurn, setMessageText } from '../../db/conversations';
 import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../../db/deliveries';
 import { beginEffect, settleEffect } from '../../db/effects';
+import { publishEvent } from '../../db/events';
 import type { Pool } from '../../db/pool';
 import type { Delivery, DeliveryOutcome, SendResult } from '../../domain/delivery';
 import { LIMITS } from '../../domain/limits';
@@ -41,13 +42,15 @@ export function deliveryActivities({ pool, transports }: { pool: Pool; transport
       await setMessageText(pool, input.conversationKey, input.replySeq, input.text);
       const turn = await getTurn(pool, input.conversationKey, input.turnId);
       if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, 'KeelTurnMissing');
-      return deliverOnce(pool, transports, {
+      const report = await deliverOnce(pool, transports, {
         effectKey: input.effectKey,
         conversationKey: input.conversationKey,
         turnId: input.turnId,
         target: turn.delivery,
         message: { agentId: input.agentId, conversationId: input.conversationId, turnId: input.turnId, text: input.text, idempotencyKey: input.effectKey },
       });
+      await publishEvent(pool, input.conversationKey, 'reply.delivered', `reply.delivered:${input.effectKey}`, { turnId: input.turnId, outcome: report.outcome, attempts: report.attempts });
+      return report;
     },
   };
 }

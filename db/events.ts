@@ -1,0 +1,52 @@
+import type { Queryable } from './pool';
+
+/** The NOTIFY channel every conversation event goes through. */
+export const EVENTS_CHANNEL = 'keel_events';
+
+export type ConversationEventType = 'turn.started' | 'text.delta' | 'tool.called' | 'reply.delivered' | 'turn.finished' | 'delegate.finished';
+
+export interface ConversationEvent {
+  /** Absent for text deltas, which are not kept. */
+  id?: number;
+  key: string;
+  type: ConversationEventType;
+  data: Record<string, unknown>;
+}
+
+/** NOTIFY carries at most 8000 bytes; a larger event is announced by id and read from the table. */
+const MAX_NOTIFY_BYTES = 7_500;
+
+/**
+ * Records a finished event and announces it, in the caller's transaction: NOTIFY is delivered on commit, so an event
+ * of work that rolled back is never seen. Once per dedupe key.
+ */
+export async function publishEvent(db: Queryable, key: string, type: Exclude<ConversationEventType, 'text.delta'>, dedupeKey: string, data: Record<string, unknown>): Promise<void> {
+  const { rows } = await db.query<{ id: string }>(
+    'INSERT INTO conversation_events (conversation_key, type, data, dedupe_key) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id',
+    [key, type, JSON.stringify(data), dedupeKey],
+  );
+  if (!rows[0]) return;
+  const event: ConversationEvent = { id: Number(rows[0].id), key, type, data };
+  const payload = JSON.stringify(event);
+  await db.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, Buffer.byteLength(payload) > MAX_NOTIFY_BYTES ? JSON.stringify({ id: event.id, key, type, data: null }) : payload]);
+}
+
+/** Streams a text delta to whoever listens now; nothing is stored. */
+export async function publishDelta(db: Queryable, key: string, turnId: string, delta: string): Promise<void> {
+  const payload = JSON.stringify({ key, type: 'text.delta', data: { turnId, delta } } satisfies ConversationEvent);
+  if (Buffer.byteLength(payload) <= MAX_NOTIFY_BYTES) await db.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, payload]);
+}
+
+export async function eventsAfter(db: Queryable, key: string, afterId: number, limit = 1000): Promise<ConversationEvent[]> {
+  const { rows } = await db.query<{ id: string; type: ConversationEvent['type']; data: Record<string, unknown> }>(
+    'SELECT id, type, data FROM conversation_events WHERE conversation_key = $1 AND id > $2 ORDER BY id LIMIT $3',
+    [key, afterId, limit],
+  );
+  return rows.map((r) => ({ id: Number(r.id), key, type: r.type, data: r.data }));
+}
+
+export async function eventById(db: Queryable, id: number): Promise<ConversationEvent | undefined> {
+  const { rows } = await db.query<{ id: string; conversation_key: string; type: ConversationEvent['type']; data: Record<string, unknown> }>('SELECT * FROM conversation_events WHERE id = $1', [id]);
+  const r = rows[0];
+  return r && { id: Number(r.id), key: r.conversation_key, type: r.type, data: r.data };
+}

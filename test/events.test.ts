@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conversationWorkflowId } from '../domain/ids';
+import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+
+let keel: TestKeel;
+let base: string;
+beforeAll(async () => {
+  keel = await startTestKeel();
+  base = await keel.api.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => keel?.stop());
+
+interface SseEvent {
+  id?: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Opens a Server-Sent Events stream; resolves once the server answered (it subscribes before it answers), and gives a
+ * function that reads events until `until` holds for what arrived.
+ */
+async function openEvents(url: string, headers: Record<string, string> = {}) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), 30_000);
+  const res = await fetch(url, { headers, signal: abort.signal });
+  expect(res.headers.get('content-type')).toBe('text/event-stream');
+  return {
+    async until(done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+      const events: SseEvent[] = [];
+      const decoder = new TextDecoder();
+      let buffer = '';
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          buffer += decoder.decode(chunk, { stream: true });
+          for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+            if (!fields.event) continue;
+            events.push({ ...(fields.id ? { id: Number(fields.id) } : {}), event: fields.event, data: JSON.parse(fields.data ?? '{}') as Record<string, unknown> });
+          }
+          if (done(events)) break;
+        }
+      } finally {
+        clearTimeout(timer);
+        abort.abort();
+      }
+      return events;
+    },
+  };
+}
+
+const readEvents = async (url: string, done: (events: SseEvent[]) => boolean, headers: Record<string, string> = {}) => (await openEvents(url, headers)).until(done);
+
+async function historyBytes(workflowId: string): Promise<number> {
+  const d = await keel.client.workflow.getHandle(workflowId).describe();
+  return Number(d.raw.workflowExecutionInfo?.historySizeBytes ?? 0);
+}
+
+describe('live events of a conversation', () => {
+  it('text.delta events arrive before turn.finished during a /delay turn; the stream resumes from Last-Event-ID without gaps', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const url = `${base}/v1/agents/${a}/conversations/${c}/events`;
+    const finished = (events: SseEvent[]) => events.some((e) => e.event === 'turn.finished');
+    const stream = await openEvents(url);
+    expect((await keel.post(a, c, { text: '/delay 2000 one two three four five six seven eight' })).status).toBe(202);
+    const events = await stream.until(finished);
+
+    const types = events.map((e) => e.event);
+    expect(types[0]).toBe('turn.started');
+    const firstDelta = types.indexOf('text.delta');
+    expect(firstDelta).toBeGreaterThan(0);
+    expect(firstDelta).toBeLessThan(types.indexOf('turn.finished'));
+    expect(events.filter((e) => e.event === 'text.delta').length).toBeGreaterThan(1);
+    expect(events.filter((e) => e.event === 'text.delta').map((e) => e.data.delta).join('')).toContain('echo: one two three');
+    expect(types).toContain('reply.delivered');
+    expect(events.find((e) => e.event === 'turn.finished')?.data).toMatchObject({ status: 'replied' });
+    // Kept events have increasing ids; deltas have none.
+    const ids = events.filter((e) => e.id !== undefined).map((e) => e.id!);
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect(events.filter((e) => e.event === 'text.delta').every((e) => e.id === undefined)).toBe(true);
+
+    // Reconnecting after the first event gets every later finished event, and only those.
+    const resumed = await readEvents(url, finished, { 'last-event-id': String(ids[0]) });
+    expect(resumed.map((e) => e.id)).toEqual(ids.slice(1));
+  });
+
+  it('tool calls and delegates appear as events too', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await keel.post(a, c, { text: '/tool spawn_delegate {"text":"quick job","historyMode":"clean"}' }, { wait: 30 });
+    const events = await readEvents(`${base}/v1/agents/${a}/conversations/${c}/events`, (es) => es.some((e) => e.event === 'delegate.finished'));
+    expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(['turn.started', 'tool.called', 'reply.delivered', 'turn.finished', 'delegate.finished']));
+  });
+
+  it('streaming does not grow the history: a streamed turn adds as many bytes as one that is not, within 10%', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const id = conversationWorkflowId(a, c);
+    await keel.post(a, c, { text: 'warm up one two three four five six seven eight' }, { wait: 30 });
+    const before = await historyBytes(id);
+    await keel.post(a, c, { text: 'plain one two three four five six seven eight' }, { wait: 30 });
+    const plain = (await historyBytes(id)) - before;
+    await keel.post(a, c, { text: '/delay 1500 one two three four five six seven eight' }, { wait: 30 });
+    const streamed = (await eventually(async () => historyBytes(id), 5_000)) - before - plain;
+    expect(Math.abs(streamed - plain) / plain).toBeLessThan(0.1);
+  });
+});
