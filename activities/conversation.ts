@@ -113,7 +113,7 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
       if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));
       await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
-      await publishEvent(pool, input.conversationKey, 'turn.finished', `turn.finished:${input.turnId}`, { turnId: input.turnId, status: input.end.status });
+      await inTransaction(pool, (db) => publishEvent(db, input.conversationKey, 'turn.finished', `turn.finished:${input.turnId}`, { turnId: input.turnId, status: input.end.status }));
       // The activity's logger adds the workflow id and run id to the line.
       log.info('turn finished', { turnId: input.turnId, status: input.end.status, modelCalls: input.modelCalls });
       // Committed first: reflection reads the turn from PostgreSQL by reference.

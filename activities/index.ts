@@ -34,7 +34,15 @@ export interface ActivityDeps {
 /** Every activity the worker registers; workflows import only its type. */
 export function createActivities(deps: ActivityDeps) {
   // Streamed text goes to live event streams by NOTIFY, never into workflow history; a lost delta is only a delta.
-  const onTextDelta = deps.onTextDelta ?? ((key: string, turnId: string, delta: string) => void publishDelta(deps.pool, key, turnId, delta).catch(() => undefined));
+  // One NOTIFY at a time per conversation, so deltas arrive in order and a fast stream holds one connection at most.
+  const sending = new Map<string, Promise<void>>();
+  const onTextDelta =
+    deps.onTextDelta ??
+    ((key: string, turnId: string, delta: string) => {
+      const next = (sending.get(key) ?? Promise.resolve()).then(() => publishDelta(deps.pool, key, turnId, delta)).catch(() => undefined);
+      sending.set(key, next);
+      void next.then(() => sending.get(key) === next && sending.delete(key));
+    });
   return {
     ...conversationActivities(deps),
     ...modelActivities({ ...deps, onTextDelta }),

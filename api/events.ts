@@ -1,45 +1,56 @@
-import type { PoolClient } from 'pg';
-import { EVENTS_CHANNEL, eventById, type ConversationEvent } from '../db/events';
+import pg from 'pg';
+import { EVENTS_CHANNEL, type ConversationEvent } from '../db/events';
 import type { Pool } from '../db/pool';
 
-type Listener = (e: ConversationEvent) => void;
+/** What a stream hears: an announcement (a delta, or an id to read up to), or that announcements were lost. */
+export interface Subscriber {
+  event(e: ConversationEvent): void;
+  /** The LISTEN connection dropped: the stream ends, and the client resumes with Last-Event-ID. */
+  lost(): void;
+}
 
 /**
- * One LISTEN connection for the whole API, fanned out to the live streams by conversation. A stream that misses
- * events (the connection dropped) resumes from its Last-Event-ID on reconnect.
+ * One LISTEN connection of its own (not one of the pool's) for the whole API, fanned out to the live streams by
+ * conversation. NOTIFY only wakes a stream up: finished events are read from the table, in id order.
  */
 export class EventHub {
-  private readonly listeners = new Map<string, Set<Listener>>();
-  private client?: Promise<PoolClient>;
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
+  private client?: Promise<pg.Client>;
 
   constructor(private readonly pool: Pool) {}
 
-  async subscribe(key: string, listener: Listener): Promise<() => void> {
+  async subscribe(key: string, s: Subscriber): Promise<() => void> {
     await this.connect();
-    const set = this.listeners.get(key) ?? new Set<Listener>();
-    set.add(listener);
-    this.listeners.set(key, set);
+    const set = this.subscribers.get(key) ?? new Set<Subscriber>();
+    set.add(s);
+    this.subscribers.set(key, set);
     return () => {
-      set.delete(listener);
-      if (set.size === 0) this.listeners.delete(key);
+      set.delete(s);
+      if (set.size === 0) this.subscribers.delete(key);
     };
   }
 
   async close(): Promise<void> {
     const client = await this.client?.catch(() => undefined);
     this.client = undefined;
-    client?.release();
+    await client?.end().catch(() => undefined);
   }
 
-  private connect(): Promise<PoolClient> {
+  private connect(): Promise<pg.Client> {
     this.client ??= (async () => {
-      const client = await this.pool.connect();
-      client.on('notification', (n) => void this.dispatch(n.payload));
-      client.on('error', () => {
-        // The next subscriber listens again on a fresh connection.
+      const client = new pg.Client(this.pool.options);
+      const lost = () => {
+        if (this.client === undefined) return;
         this.client = undefined;
-        client.release(true);
-      });
+        client.end().catch(() => undefined);
+        // Every open stream ends: its client reconnects with Last-Event-ID and misses nothing that was kept.
+        for (const set of this.subscribers.values()) for (const s of set) s.lost();
+        this.subscribers.clear();
+      };
+      client.on('notification', (n) => this.dispatch(n.payload));
+      client.on('error', lost);
+      client.on('end', lost);
+      await client.connect();
       await client.query(`LISTEN ${EVENTS_CHANNEL}`);
       return client;
     })().catch((err: unknown) => {
@@ -49,13 +60,13 @@ export class EventHub {
     return this.client;
   }
 
-  private async dispatch(payload: string | undefined): Promise<void> {
-    if (!payload) return;
-    let event = JSON.parse(payload) as ConversationEvent;
-    const set = this.listeners.get(event.key);
-    if (!set?.size) return;
-    // Too large for NOTIFY: announced by id, read from the table.
-    if (event.data === null && event.id !== undefined) event = (await eventById(this.pool, event.id).catch(() => undefined)) ?? event;
-    for (const listener of set) listener(event);
+  private dispatch(payload: string | undefined): void {
+    let event: ConversationEvent;
+    try {
+      event = JSON.parse(payload ?? '') as ConversationEvent;
+    } catch {
+      return; // not one of Keel's
+    }
+    for (const s of this.subscribers.get(event.key) ?? []) s.event(event);
   }
 }

@@ -1,6 +1,7 @@
 import type { AdmittedResult, DelegateFinished, HistoryMode, NewTask, OutcomeKind, TaskStatus, TerminalOwner } from '../domain/delegation';
 import { DELEGATION, taskRefusal, taskStatusAfter, terminalLifecycle, userMayMoveTask } from '../domain/delegation';
 import { ensureAgent } from './agents';
+import type { PoolClient } from 'pg';
 import { inTransaction, type Pool, type Queryable } from './pool';
 
 // ---- tasks and skills ---------------------------------------------------------------------------------------------
@@ -330,7 +331,7 @@ export async function admitOutcome(
   via: 'signal' | 'reconcile',
   batch: string,
   /** Runs in the admitting transaction, so that what admission records (a transcript note) commits with it. */
-  onAdmitted: (db: Queryable, result: AdmittedResult) => Promise<void>,
+  onAdmitted: (db: PoolClient, result: AdmittedResult) => Promise<void>,
 ): Promise<{ decision: AdmissionDecision; result?: AdmittedResult }> {
   return inTransaction(pool, async (db) => {
     const { rows } = await db.query<{

@@ -1,3 +1,4 @@
+import type { PoolClient } from 'pg';
 import type { Queryable } from './pool';
 
 /** The NOTIFY channel every conversation event goes through. */
@@ -17,10 +18,13 @@ export interface ConversationEvent {
 const MAX_NOTIFY_BYTES = 7_500;
 
 /**
- * Records a finished event and announces it, in the caller's transaction: NOTIFY is delivered on commit, so an event
+ * Records a finished event and announces it, in the caller's transaction (a PoolClient inside one): NOTIFY is delivered on commit, so an event
  * of work that rolled back is never seen. Once per dedupe key.
  */
-export async function publishEvent(db: Queryable, key: string, type: Exclude<ConversationEventType, 'text.delta'>, dedupeKey: string, data: Record<string, unknown>): Promise<void> {
+export async function publishEvent(db: PoolClient, key: string, type: Exclude<ConversationEventType, 'text.delta'>, dedupeKey: string, data: Record<string, unknown>): Promise<void> {
+  // Held until commit: the events of one conversation commit in the order of their ids, so a stream that has read up
+  // to an id never finds a smaller one committed later.
+  await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
   const { rows } = await db.query<{ id: string }>(
     'INSERT INTO conversation_events (conversation_key, type, data, dedupe_key) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id',
     [key, type, JSON.stringify(data), dedupeKey],

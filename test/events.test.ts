@@ -86,6 +86,27 @@ describe('live events of a conversation', () => {
     expect(resumed.map((e) => e.id)).toEqual(ids.slice(1));
   });
 
+  it('when the API loses its LISTEN connection the stream ends, and a reconnect with Last-Event-ID misses nothing', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const url = `${base}/v1/agents/${a}/conversations/${c}/events`;
+    await keel.post(a, c, { text: 'first' }, { wait: 30 });
+    const stream = await openEvents(url);
+    const ending = stream.until(() => false); // reads until the server ends the stream
+    const first = await eventually(async () => {
+      const { rows } = await keel.pool.query<{ id: string }>('SELECT max(id) AS id FROM conversation_events WHERE conversation_key = $1', [conversationWorkflowId(a, c)]);
+      return rows[0]?.id ? Number(rows[0].id) : undefined;
+    });
+    // PostgreSQL drops the hub's connection (as a restart would).
+    await keel.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN keel_events' AND pid <> pg_backend_pid()`);
+    const before = await ending;
+    expect(before.filter((e) => e.event === 'turn.finished')).toHaveLength(1);
+    // Meanwhile a turn happens; the reconnect gets it, from the last id it saw.
+    await keel.post(a, c, { text: 'second' }, { wait: 30 });
+    const after = await readEvents(url, (es) => es.some((e) => e.event === 'turn.finished'), { 'last-event-id': String(first) });
+    expect(after.map((e) => e.event)).toEqual(['turn.started', 'reply.delivered', 'turn.finished']);
+    expect(after.every((e) => e.id! > first)).toBe(true);
+  });
+
   it('tool calls and delegates appear as events too', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await keel.post(a, c, { text: '/tool spawn_delegate {"text":"quick job","historyMode":"clean"}' }, { wait: 30 });

@@ -41,6 +41,23 @@ describe('runs: history, replay and reset for operators', () => {
     expect(missing.status).toBe(404);
     const bad = await api<{ error: { code: string } }>(keel, 'POST', `/v1/runs/${id}/reset`, { to: 'somewhere', reason: 'x' });
     expect(bad.status).toBe(400);
+    expect((await api(keel, 'POST', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/replay`)).status).toBe(404);
+    expect((await api(keel, 'POST', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/reset`, { to: 'last-workflow-task', reason: 'x' })).status).toBe(404);
+  }, 120_000);
+
+  it('are for operators: a token scoped to one agent sees none of them', async () => {
+    const scoped = await startTestKeel({ worker: false, tokens: new Map([['op', '*'], ['agent-token', 'a1']]) });
+    try {
+      const [a, c] = ['a1', uniqueId('c')];
+      const id = encodeURIComponent(conversationWorkflowId(a, c));
+      const as = (token: string) => scoped.api.inject({ method: 'GET', url: `/v1/runs/${id}/history`, headers: { authorization: `Bearer ${token}` } });
+      expect((await as('agent-token')).statusCode).toBe(404);
+      // The operator's token reaches the route (the workflow does not exist: 404 for the workflow, not the route).
+      expect((await as('op')).json<{ error: { message: string } }>().error.message).toMatch(/^workflow conv:a1:/);
+      expect((await scoped.api.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer agent-token' } })).statusCode).toBe(404);
+    } finally {
+      await scoped.stop();
+    }
   }, 120_000);
 
   it('a job run that failed because of a bug is reset after the fix and completes, with one delivery', async () => {

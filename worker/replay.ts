@@ -46,9 +46,9 @@ async function* replayInput(histories: AsyncIterable<HistoryRef>) {
 
 /** One history from the server (the latest run, or the given one). */
 export async function fetchHistory(client: Client, workflowId: string, runId?: string): Promise<HistoryRef> {
-  const handle = client.workflow.getHandle(workflowId, runId);
-  const history = await handle.fetchHistory();
-  return { workflowId, runId: runId ?? (await handle.describe()).runId, history };
+  // The run first, then its history: a run that continues as new meanwhile does not mix two runs up.
+  const run = runId ?? (await client.workflow.getHandle(workflowId).describe()).runId;
+  return { workflowId, runId: run, history: await client.workflow.getHandle(workflowId, run).fetchHistory() };
 }
 
 /** Every closed or open run a visibility query finds, with its history. */

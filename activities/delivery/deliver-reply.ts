@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { getTurn, setMessageText } from '../../db/conversations';
 import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../../db/deliveries';
 import { beginEffect, settleEffect } from '../../db/effects';
+import { inTransaction } from '../../db/pool';
 import { publishEvent } from '../../db/events';
 import type { Pool } from '../../db/pool';
 import type { Delivery, DeliveryOutcome, SendResult } from '../../domain/delivery';
@@ -49,7 +50,9 @@ export function deliveryActivities({ pool, transports }: { pool: Pool; transport
         target: turn.delivery,
         message: { agentId: input.agentId, conversationId: input.conversationId, turnId: input.turnId, text: input.text, idempotencyKey: input.effectKey },
       });
-      await publishEvent(pool, input.conversationKey, 'reply.delivered', `reply.delivered:${input.effectKey}`, { turnId: input.turnId, outcome: report.outcome, attempts: report.attempts });
+      await inTransaction(pool, (db) =>
+        publishEvent(db, input.conversationKey, 'reply.delivered', `reply.delivered:${input.effectKey}`, { turnId: input.turnId, outcome: report.outcome, attempts: report.attempts }),
+      );
       return report;
     },
   };

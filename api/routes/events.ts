@@ -8,6 +8,8 @@ import type { EventHub } from '../events';
 import { ConversationParams, ErrorResponse } from '../schemas';
 
 const KEEP_ALIVE_MS = 15_000;
+/** A client this far behind is cut off (it reconnects with Last-Event-ID) rather than buffered without end. */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 /**
  * GET …/events: Server-Sent Events of a conversation. Finished events (turn.started, tool.called, reply.delivered,
@@ -23,8 +25,8 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
           tags: ['conversations'],
           summary: 'Live events of a conversation (text/event-stream); Last-Event-ID (header, or lastEventId) resumes',
           params: ConversationParams,
-          querystring: z.object({ lastEventId: z.coerce.number().int().min(0).optional() }),
-          headers: z.object({ 'last-event-id': z.string().regex(/^\d{1,18}$/, 'an event id').optional() }).passthrough(),
+          querystring: z.object({ lastEventId: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() }),
+          headers: z.object({ 'last-event-id': z.string().regex(/^\d{1,15}$/, 'an event id').optional() }).passthrough(),
           response: { 200: z.string().describe('text/event-stream'), 401: ErrorResponse, 404: ErrorResponse },
         },
       },
@@ -32,34 +34,46 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
         const { agentId, conversationId } = req.params;
         assertAgentAccess(req, agentId);
         const key = conversationWorkflowId(agentId, conversationId);
-        let sent = Number(req.headers['last-event-id'] ?? req.query.lastEventId ?? 0);
-        let replaying = true;
-        const held: ConversationEvent[] = [];
         const res = reply.raw;
-        const write = (e: ConversationEvent) => {
-          if (e.id !== undefined) {
-            if (e.id <= sent) return; // already sent (replayed, then announced live)
-            sent = e.id;
-          }
+        let sent = Number(req.headers['last-event-id'] ?? req.query.lastEventId ?? 0);
+        let closed = false;
+        const send = (e: ConversationEvent) => {
+          if (closed) return;
           res.write(`${e.id !== undefined ? `id: ${e.id}\n` : ''}event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
+          if (res.writableLength > MAX_BUFFERED_BYTES) end();
         };
-        // Listen first, then replay what is kept: nothing falls between the two.
-        const unsubscribe = await deps.hub.subscribe(key, (e) => (replaying ? held.push(e) : write(e)));
+        // Kept events are read from the table in id order, one read at a time; a NOTIFY only says "read again".
+        let reading: Promise<void> = Promise.resolve();
+        const readKept = () => {
+          reading = reading
+            .then(async () => {
+              for (let batch = await eventsAfter(deps.pool, key, sent); batch.length && !closed; batch = await eventsAfter(deps.pool, key, sent)) {
+                for (const e of batch) {
+                  sent = e.id!;
+                  send(e);
+                }
+              }
+            })
+            .catch(() => end());
+        };
+        let unsubscribe = () => undefined as void;
+        const timers: { ping?: NodeJS.Timeout } = {};
+        const end = () => {
+          if (closed) return;
+          closed = true;
+          clearInterval(timers.ping);
+          unsubscribe();
+          res.end();
+        };
+        // Subscribe before the first read, so nothing committed in between goes unannounced.
+        unsubscribe = await deps.hub.subscribe(key, { event: (e) => (e.id === undefined ? send(e) : readKept()), lost: end });
         reply.hijack();
+        res.once('close', end);
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
         // Sent now, not with the first event: the client knows it is subscribed before anything happens.
         res.flushHeaders();
-        try {
-          for (let batch = await eventsAfter(deps.pool, key, sent); batch.length; batch = await eventsAfter(deps.pool, key, sent)) batch.forEach(write);
-        } finally {
-          replaying = false;
-          held.splice(0).forEach(write);
-        }
-        const ping = setInterval(() => res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
-        req.raw.once('close', () => {
-          clearInterval(ping);
-          unsubscribe();
-        });
+        timers.ping = setInterval(() => !closed && res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
+        readKept();
       },
     );
   };

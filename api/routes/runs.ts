@@ -34,7 +34,13 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
   const { temporal } = deps;
   // The workflow code this server was started with, bundled once on first use.
   let bundle: Promise<string> | undefined;
-  const code = () => (bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet }).then((b) => b.code));
+  const code = () =>
+    (bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })
+      .then((b) => b.code)
+      .catch((err: unknown) => {
+        bundle = undefined; // tried again on the next request
+        throw err;
+      }));
   return async (app) => {
     app.get(
       '/v1/runs/:workflowId/history',
@@ -91,13 +97,22 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
         const completed = (h.history.events ?? []).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
         const target = req.body.to === 'first-workflow-task' ? completed[0] : completed.at(-1);
         if (!target?.eventId) throw new ApiError(409, 'not_resettable', `run ${h.runId} has no completed workflow task to reset to`);
-        const { runId } = await temporal.workflowService.resetWorkflowExecution({
-          namespace: deps.namespace,
-          workflowExecution: { workflowId: req.params.workflowId, runId: h.runId },
-          reason: req.body.reason,
-          workflowTaskFinishEventId: target.eventId,
-          requestId: randomUUID(),
-        });
+        const { runId } = await temporal.workflowService
+          .resetWorkflowExecution({
+            namespace: deps.namespace,
+            workflowExecution: { workflowId: req.params.workflowId, runId: h.runId },
+            reason: req.body.reason,
+            workflowTaskFinishEventId: target.eventId,
+            requestId: randomUUID(),
+          })
+          .catch((err: unknown) => {
+            // Temporal's refusals in the API's words: the run cannot be reset as asked.
+            if (isGrpcServiceError(err) && (err.code === status.INVALID_ARGUMENT || err.code === status.FAILED_PRECONDITION)) {
+              throw new ApiError(409, 'not_resettable', `Temporal refused the reset: ${err.details}`);
+            }
+            if (isGrpcServiceError(err) && err.code === status.NOT_FOUND) throw notFound(`run ${h.runId} of ${req.params.workflowId}`);
+            throw err;
+          });
         return { newRunId: runId ?? '', resetToEventId: Number(target.eventId) };
       },
     );
