@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { getAgent } from '../../db/agents';
 import { getRecord, listRecords, upsertRecord, type AppRecord } from '../../db/apps';
 import { beginEffect, settleEffect } from '../../db/effects';
@@ -164,7 +165,8 @@ async function upsertChecked(db: Parameters<typeof upsertRecord>[0], scope: RunS
   const unknown = unknownFields(fields, t.columns);
   if (unknown.length) throw new CapabilityError(`table ${t.name} has no column(s): ${unknown.join(', ')}`);
   if (containsNul(fields)) throw new CapabilityError('record values must not contain the NUL character');
-  const id = fields.id === undefined ? `rec-${scope.runId.slice(-12).replace(/[^A-Za-z0-9]/g, '')}-${Date.now().toString(36)}` : fields.id;
+  // A new id, as the API gives one: the journal, not the id, keeps a retried call from creating a second record.
+  const id = fields.id === undefined ? randomUUID() : fields.id;
   const parsedId = RecordId.safeParse(id);
   if (!parsedId.success) throw new CapabilityError(`record id: ${parsedId.error.issues[0]?.message ?? 'invalid'}`);
   return (await upsertRecord(db, scope.agentId, scope.appId, t.name, parsedId.data, fields)).record;
