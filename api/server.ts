@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
+import { ErrorResponse } from './schemas';
 import { errorBody, handleError, notFound } from './errors';
 import { createMetrics } from './metrics';
 import { EventHub } from './events';
@@ -36,13 +37,29 @@ export interface ApiDeps {
   workerMetricsUrl?: string;
 }
 
+const COMMON_ERRORS = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 405: ErrorResponse, 413: ErrorResponse, 414: ErrorResponse, 503: ErrorResponse };
+
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: deps.logger ?? false, bodyLimit: LIMITS.requestBodyBytes }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((req, reply) => reply.status(404).send(errorBody('not_found', `no route ${req.method} ${req.url.split('?')[0]}`)));
+  // Every route documents the errors any route can answer (bad input, auth, too large, a dependency down), and a
+  // known path asked with another method answers 405 with Allow, not 404.
+  const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  app.addHook('onRoute', (route) => {
+    if (route.schema && !route.schema.hide) route.schema.response = { ...COMMON_ERRORS, ...(route.schema.response as Record<number, unknown> | undefined) };
+    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+')}$`);
+    const known = routes.find((r) => r.pattern.source === pattern.source) ?? routes[routes.push({ pattern, methods: new Set() }) - 1]!;
+    for (const m of [route.method].flat()) known.methods.add(m);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0] ?? '';
+    const allowed = routes.find((r) => r.pattern.test(path));
+    if (allowed) return reply.status(405).header('allow', [...allowed.methods].join(', ')).send(errorBody('method_not_allowed', `${req.method} is not allowed on ${path}; allowed: ${[...allowed.methods].join(', ')}`));
+    return reply.status(404).send(errorBody('not_found', `no route ${req.method} ${path}`));
+  });
 
   await app.register(swagger, {
     openapi: {

@@ -186,4 +186,23 @@ describe('a dependency that is down', () => {
       await api.close();
     }
   });
+
+  it('a known path asked with another method answers 405 with Allow; an unknown path 404, both in the error shape', async () => {
+    const k = await startTestKeel({ worker: false });
+    const keelApi = k.api;
+    try {
+      const wrong = await keelApi.inject({ method: 'DELETE', url: '/v1/agents/a1/conversations/c1/messages' });
+      expect(wrong.statusCode).toBe(405);
+      expect(wrong.headers.allow).toBe('POST');
+      expect(wrong.json<{ error: { code: string } }>().error.code).toBe('method_not_allowed');
+      const unknown = await keelApi.inject({ method: 'GET', url: '/v1/nothing/here' });
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json<{ error: { code: string } }>().error.code).toBe('not_found');
+      // The OpenAPI document names the errors every route can answer.
+      const doc = (await keelApi.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }>();
+      expect(Object.keys(doc.paths['/v1/agents/{agentId}/jobs']!.get!.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '404', '405', '413', '414', '503']));
+    } finally {
+      await k.stop();
+    }
+  });
 });

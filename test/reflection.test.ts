@@ -199,6 +199,9 @@ describe('approval, rollback, poison, cost', () => {
     expect((await r.call<{ files: Record<string, string> }>('GET', `/v1/agents/${a}/memory/versions/2`)).body.files['user-profile.md']).toBe('# User profile\n\n- likes tea\n');
     expect((await r.call<{ files: Record<string, string> }>('GET', `/v1/agents/${a}/memory/versions/3`)).body.files['user-profile.md']).toBe('# User profile\n\n- likes tea\n- lives in Lyon\n');
     expect((await r.call('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 9 })).status).toBe(404);
+    // Beyond PostgreSQL's integer (found by schemathesis as a 500): bad input, 400.
+    expect((await r.call('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 9_007_199_254_740_990 })).status).toBe(400);
+    expect((await r.call('GET', `/v1/agents/${a}/memory/versions/9007199254740990`)).status).toBe(400);
   });
 
   it('three hard-gate failures put the summaries on the poison list', async () => {

@@ -38,7 +38,7 @@ const Proposal = z.object({
   decidedAt: z.string().nullable(),
 });
 const ProposalParams = AgentParams.extend({ id: z.string().uuid() });
-const VersionParams = AgentParams.extend({ version: z.coerce.number().int().positive() });
+const VersionParams = AgentParams.extend({ version: z.coerce.number().int().positive().max(2_147_483_647) });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse };
 
 const proposalView = ({ agentId: _a, workflowId: _w, version, ...p }: ProposalRow) => ({ ...p, ...(version === null ? {} : { version }) });
@@ -75,7 +75,7 @@ export function memoryRoutes(deps: { pool: Pool; temporal: Client; temporalDeadl
           tags: ['memory'],
           summary: 'Roll back: a new version equal to an earlier one (every version stays readable)',
           params: AgentParams,
-          body: z.object({ toVersion: z.number().int().positive() }).strict(),
+          body: z.object({ toVersion: z.number().int().positive().max(2_147_483_647) }).strict(),
           response: { 200: Memory.extend({ rollbackOf: z.number() }), ...errors },
         },
       },
