@@ -121,7 +121,11 @@ describe('a conversation turn', () => {
     const done = await keel.post(a, c, { text: 'second', messageId: second.body.messageId }, { wait: 30 });
     expect(done.status).toBe(200);
     expect(done.body.reply?.text).toBe('echo: second');
-    expect((await transcript(a, c)).state).toMatchObject({ busy: false, queued: 0 });
+    // The reply is recorded first; the workflow is idle once the turn's last activity (events, reflection) returns.
+    await eventually(async () => {
+      const { state } = await transcript(a, c);
+      return !state.busy && state.queued === 0;
+    }, 10_000, 'the conversation to be idle');
     const t = await transcript(a, c);
     expect(t.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual(['/delay 3000 first', 'second']);
   });
