@@ -9,7 +9,8 @@ import { applyEdits, checkProposal, hardFailures, judgesCheck, type Check, type 
 import type { TurnEnd } from '../domain/conversation';
 import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId, reflectionWorkflowId } from '../domain/ids';
-import { ModelRequestError, type ModelProvider, type ModelResponse } from '../domain/model';
+import { ModelRequestError, type ModelProvider } from '../domain/model';
+import { textOf } from '../domain/transcript';
 import {
   costUsd,
   GATE_SYSTEM,
@@ -73,7 +74,6 @@ export async function queueTurnForReflection(pool: Pool, activity: () => { clien
   });
 }
 
-const text = (res: ModelResponse) => res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 
 export type ProposeResult =
   | { kind: 'answer'; answer: ProposalAnswer }
@@ -104,7 +104,7 @@ export function reflectionActivities(deps: ReflectionDeps) {
         },
       );
       await proposalsDb.recordCost(pool, { callKey, agentId, purpose, model, usage: res.usage, costUsd: costUsd(res.usage, s.prices) });
-      return text(res);
+      return textOf(res.content);
     } catch (err) {
       if (err instanceof ModelRequestError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest);
       throw err;

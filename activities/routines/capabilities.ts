@@ -9,6 +9,7 @@ import { NO_DELIVERY, type Delivery } from '../../domain/delivery';
 import { ModelRequestError, type ModelProvider } from '../../domain/model';
 import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../../domain/routines';
 import { containsNul, scrub } from '../../domain/text';
+import { textOf } from '../../domain/transcript';
 import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
 import { deliverOnce, type Transports } from '../delivery/deliver-reply';
 import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
@@ -214,7 +215,7 @@ async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: st
 async function askModel(deps: RealCapabilityDeps, scope: RunScope, kind: AiCapability, args: readonly unknown[], at: number): Promise<string> {
   const agent = await getAgent(deps.pool, scope.agentId);
   const res = await callProvider(deps, scope, agent?.model ?? deps.defaultModel, kind, args, at);
-  return scrub(res.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
+  return scrub(textOf(res.content));
 }
 
 /** A request the model refuses is the tool's error to handle; anything else is retried with the activity. */

@@ -23,6 +23,7 @@ import {
   type Gate,
   type RoutineSettings,
 } from '../../domain/routines';
+import { textOf } from '../../domain/transcript';
 import { AUTHORING_SYSTEM, authoringMessage, repairMessage } from '../../domain/tool-authoring';
 import type { ModelProvider } from '../../domain/model';
 import type { Transports } from '../delivery/deliver-reply';
@@ -118,7 +119,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
             sleep: (ms) => ctx.sleep(ms),
           },
         );
-        reply = res.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+        reply = textOf(res.content);
       } catch (err) {
         // A request the model refuses ends authoring; anything else is retried by Temporal.
         if (err instanceof ModelRequestError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest);

@@ -1,4 +1,4 @@
-import { ServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { currentMemory, listVersions, lockMemory, memoryVersion, writeVersion } from '../../db/memory';
@@ -8,6 +8,7 @@ import { reflectionWorkflowId } from '../../domain/ids';
 import { storableString } from '../../domain/text';
 import { decideProposal, reflectionState } from '../../workflows/reflection';
 import { assertAgentAccess } from '../auth';
+import { sendDecision } from '../decisions';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
 
@@ -130,13 +131,12 @@ export function memoryRoutes(deps: { pool: Pool; temporal: Client; temporalDeadl
           if (!p || p.agentId !== agentId) throw notFound(`proposal ${id}`);
           if (p.status !== 'awaiting_approval') throw new ApiError(409, 'not_awaiting_approval', `proposal ${id} is ${p.status}, not waiting for approval`);
           const decision = { proposalId: id, approved: verdict === 'approve', ...(req.body?.note ? { note: req.body.note } : {}) };
-          try {
-            await temporal.withDeadline(Date.now() + deps.temporalDeadlineMs, () => temporal.workflow.getHandle(p.workflowId).executeUpdate(decideProposal, { args: [decision] }));
-          } catch (err) {
-            if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ApiError(409, 'not_awaiting_approval', `proposal ${id} is not waiting for approval`);
-            if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof ServiceError) throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
-            throw err;
-          }
+          await sendDecision(
+            temporal,
+            deps.temporalDeadlineMs,
+            () => temporal.workflow.getHandle(p.workflowId).executeUpdate(decideProposal, { args: [decision] }),
+            `proposal ${id} is not waiting for approval`,
+          );
           return proposalView((await getProposal(pool, id))!);
         },
       );

@@ -1,4 +1,4 @@
-import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { deleteRoutine, getRoutineView, pauseRoutine, putRoutine, resumeRoutine, runRoutineNow, type RoutineResult, type RoutineView } from '../../activities/routines/manage';
@@ -11,6 +11,7 @@ import { listMessages } from '../../db/conversations';
 import { storableString } from '../../domain/text';
 import { decideApproval } from '../../workflows/routine-run';
 import { assertAgentAccess } from '../auth';
+import { sendDecision } from '../decisions';
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse, Id } from '../schemas';
 
@@ -200,15 +201,7 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
           if (run.status !== 'needs_approval') throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is ${run.status}, not waiting for approval`);
           const handle = temporal.workflow.getHandle(run.workflowId, undefined, { firstExecutionRunId: runId });
           const decision = { approved: verdict === 'approve', ...(req.body?.note ? { note: req.body.note } : {}) };
-          try {
-            // Bounded: with Temporal or every worker down the client gets a 503 (deciding twice is refused, so a retry is safe).
-            await temporal.withDeadline(Date.now() + deps.temporalDeadlineMs, () => handle.executeUpdate(decideApproval, { args: [decision] }));
-          } catch (err) {
-            // The validator refused: the run was decided meanwhile (or is no longer waiting).
-            if (err instanceof WorkflowUpdateFailedError) throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is not waiting for approval`);
-            if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof ServiceError) throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
-            throw err;
-          }
+          await sendDecision(temporal, deps.temporalDeadlineMs, () => handle.executeUpdate(decideApproval, { args: [decision] }), `run ${runId} is not waiting for approval`);
           return reply.status(202).send({ runId, decision: verdict === 'approve' ? ('approved' as const) : ('rejected' as const) });
         },
       );

@@ -1,0 +1,17 @@
+import { ServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { ApiError } from './errors';
+
+/**
+ * A human's decision, sent to the workflow waiting for it as an Update. Bounded: with Temporal or every worker down
+ * the client gets a 503 (deciding twice is refused, so a retry is safe). A refusal of the validator (decided
+ * meanwhile, or no longer waiting) or a workflow that is gone is a 409 saying `notWaiting`.
+ */
+export async function sendDecision(temporal: Client, deadlineMs: number, update: () => Promise<unknown>, notWaiting: string): Promise<void> {
+  try {
+    await temporal.withDeadline(Date.now() + deadlineMs, update);
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ApiError(409, 'not_awaiting_approval', notWaiting);
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof ServiceError) throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
+    throw err;
+  }
+}
