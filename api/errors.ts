@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { LIMITS } from '../domain/limits';
 import { TEXT_TOO_LARGE } from '../domain/messages';
 
 /** The API's one error shape: {"error": {"code", "message", "details"?}} with the matching status. */
@@ -46,6 +47,12 @@ export function handleError(err: FastifyError | ApiError | Error, req: FastifyRe
   req.log.error({ err }, 'request failed');
   if (isUnavailable(err)) return reply.status(503).send(errorBody('unavailable', 'a dependency (Temporal or PostgreSQL) is not reachable; try again'));
   return reply.status(500).send(errorBody('internal', 'internal error'));
+}
+
+/** The router's own refusals (a malformed or overlong path), in the API's error shape too. */
+export function handleRouterError(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') void reply.status(414).send(errorBody('uri_too_long', `a path segment is longer than ${LIMITS.pathParamChars} characters`));
+  else void reply.status(400).send(errorBody('bad_request', err.message));
 }
 
 /** Connection failures of PostgreSQL or Temporal: the client should retry, nothing was lost. */

@@ -1,14 +1,14 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Client } from '@temporalio/client';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
 import { ErrorResponse } from './schemas';
-import { errorBody, handleError, notFound } from './errors';
+import { errorBody, handleError, handleRouterError, notFound } from './errors';
 import { createMetrics } from './metrics';
 import { EventHub } from './events';
 import { eventRoutes } from './routes/events';
@@ -41,7 +41,13 @@ const COMMON_ERRORS = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorRespon
 
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
-  const app = Fastify({ logger: deps.logger ?? false, bodyLimit: LIMITS.requestBodyBytes }).withTypeProvider<ZodTypeProvider>();
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: LIMITS.requestBodyBytes,
+    // Long enough for any id the schemas accept (workflow ids hold two ids), so the schemas, not the router, judge.
+    maxParamLength: LIMITS.pathParamChars,
+    frameworkErrors: handleRouterError,
+  }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
@@ -54,12 +60,13 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     const known = routes.find((r) => r.pattern.source === pattern.source) ?? routes[routes.push({ pattern, methods: new Set() }) - 1]!;
     for (const m of [route.method].flat()) known.methods.add(m);
   });
-  app.setNotFoundHandler((req, reply) => {
+  const noRoute = (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0] ?? '';
     const allowed = routes.find((r) => r.pattern.test(path));
     if (allowed) return reply.status(405).header('allow', [...allowed.methods].join(', ')).send(errorBody('method_not_allowed', `${req.method} is not allowed on ${path}; allowed: ${[...allowed.methods].join(', ')}`));
     return reply.status(404).send(errorBody('not_found', `no route ${req.method} ${path}`));
-  });
+  };
+  app.setNotFoundHandler(noRoute);
 
   await app.register(swagger, {
     openapi: {
@@ -71,6 +78,11 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   registerAuth(app, deps.tokens);
+  // An unknown route is answered before its body is read: a method with a body (QUERY) would otherwise be refused
+  // for its content type instead of being told which methods the path has.
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.is404) await noRoute(req, reply);
+  });
 
   app.get('/healthz', { schema: { tags: ['health'], security: [], response: { 200: z.object({ ok: z.boolean(), postgres: z.boolean() }) } } }, async () => {
     const postgres = await deps.pool.query('SELECT 1').then(

@@ -4,7 +4,8 @@ import type { Queryable } from './pool';
 /** The NOTIFY channel every conversation event goes through. */
 export const EVENTS_CHANNEL = 'keel_events';
 
-export type ConversationEventType = 'turn.started' | 'text.delta' | 'tool.called' | 'reply.delivered' | 'turn.finished' | 'delegate.finished';
+export const CONVERSATION_EVENT_TYPES = ['turn.started', 'text.delta', 'tool.called', 'reply.delivered', 'turn.finished', 'delegate.finished'] as const;
+export type ConversationEventType = (typeof CONVERSATION_EVENT_TYPES)[number];
 
 export interface ConversationEvent {
   /** Absent for text deltas, which are not kept. */

@@ -14,6 +14,10 @@ export const LIMITS = {
   maxWaitSeconds: 120,
   /** Deliveries: attempts before an outcome `error:*` is recorded. */
   deliveryAttempts: 6,
+  /** Longest workflow id the runs routes take (Temporal's default limit.maxIDLength). */
+  workflowIdChars: 1000,
+  /** Longest path segment the router hands to the schemas (above every id's own limit); longer ones are 414. */
+  pathParamChars: 4096,
 } as const;
 
 /** Ids in paths: agentId, conversationId, appId, routine slug. */

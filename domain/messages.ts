@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Delivery } from './delivery';
 import { LIMITS } from './limits';
-import { storableString } from './text';
+import { NOT_BLANK, storableString } from './text';
 
 export const MESSAGE_MODES = ['queue', 'steer', 'interrupt'] as const;
 export type MessageMode = (typeof MESSAGE_MODES)[number];
@@ -29,7 +29,7 @@ function isLowSurrogate(c: number): boolean {
 export const TEXT_TOO_LARGE = 'text_too_large';
 
 export const MessageText = storableString()
-  .refine((t) => t.trim().length > 0, { message: 'text must not be empty' })
+  .regex(NOT_BLANK, 'text must not be empty')
   .refine((t) => utf8Bytes(t) <= LIMITS.messageTextBytes, {
     message: `text must be at most ${LIMITS.messageTextBytes} UTF-8 bytes`,
     params: { keelCode: TEXT_TOO_LARGE },

@@ -5,8 +5,16 @@ import { z } from 'zod';
  * message that can never be written must be refused, not retried forever.
  */
 export function storableString(): z.ZodString {
-  return z.string().refine((s) => !s.includes('\u0000'), 'must not contain the NUL character (U+0000)');
+  // A pattern, not a refinement, so the OpenAPI document says it too.
+  // eslint-disable-next-line no-control-regex -- NUL is exactly the character refused
+  return z.string().regex(/^[^\u0000]*$/, 'must not contain the NUL character (U+0000)');
 }
+
+/**
+ * Holds something besides whitespace: the characters String.prototype.trim removes, spelled out so that the pattern
+ * means the same to every regex engine that reads the OpenAPI document (\s differs between JavaScript and Python).
+ */
+export const NOT_BLANK = /[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]/;
 
 /** Whether any string in a JSON value holds U+0000 (PostgreSQL's jsonb refuses it). */
 export function containsNul(value: unknown): boolean {

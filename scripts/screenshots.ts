@@ -3,12 +3,10 @@
  * `chromium` package) against a Keel that this script starts with `npm start` on free ports and fills with a demo
  * agent: conversations, a delegate, a job whose runs fail, a routine run waiting for approval.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { freePort } from './ports';
+import { startKeel } from './keel-process';
 import { REPO_ROOT } from './processes';
 
 const OUT = path.join(REPO_ROOT, 'docs', 'img');
@@ -24,33 +22,12 @@ async function main(): Promise<void> {
     }
   });
   if (!chromium) throw new Error('no Chromium found: apt-get install chromium');
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-shots-'));
-  await chmod(dataDir, 0o755);
-  const temporalPort = await freePort();
-  const [apiPort, pgPort] = [await freePort(), await freePort()];
-  const ui = `http://127.0.0.1:${temporalPort + 1000}`;
-  const api = `http://127.0.0.1:${apiPort}`;
-  const child = spawn('npm', ['start'], {
-    cwd: REPO_ROOT,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: {
-      ...process.env,
-      KEEL_DATA_DIR: dataDir,
-      TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
-      KEEL_API_PORT: String(apiPort),
-      KEEL_EMBEDDED_PG_PORT: String(pgPort),
-      KEEL_MODEL: 'scripted',
-      KEEL_LOG_LEVEL: 'warn',
-      // A failing job fails for good within seconds, for the picture.
-      KEEL_JOB_BACKOFF_MS: '200',
-    },
+  const keel = await startKeel({
+    // A failing job fails for good within seconds, for the picture.
+    KEEL_JOB_BACKOFF_MS: '200',
   });
+  const { api, ui } = keel;
   try {
-    await new Promise<void>((resolve, reject) => {
-      createInterface({ input: child.stdout }).on('line', (line) => line.startsWith('Keel is running.') && resolve());
-      child.once('exit', (code) => reject(new Error(`npm start exited (${code})`)));
-    });
     const call = async (method: string, url: string, body?: unknown) => {
       const res = await fetch(`${api}${url}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
       return res.json() as Promise<Record<string, unknown>>;
@@ -81,9 +58,7 @@ async function main(): Promise<void> {
     shoot('waiting-approval.png', `KeelOutcome = "needs_approval"`);
     shoot('one-conversation.png', `WorkflowId = "conv:${AGENT}:support"`);
   } finally {
-    process.kill(-child.pid!, 'SIGINT');
-    await new Promise((r) => child.once('exit', r));
-    await rm(dataDir, { recursive: true, force: true });
+    await keel.stop();
   }
 }
 

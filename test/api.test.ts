@@ -52,6 +52,13 @@ describe('bad input gets the error shape and the right status, and loses nothing
     expect(res.body.error.message).toMatch(/text/);
   });
 
+  it('a text of nothing but whitespace (ideographic space, BOM included) → 400, as the OpenAPI pattern says', async () => {
+    const res = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: ' \u3000\ufeff\n' }) });
+    expect([res.status, res.body.error.message]).toEqual([400, expect.stringMatching(/text must not be empty/)]);
+    const doc = (await keel.api.inject({ method: 'GET', url: '/docs/json' })).json<Record<string, unknown>>();
+    expect(JSON.stringify(doc)).toContain('\\u3000');
+  });
+
   it('a 33 KiB text → 413 text_too_large', async () => {
     const res = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'x'.repeat(33 * 1024) }) });
     expect(res.status).toBe(413);
@@ -198,6 +205,14 @@ describe('a dependency that is down', () => {
       const unknown = await keelApi.inject({ method: 'GET', url: '/v1/nothing/here' });
       expect(unknown.statusCode).toBe(404);
       expect(unknown.json<{ error: { code: string } }>().error.code).toBe('not_found');
+      // A method with a body that no route takes (QUERY) is told the allowed methods too, not refused for its body.
+      const query = await keelApi.inject({ method: 'QUERY' as 'GET', url: '/v1/agents/a1/conversations/c1' });
+      expect([query.statusCode, query.headers.allow]).toEqual([405, 'GET, HEAD']);
+      // An overlong path segment: the router's refusal in the error shape; a long id within limits reaches the schema.
+      const overlong = await keelApi.inject({ method: 'GET', url: `/v1/agents/${'a'.repeat(5000)}` });
+      expect([overlong.statusCode, overlong.json<{ error: { code: string } }>().error.code]).toEqual([414, 'uri_too_long']);
+      const longId = await keelApi.inject({ method: 'GET', url: `/v1/agents/${'a'.repeat(129)}` });
+      expect([longId.statusCode, longId.json<{ error: { code: string } }>().error.code]).toEqual([400, 'invalid_request']);
       // The OpenAPI document names the errors every route can answer.
       const doc = (await keelApi.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }>();
       expect(Object.keys(doc.paths['/v1/agents/{agentId}/jobs']!.get!.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '404', '405', '413', '414', '503']));

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { eventsAfter, type ConversationEvent } from '../../db/events';
+import { CONVERSATION_EVENT_TYPES, eventsAfter, type ConversationEvent } from '../../db/events';
 import type { Pool } from '../../db/pool';
 import { conversationWorkflowId } from '../../domain/ids';
 import { assertAgentAccess } from '../auth';
@@ -8,6 +8,12 @@ import type { EventHub } from '../events';
 import { ConversationParams, ErrorResponse } from '../schemas';
 
 const KEEP_ALIVE_MS = 15_000;
+/** One event as a client reads it: kept events carry an id, text.delta does not; data is JSON. */
+const SseEvent = z.object({
+  id: z.string().regex(/^\d+$/).optional(),
+  event: z.enum(CONVERSATION_EVENT_TYPES),
+  data: z.string(),
+});
 /** A client this far behind is cut off (it reconnects with Last-Event-ID) rather than buffered without end. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
@@ -27,7 +33,7 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
           params: ConversationParams,
           querystring: z.object({ lastEventId: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() }),
           headers: z.object({ 'last-event-id': z.string().regex(/^\d{1,15}$/, 'an event id').optional() }).passthrough(),
-          response: { 200: z.string().describe('text/event-stream'), 401: ErrorResponse, 404: ErrorResponse },
+          response: { 200: { description: 'Server-Sent Events, each with its JSON data', content: { 'text/event-stream': { schema: SseEvent } } }, 401: ErrorResponse, 404: ErrorResponse },
         },
       },
       async (req, reply) => {

@@ -9,8 +9,9 @@ import { fetchHistory, historyJson, replayHistories } from '../../worker/replay'
 import { WORKFLOWS_PATH } from '../../worker/worker';
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
+import { LIMITS } from '../../domain/limits';
 
-const RunParams = z.object({ workflowId: z.string().min(1).max(400) });
+const RunParams = z.object({ workflowId: z.string().min(1).max(LIMITS.workflowIdChars) });
 const RunQuery = z.object({ runId: z.string().uuid().optional() });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse };
 const EventType = proto.api.enums.v1.EventType;
