@@ -4,6 +4,7 @@ import { createPool } from '../db/pool';
 import { assertSafeBind, loadConfig } from '../domain/config';
 import { buildApi } from './server';
 import { jobSettings } from '../activities';
+import { tracingFromConfig } from '../worker/tracing';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -12,7 +13,8 @@ async function main(): Promise<void> {
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
   const connection = await Connection.connect({ address: config.temporal.address });
-  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const tracing = tracingFromConfig(config, 'keel-api');
+  const temporal = new Client({ connection, namespace: config.temporal.namespace, plugins: tracing ? [tracing.plugin] : [] });
   const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel }, jobs: jobSettings(config), routines: config.routines, workerMetricsUrl: config.workerMetricsUrl });
   await app.listen({ host: config.api.host, port: config.api.port });
 
@@ -20,6 +22,7 @@ async function main(): Promise<void> {
     await app.close();
     await connection.close();
     await pool.end();
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());

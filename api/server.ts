@@ -45,7 +45,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     logger: deps.logger ?? false,
     bodyLimit: LIMITS.requestBodyBytes,
     // Long enough for any id the schemas accept (workflow ids hold two ids), so the schemas, not the router, judge.
-    maxParamLength: LIMITS.pathParamChars,
+    routerOptions: { maxParamLength: LIMITS.pathParamChars },
     frameworkErrors: handleRouterError,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);

@@ -29,6 +29,8 @@ const Env = z.object({
   KEEL_WORKER_METRICS_ADDRESS: z.string().optional(),
   /** The URL the API fetches those from, to append them to its /metrics. */
   KEEL_WORKER_METRICS_URL: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
   KEEL_JOB_EVERY_FLOOR_MS: z.coerce.number().int().positive().default(60_000),
   KEEL_JOB_CATCHUP_WINDOW_MS: z.coerce.number().int().positive().default(600_000),
   /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
@@ -98,6 +100,8 @@ export interface KeelConfig {
   logLevel: string;
   workerMetricsAddress?: string;
   workerMetricsUrl?: string;
+  /** OpenTelemetry tracing: on when an OTLP endpoint is set (the exporter reads the OTEL_* variables itself). */
+  tracing?: { endpoint: string };
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
   reflection: ReflectionSettings;
@@ -123,6 +127,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     logLevel: e.KEEL_LOG_LEVEL,
     workerMetricsAddress: e.KEEL_WORKER_METRICS_ADDRESS,
     workerMetricsUrl: e.KEEL_WORKER_METRICS_URL,
+    ...(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || e.OTEL_EXPORTER_OTLP_ENDPOINT ? { tracing: { endpoint: (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)! } } : {}),
     jobs: {
       everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
       catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +28,7 @@ describe('npm start', () => {
     let temporalPort = await freePort();
     while (!(await portIsFree(temporalPort + 1000))) temporalPort = await freePort();
     const [apiPort, pgPort] = [await freePort(), await freePort()];
+    const otlp = await startOtlpReceiver();
     const child = spawn('npm', ['start'], {
       cwd: REPO_ROOT,
       detached: true, // its own process group, so the test can send Ctrl-C to all of it
@@ -41,6 +43,9 @@ describe('npm start', () => {
         ANTHROPIC_API_KEY: '',
         DATABASE_URL: '',
         KEEL_LOG_LEVEL: 'info',
+        // Traces go to this test's OTLP receiver, flushed every 200 ms.
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        OTEL_BSP_SCHEDULE_DELAY: '200',
       },
     });
     const output: string[] = [];
@@ -85,8 +90,17 @@ describe('npm start', () => {
         expect(metrics).toContain(`# TYPE ${series}`);
       }
       expect(metrics).toMatch(/^temporal_\w+/m);
+
+      // One trace from the API's submission through the workflow to the model call's activity on the worker.
+      const traced = await waitFor(() => {
+        const call = otlp.spans.find((sp) => sp.service === 'keel-worker' && sp.name === 'RunActivity:callModel');
+        const submit = call && otlp.spans.find((sp) => sp.service === 'keel-api' && sp.traceId === call.traceId);
+        return call && submit ? { call, submit } : undefined;
+      });
+      expect(traced.submit.name).toMatch(/Workflow/);
     } finally {
       process.kill(-child.pid!, 'SIGINT');
+      otlp.close();
     }
     await allClosed;
     expect(output[output.length - 1]).toBe('keel: stopped.');
@@ -96,6 +110,44 @@ describe('npm start', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 });
+
+interface ReceivedSpan {
+  service: string;
+  name: string;
+  traceId: string;
+}
+
+/** A minimal OTLP/HTTP (JSON) trace receiver: what a collector would get from Keel. */
+async function startOtlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; close(): void }> {
+  type Attr = { key: string; value: { stringValue?: string } };
+  type Body = { resourceSpans?: { resource?: { attributes?: Attr[] }; scopeSpans?: { spans?: { name: string; traceId: string }[] }[] }[] };
+  const spans: ReceivedSpan[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Body;
+      for (const rs of body.resourceSpans ?? []) {
+        const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
+        for (const ss of rs.scopeSpans ?? []) for (const sp of ss.spans ?? []) spans.push({ service, name: sp.name, traceId: sp.traceId });
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${port}`, spans, close: () => server.close() };
+}
+
+async function waitFor<T>(probe: () => T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = probe();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error('timed out waiting for the condition');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 async function portIsFree(port: number): Promise<boolean> {
   return !(await portOpen(port));

@@ -4,6 +4,7 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { workerLogger } from './logger';
+import { tracingFromConfig } from './tracing';
 import { createKeelWorker, type WorkflowSource } from './worker';
 
 /**
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const bundle = process.env.KEEL_WORKFLOW_BUNDLE;
   const workflows: WorkflowSource | undefined = bundle ? { workflowBundle: { codePath: bundle } } : undefined;
+  const tracing = tracingFromConfig(config, 'keel-worker');
   try {
     const worker = await createKeelWorker({
       connection,
@@ -30,12 +32,14 @@ async function main(): Promise<void> {
       taskQueue: config.temporal.taskQueue,
       deps: { pool, provider: providerFromConfig(config, pool), defaultModel: defaultModelName(config), transports: transportsFromConfig(config), jobs: jobSettings(config), routines: config.routines, reflection: config.reflection },
       workflows,
+      extra: tracing ? { plugins: [tracing.plugin] } : undefined,
     });
     console.log(`keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, model ${config.model.provider}`);
     await worker.run();
   } finally {
     await connection.close();
     await pool.end();
+    await tracing?.shutdown();
   }
 }
 
