@@ -36,6 +36,11 @@ describe('runs: history, replay and reset for operators', () => {
     const history = await api<{ events: { eventType: string }[] }>(keel, 'GET', `/v1/runs/${id}/history`);
     expect(history.status).toBe(200);
     expect(history.body.events[0]?.eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+    // The UI shows each activity with a summary in Keel's words.
+    const summaries = (history.body.events as { eventType: string; userMetadata?: { summary?: { data?: string } } }[])
+      .filter((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' && e.userMetadata?.summary?.data)
+      .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!, 'base64').toString('utf8')) as string);
+    expect(summaries).toEqual(expect.arrayContaining([expect.stringMatching(/^model call 1 of turn /), expect.stringMatching(/^reply of turn /)]));
     expect((await api<{ ok: boolean }>(keel, 'POST', `/v1/runs/${id}/replay`)).body).toMatchObject({ ok: true });
     const missing = await api<{ error: { code: string } }>(keel, 'GET', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/history`);
     expect(missing.status).toBe(404);

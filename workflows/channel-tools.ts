@@ -49,7 +49,7 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
     }
     return { result: toolResult(toolUseId, message, true) };
   }
-  const report = await delivery.deliverReply({
+  const report = await delivery.deliverReply.executeWithOptions({ summary: `reply of turn ${turn.turnId}` }, [{
     conversationKey: turn.conversationKey,
     agentId: turn.agentId,
     conversationId: turn.conversationId,
@@ -57,7 +57,7 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
     replySeq: turn.stepSeq,
     text,
     effectKey: replyEffectKey(turn.conversationKey, turn.turnId, turn.callIndex),
-  });
+  }]);
   return { result: toolResult(toolUseId, `reply ${report.outcome}`), end: { status: 'replied', replySeq: turn.stepSeq, delivery: report.outcome } };
 }
 

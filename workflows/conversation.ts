@@ -127,7 +127,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   while (!workflowInfo().continueAsNewSuggested) {
     const wake = () => queue.length > 0 || finishedClaims.length > 0 || relayDue || workflowInfo().continueAsNewSuggested;
     // While delegates run, a lost completion signal is caught up with on an interval (condition answers false then).
-    const reconcileDue = liveDelegates.size > 0 ? (await condition(wake, DELEGATION.reconcileIntervalMs)) === false : (await condition(wake), false);
+    const reconcileDue = liveDelegates.size > 0 ? (await condition(wake, DELEGATION.reconcileIntervalMs, { summary: 'reconcile delegates' })) === false : (await condition(wake), false);
     if (reconcileDue || finishedClaims.length > 0) {
       await admitOutcomes(reconcileDue);
       continue;
@@ -270,7 +270,7 @@ async function callModel(turn: RunningTurn, input: Parameters<typeof model.callM
   const scope = new CancellationScope();
   turn.modelCall = scope;
   try {
-    return await scope.run(() => model.callModel(input));
+    return await scope.run(() => model.callModel.executeWithOptions({ summary: `model call ${input.callIndex} of turn ${input.turnId}` }, [input]));
   } catch (err) {
     // Interrupted: whether the call acknowledged its cancellation or timed out doing so (a worker gone meanwhile).
     if (turn.interrupted || isCancellation(err)) return { error: interrupted() };

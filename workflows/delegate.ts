@@ -62,7 +62,7 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   // The wall clock: when it runs out, the work stops and whatever the transcript holds is the result.
   const clock = new CancellationScope();
   void clock
-    .run(() => sleep(input.wallClockSeconds * 1000))
+    .run(() => sleep(input.wallClockSeconds * 1000, { summary: `wall clock of ${input.wallClockSeconds} s` }))
     .then(
       () => {
         if (live.lifecycle === 'running') live.lifecycle = 'timing_out';
@@ -126,7 +126,7 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
           pending = {};
         }
         modelCalls++;
-        const step = await model.callModel({ conversationKey: transcriptKey, agentId, turnId: delegateId, callIndex: modelCalls, throughSeq, toolNames: DELEGATE_TOOL_NAMES, delegateId });
+        const step = await model.callModel.executeWithOptions({ summary: `delegate model call ${modelCalls}` }, [{ conversationKey: transcriptKey, agentId, turnId: delegateId, callIndex: modelCalls, throughSeq, toolNames: DELEGATE_TOOL_NAMES, delegateId }]);
         throughSeq = step.seq;
         const calls = toolUses(step.content);
         if (calls.length === 0) {

@@ -65,6 +65,6 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
       upsertSearchAttributes([{ key: SA.outcome, value: 'error' }]);
       return;
     }
-    await sleep(delay);
+    await sleep(delay, { summary: `retry ${attempt + 1} after: ${turn.error.slice(0, 80)}` });
   }
 }

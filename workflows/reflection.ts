@@ -147,7 +147,7 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     if (result.status === 'awaiting_approval') {
       const waiting: { proposalId: string; decision?: ProposalDecision; result?: AdmitResult } = { proposalId };
       awaiting = waiting;
-      await condition(() => waiting.decision !== undefined, settings.approvalWaitMs);
+      await condition(() => waiting.decision !== undefined, settings.approvalWaitMs, { summary: `waiting for approval of proposal ${proposalId}` });
       const decision = waiting.decision ?? { proposalId, approved: false, note: 'no decision within the approval wait' };
       result = await store.decideProposal({ agentId, proposalId, approved: decision.approved, ...(decision.note ? { note: decision.note } : {}) });
       waiting.result = result;

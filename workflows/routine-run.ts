@@ -110,7 +110,7 @@ async function toolRun(
     decision = undefined;
     await store.holdRoutineRun({ runId, gate });
     upsertSearchAttributes([{ key: SA.outcome, value: 'needs_approval' }]);
-    await condition(() => decision !== undefined, approvalWaitMs);
+    await condition(() => decision !== undefined, approvalWaitMs, { summary: `waiting for approval: ${gate.capability} ${gate.detail.slice(0, 80)}` });
     const waitedFor: Gate = gate;
     const answer = decided();
     gate = null;
