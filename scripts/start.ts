@@ -1,13 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { migrate } from '../db/migrate';
 import { isLoopbackHost, loadConfig } from '../domain/config';
 import { ensureSearchAttributes, startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
 import { spawnTs, stopProcess } from './processes';
+import { waitForReady } from './ready';
 
 /**
  * `npm start`: everything a newcomer needs, in one command. A Temporal dev server (unless one already answers at
@@ -107,22 +106,6 @@ async function main(): Promise<void> {
   } catch (err) {
     console.error('keel: start failed:', err instanceof Error ? err.message : err);
     await shutdown(1);
-  }
-}
-
-async function waitForReady(healthUrl: string, temporalAddress: string, namespace: string, taskQueue: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const connection = await Connection.connect({ address: temporalAddress });
-  try {
-    for (;;) {
-      const apiUp = await fetch(healthUrl).then((r) => r.ok, () => false);
-      const { pollers } = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue }, taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW });
-      if (apiUp && pollers.length > 0) return;
-      if (Date.now() > deadline) throw new Error(`the ${apiUp ? 'worker' : 'API'} did not become ready in ${timeoutMs / 1000} s`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  } finally {
-    await connection.close();
   }
 }
 
