@@ -1,0 +1,39 @@
+import { condition, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { ContentBlock, ModelMessage } from '../domain/model';
+import type { BaselineActivities } from './baseline-activities';
+
+const { modelWithTranscript, deliver, noop } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
+
+/** One user message; answers with the reply once the turn is done. */
+export const say = defineUpdate<string, [string]>('say');
+/** One bare turn: `steps` empty activities in a row. */
+export const bareTurn = defineUpdate<void, [number]>('bareTurn');
+
+/**
+ * The transcript-in-history conversation: the design Keel is compared against. The transcript lives in workflow
+ * state and is passed whole into every model activity, so each turn adds the whole conversation to history again.
+ */
+export async function transcriptInHistoryConversation(): Promise<void> {
+  const transcript: ModelMessage[] = [];
+  let turns = 0;
+  setHandler(say, async (text) => {
+    transcript.push({ role: 'user', content: [{ type: 'text', text }] });
+    const content: ContentBlock[] = await modelWithTranscript({ messages: transcript, callIndex: ++turns });
+    transcript.push({ role: 'assistant', content });
+    const call = content.find((b) => b.type === 'tool_use');
+    const input = call && call.type === 'tool_use' ? (call.input as { text?: unknown }) : {};
+    const reply = typeof input.text === 'string' ? input.text : '';
+    await deliver({ text: reply });
+    if (call && call.type === 'tool_use') transcript.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'delivered' }] });
+    return reply;
+  });
+  await condition(() => false);
+}
+
+/** The floor: a long-lived workflow whose turns are `steps` empty activities, and nothing else. */
+export async function bareConversation(): Promise<void> {
+  setHandler(bareTurn, async (steps) => {
+    for (let i = 0; i < steps; i++) await noop();
+  });
+  await condition(() => false);
+}

@@ -1,0 +1,160 @@
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import type { CheckResults, CheckRow, Finding } from './checks';
+import type { SoakConfig } from './config';
+import type { FaultRecord, UnexpectedExit } from './faults';
+
+export interface SoakReport {
+  startedAt: string;
+  finishedAt: string;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; platform: string; node: string; loadAvgStart: number[]; loadAvgEnd: number[] };
+  config: SoakConfig;
+  phases: { setupS: number; loadS: number; drainS: number; totalS: number; drainedInTime: boolean; outstandingAtEnd: Record<string, number> };
+  faults: FaultRecord[];
+  unexpectedExits: UnexpectedExit[];
+  workload: {
+    conversations: number;
+    messagesSent: number;
+    messagesAccepted: number;
+    /** Submissions that needed more than one try, and what the failed tries got (HTTP status or network). */
+    submissionsRetried: number;
+    failedTries: Record<string, number>;
+    delegateSpawns: number;
+    jobsCreated: number;
+    jobsPaused: number;
+  };
+  /** CPU over the load phase: the whole machine's busy share, and the CPU seconds Keel's own processes used. */
+  cpu: { machineBusyPct: number; workerCpuS: number; apiCpuS: number };
+  checks: CheckResults;
+  verdict: { lost: number; duplicated: number; unaccepted: number; pass: boolean };
+  logFile: string;
+}
+
+export function machine(): Pick<SoakReport['machine'], 'cpus' | 'cpuModel' | 'memoryGiB' | 'platform' | 'node'> {
+  const cpus = os.cpus();
+  return {
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+  };
+}
+
+/** The checks as a fixed-width table for the terminal. */
+export function checksTable(rows: CheckRow[], totals: { lost: number; duplicated: number }): string {
+  const cells = [['check', 'expected', 'observed', 'lost', 'duplicated'], ...rows.map((r) => [r.check, r.expected, r.observed, String(r.lost), String(r.duplicated)])];
+  cells.push(['total', '', '', String(totals.lost), String(totals.duplicated)]);
+  const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
+  const line = (row: string[]) => row.map((cell, c) => (c >= 3 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ');
+  const rule = widths.map((w) => '-'.repeat(w)).join('-+-');
+  return [line(cells[0]!), rule, ...cells.slice(1, -1).map(line), rule, line(cells[cells.length - 1]!)].join('\n');
+}
+
+const mdEscape = (s: string) => s.replace(/\|/g, '\\|');
+
+function findingsSection(findings: Finding[]): string[] {
+  const serious = findings.filter((f) => f.kind !== 'anomaly');
+  const notes = findings.filter((f) => f.kind === 'anomaly');
+  const out: string[] = [];
+  out.push('## Losses and duplicates', '');
+  if (serious.length === 0) out.push('None: every accepted message, delivery, delegate outcome and job run is accounted for exactly once.', '');
+  else {
+    out.push('| check | kind | id | detail |', '| --- | --- | --- | --- |');
+    for (const f of serious) out.push(`| ${f.check} | ${f.kind} | \`${mdEscape(f.id)}\` | ${mdEscape(f.detail)} |`);
+    out.push('');
+  }
+  out.push('## Other observations', '');
+  out.push('Not losses: turns that ended `error`/`skipped` (answered, but not with a reply), delegates that ended other than `success`, job runs booked as `error`, keys the ledger does not know.', '');
+  if (notes.length === 0) out.push('None.', '');
+  else {
+    out.push('| check | id | detail |', '| --- | --- | --- |');
+    for (const f of notes) out.push(`| ${f.check} | \`${mdEscape(f.id)}\` | ${mdEscape(f.detail)} |`);
+    out.push('');
+  }
+  return out;
+}
+
+/** bench/SOAK.md: what ran, on what, which faults hit when, and every check with expected and observed. */
+export function markdown(r: SoakReport): string {
+  const c = r.config;
+  const s = r.checks.stats;
+  const lines = [
+    '# Soak under faults',
+    '',
+    `Written by \`npm run soak\` (scripts/soak.ts) on ${r.finishedAt}. Verdict: **${r.verdict.pass ? 'PASS' : 'FAIL'}** — lost ${r.verdict.lost}, duplicated ${r.verdict.duplicated}` +
+      `${r.verdict.unaccepted ? `, never accepted ${r.verdict.unaccepted}` : ''}.`,
+    '',
+    '## Machine',
+    '',
+    `- ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB RAM, ${r.machine.platform}, Node ${r.machine.node}`,
+    `- load average (1/5/15 min) at start ${r.machine.loadAvgStart.map((n) => n.toFixed(2)).join(' / ')}, at end ${r.machine.loadAvgEnd.map((n) => n.toFixed(2)).join(' / ')}`,
+    '- Everything on 127.0.0.1: Temporal dev server (SQLite file), embedded PostgreSQL, Keel worker and API as separate processes, the scripted model, a local webhook receiver.',
+    '',
+    '## Duration',
+    '',
+    `- setup ${r.phases.setupS} s, load ${r.phases.loadS} s, drain ${r.phases.drainS} s (${r.phases.drainedInTime ? 'everything settled' : `deadline reached with ${JSON.stringify(r.phases.outstandingAtEnd)} outstanding`}), total ${r.phases.totalS} s`,
+    `- started ${r.startedAt}, finished ${r.finishedAt}`,
+    '',
+    '## Workload',
+    '',
+    `- ${r.workload.conversations} conversations × ${c.messagesPerConversation} messages (pairs: \`/delay 2500 …\` then one queued behind it, every fourth \`/fail 1 …\`), webhook delivery with a secret`,
+    `- ${r.workload.delegateSpawns} delegates: \`/tool spawn_delegate {"text":"/work 3 300 soak task N","historyMode":"clean"}\`, each in its own conversation`,
+    `- ${r.workload.jobsCreated} jobs \`every ${c.jobIntervalMs} ms\` (floor ${c.jobFloorMs} ms, backoff ${c.jobBackoffMs} ms), webhook delivery; paused at the end of the load (${r.workload.jobsPaused} paused)`,
+    `- messages sent ${r.workload.messagesSent}, accepted ${r.workload.messagesAccepted}; ${r.workload.submissionsRetried} submissions needed retries (failed tries: ${Object.entries(r.workload.failedTries).map(([k, n]) => `${k} × ${n}`).join(', ') || 'none'})`,
+    `- turn latency from acceptance to end: p50 ${s.turnLatencyS.p50.toFixed(1)} s, p95 ${s.turnLatencyS.p95.toFixed(1)} s, max ${s.turnLatencyS.max.toFixed(1)} s; the slowest:`,
+    ...s.slowestTurns.map((x) => `  - \`${x.message}\` ${x.latencyS.toFixed(1)} s: ${x.timeline}`),
+    `- CPU during the load: the machine ${r.cpu.machineBusyPct}% busy (all processes, the soak's and others'), Keel's workers ${r.cpu.workerCpuS} CPU-s and API ${r.cpu.apiCpuS} CPU-s in ${r.phases.loadS} s`,
+    `- job fires skipped, by reason: ${Object.entries(s.skipReasons).map(([k, n]) => `${k} × ${n}`).join('; ') || 'none'}`,
+    '',
+    '## Faults injected',
+    '',
+    '| # | fault | planned (s) | started (s) | back after (s) | error |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...r.faults.map((f, i) => `| ${i + 1} | ${f.kind} | ${f.plannedAtS} | ${f.startedAtS} | ${(f.durationMs / 1000).toFixed(1)} | ${f.error ? mdEscape(f.error) : ''} |`),
+    '',
+    `Kills: ${r.faults.filter((f) => f.kind === 'kill-worker').length} (kill -9, then a new worker; "back" = it polls again). ` +
+      `Temporal restarts: ${r.faults.filter((f) => f.kind === 'restart-temporal').length}. PostgreSQL restarts: ${r.faults.filter((f) => f.kind === 'restart-postgres').length} (down ${c.postgresDownMs} ms).`,
+    '',
+    ...(r.unexpectedExits.length
+      ? ['Processes that exited by themselves:', '', ...r.unexpectedExits.map((e) => `- ${e.process} pid ${e.pid} at ${e.atS} s: code ${e.code}, signal ${e.signal}`), '']
+      : []),
+    '## Checks',
+    '',
+    '| check | expected | observed | lost | duplicated |',
+    '| --- | --- | --- | --- | --- |',
+    ...r.checks.rows.map((row) => `| ${mdEscape(row.check)} | ${mdEscape(row.expected)} | ${mdEscape(row.observed)} | ${row.lost} | ${row.duplicated} |`),
+    `| **total** | | | **${r.checks.lost}** | **${r.checks.duplicated}** |`,
+    '',
+    'How each is checked (PostgreSQL is read directly after the drain):',
+    '',
+    '- (a) each accepted message (and any Keel recorded without the client seeing a 2xx) has an `inbound_messages` row whose turn ended (`replied`, `skipped`, `error`, `interrupted`), exactly one `turns` row names it, and a reply has the expected text.',
+    '- (b) each webhook row of the `deliveries` ledger is `delivered` and its `idempotency-key` reached the receiver; every replied turn and ok job run with a result has a ledger row; ' +
+      'no reply (a message\'s answer, a delegate\'s relay, a job run\'s result) arrived under two distinct keys. The same key arriving again is a retransmission: allowed by design (the window between the send and the ledger write), reported below.',
+    '- (c) each spawn claimed one delegate; its outcome is committed, admitted once (`delegate_admissions`), `relay = relayed`, named by exactly one retrigger turn that replied, and that reply was received.',
+    "- (d) no job run is left `running`; every Schedule fire (`numActionsTaken`) has a `job_runs` row; every ok run has the expected result, `delivered`, and its key was received; a run attempt has one turn.",
+    '',
+    `Webhook requests: ${s.webhookRequests}, distinct keys ${s.webhookKeys}, invalid signatures ${s.invalidSignatures}. Retransmissions (same key again): ${s.retransmissions.length}` +
+      `${s.retransmissions.length ? ` — ${s.retransmissions.map((x) => `\`${x.key}\` × ${x.copies}`).join(', ')}` : ''}.`,
+    '',
+    `Turn statuses: ${JSON.stringify(s.turnStatus)}. Delegate outcomes: ${JSON.stringify(s.delegateOutcomes)}. Job runs: ${JSON.stringify(s.jobRuns)} for ${s.scheduleActions} Schedule fires` +
+      ` (${s.missedCatchupWindow} missed the catch-up window).`,
+    '',
+    ...findingsSection(r.checks.findings),
+    '## Reproduce',
+    '',
+    '```sh',
+    'npm ci',
+    `SOAK_SECONDS=${c.loadSeconds} npm run soak   # knobs: SOAK_CONVERSATIONS, SOAK_MESSAGES, SOAK_JOBS, SOAK_DELEGATES, SOAK_KILL_EVERY_S, SOAK_DRAIN_SECONDS, …`,
+    '```',
+    '',
+    `The processes' logs went to \`${r.logFile}\` (git-ignored); machine-readable results are in \`bench/soak-results.json\`.`,
+    '',
+  ];
+  return lines.join('\n');
+}
+
+export async function writeReports(r: SoakReport, mdPath: string, jsonPath: string): Promise<void> {
+  await writeFile(mdPath, markdown(r));
+  await writeFile(jsonPath, `${JSON.stringify(r, null, 2)}\n`);
+}
