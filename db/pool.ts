@@ -18,6 +18,13 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
 /** Runs `fn` in one transaction; rolled back on any error. */
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client has no 'error' listener of the pool's: a connection dropped mid-transaction (PostgreSQL
+  // restarted) would be an unhandled 'error' event and end the process. The query fails anyway; that is enough.
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -27,6 +34,8 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.removeListener('error', onError);
+    // A broken client is destroyed, not returned to the pool.
+    client.release(broken);
   }
 }
