@@ -7,7 +7,8 @@ import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
  * outage of PostgreSQL is waited out, never turned into lost work.
  */
 export const store = proxyActivities<KeelActivities>({
-  startToCloseTimeout: '30 seconds',
+  // Short enough that a step held by a killed worker is retried elsewhere soon (they do not heartbeat).
+  startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
@@ -29,6 +30,7 @@ export const model = proxyActivities<KeelActivities>({
 
 /** Deliveries count their own send attempts in the effects ledger; Temporal retries until the ledger says done. */
 export const delivery = proxyActivities<KeelActivities>({
-  startToCloseTimeout: '1 minute',
+  // One send per attempt (the transports time out at 10 s): a delivery held by a killed worker is retried after this.
+  startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
