@@ -1,10 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { spawnTs } from '../scripts/processes';
 import { historyJson } from '../worker/replay';
+import { bundleWorkflows } from '../worker/worker';
 import { startTestKeel, uniqueId } from './support/keel';
 
 // Real histories of every workflow type, recorded by `npm run record-histories` (test/histories). They must replay
@@ -40,7 +41,7 @@ describe('the recorded-history corpus', () => {
 describe('a deliberately non-deterministic edit is caught', () => {
   let bundle: string;
   beforeAll(async () => {
-    ({ code: bundle } = await bundleWorkflowCode({ workflowsPath: path.resolve(__dirname, 'support', 'nondeterministic-workflows.ts'), logger: quiet }));
+    bundle = await bundleWorkflows({ workflowsPath: path.resolve(__dirname, 'support', 'nondeterministic-workflows.ts') });
   }, 120_000);
 
   it('by the replay that npm test runs', async () => {
@@ -80,5 +81,3 @@ describe('npm run replay against the server', () => {
   }, 120_000);
 });
 
-const noop = () => undefined;
-const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

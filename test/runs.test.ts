@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { NativeConnection, bundleWorkflowCode } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { noneTransport } from '../activities/delivery/none';
 import { slackTransport } from '../activities/delivery/slack';
@@ -8,7 +8,7 @@ import { webhookTransport } from '../activities/delivery/webhook';
 import { DEFAULT_JOB_SETTINGS } from '../activities/jobs';
 import { createScriptedProvider } from '../activities/model/scripted';
 import { conversationWorkflowId } from '../domain/ids';
-import { WORKFLOWS_PATH, createKeelWorker } from '../worker/worker';
+import { bundleWorkflows, createKeelWorker } from '../worker/worker';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -67,7 +67,7 @@ describe('runs: history, replay and reset for operators', () => {
 
   it('a job run that failed because of a bug is reset after the fix and completes, with one delivery', async () => {
     // The bug: this worker's workflow code fails a job run when it is about to deliver (test/support/job-delivery-bug.ts).
-    const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: [path.join(__dirname, 'support', 'job-delivery-bug.ts')], logger: quiet });
+    const code = await bundleWorkflows({ workflowInterceptorModules: [path.join(__dirname, 'support', 'job-delivery-bug.ts')] });
     const buggyBundle = path.join(inject('workDir'), `bundle-job-bug-${uniqueId('b')}.js`);
     await writeFile(buggyBundle, code);
     const buggy = await startTestKeel({ workflowBundlePath: buggyBundle });
@@ -111,5 +111,3 @@ describe('runs: history, replay and reset for operators', () => {
   }, 120_000);
 });
 
-const noop = () => undefined;
-const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

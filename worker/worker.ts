@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 
 /** Where the worker gets its workflow code: a prebuilt bundle (tests build one per run) or the sources. */
@@ -26,4 +26,14 @@ export async function createKeelWorker(opts: {
     maxHeartbeatThrottleInterval: '1 second',
     ...opts.extra,
   });
+}
+
+const noop = () => undefined;
+/** The bundler's progress lines are noise for Keel's callers; its errors are not. */
+const bundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: (m: string) => console.error(m), log: noop };
+
+/** Keel's workflow code as one bundle (the sources by default), for workers and replayers that take a bundle. */
+export async function bundleWorkflows(opts: { workflowsPath?: string; workflowInterceptorModules?: string[] } = {}): Promise<string> {
+  const { code } = await bundleWorkflowCode({ workflowsPath: opts.workflowsPath ?? WORKFLOWS_PATH, workflowInterceptorModules: opts.workflowInterceptorModules, logger: bundlerLogger });
+  return code;
 }

@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { isGrpcServiceError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { fetchHistory, historyJson, replayHistories } from '../../worker/replay';
-import { WORKFLOWS_PATH } from '../../worker/worker';
+import { bundleWorkflows } from '../../worker/worker';
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { LIMITS } from '../../domain/limits';
@@ -36,9 +35,7 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
   // The workflow code this server was started with, bundled once on first use.
   let bundle: Promise<string> | undefined;
   const code = () =>
-    (bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quiet })
-      .then((b) => b.code)
-      .catch((err: unknown) => {
+    (bundle ??= bundleWorkflows().catch((err: unknown) => {
         bundle = undefined; // tried again on the next request
         throw err;
       }));
@@ -120,5 +117,3 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
   };
 }
 
-const noop = () => undefined;
-const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };

@@ -1,12 +1,11 @@
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/migrate';
 import { startDevServer } from '../../scripts/dev-server';
 import { startPostgresProcess } from '../../scripts/postgres-process';
-import { WORKFLOWS_PATH } from '../../worker/worker';
+import { bundleWorkflows } from '../../worker/worker';
 import { freePort } from '../../scripts/ports';
 
 declare module 'vitest' {
@@ -31,7 +30,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     freePort().then((port) => startPostgresProcess({ dataDir: path.join(workDir, 'pg'), port })),
   ]);
   await migrate(pg.url);
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  const code = await bundleWorkflows();
   const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');
   await writeFile(workflowBundlePath, code);
 
@@ -46,5 +45,3 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
 }
 
-const noop = () => undefined;
-const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: (m: string) => console.error(m), log: noop };
