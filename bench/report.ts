@@ -95,6 +95,9 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     '',
     `The baseline's history would cross Temporal's 50 MiB limit at turn ${h.baseline.crosses50MiBAtTurn ?? 'never'} (its bytes per turn grow with the transcript: fitted from the measured slopes). Keel's conversation continues as new when Temporal suggests it, so no run grows without bound. Keel's bytes per turn are 1/20 of the baseline's from turn ${h.baseline.keelAtOneTwentiethFromTurn ?? '–'} on.`,
     '',
+    ...(h.baseline.endedByTemporal
+      ? [`The baseline did not reach turn ${h.turns}: Temporal ended it (${h.baseline.endedByTemporal.status}) at turn ${h.baseline.endedByTemporal.turn}: ${h.baseline.endedByTemporal.reason}`, '']
+      : []),
     "Where Keel's bytes per turn go (its latest run's history by event type, divided by that run's turns):",
     '',
     row(['event', 'bytes per turn']),
@@ -103,7 +106,7 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     '',
     '## Turn overhead',
     '',
-    `Submit → reply recorded over ${o.turns} sequential turns. Keel is timed from the POST to the conversation's \`turn.finished\` event (SSE), published right after the turn's end is committed; the floor is an update that runs ${o.activitiesPerTurn} empty activities (Keel's count per turn) in a row.`,
+    `Submit → reply recorded over ${o.turns} sequential turns. Keel is timed from the POST to the conversation's \`turn.finished\` event (SSE), published right after the turn's end is committed; the floor is an update that runs ${o.activitiesPerTurn} empty activities (Keel's count per turn) in a row. Keel's turns and the floor's alternate, so both see the same machine.`,
     '',
     row(['', 'p50 ms', 'p95 ms', 'mean ms']),
     row(['---', '---:', '---:', '---:']),

@@ -116,22 +116,24 @@ const floorStart = (workflowId: string) =>
   new WithStartWorkflowOperation('bareConversation', { workflowId, taskQueue: BENCH_QUEUE, workflowIdConflictPolicy: 'USE_EXISTING' });
 
 export async function turnOverhead(stack: KeelStack, client: Client, turns: number) {
+  // Keel's activities per turn, counted in a warm-up conversation's history, set the floor's length.
+  const warmup = `warmup-${randomUUID().slice(0, 8)}`;
+  await keelTurns(stack, warmup, 6);
+  const activitiesPerTurn = await activitiesPerKeelTurn(client, `conv:${AGENT}:${warmup}`);
+
+  // Keel's turns and the floor's alternate, so that both see the same machine at the same moments.
   const conversationId = `overhead-${randomUUID().slice(0, 8)}`;
-  const keel = await keelTurns(stack, conversationId, turns);
+  const floorId = `floor-${randomUUID().slice(0, 8)}`;
+  const floor: number[] = [];
+  const keel = await keelTurns(stack, conversationId, turns, async () => {
+    const t0 = performance.now();
+    await client.workflow.executeUpdateWithStart(bareTurn, { args: [activitiesPerTurn], startWorkflowOperation: floorStart(floorId) });
+    floor.push(performance.now() - t0);
+  });
   const workflowId = `conv:${AGENT}:${conversationId}`;
   const keelHistory = await historyTotals(client, workflowId);
   const keelBreakdown = await timeBreakdown(client, workflowId);
   const keelRunTurns = await turnsInLatestRun(client, workflowId, turns);
-  const activitiesPerTurn = Math.round(keelBreakdown.activities / keelRunTurns);
-
-  // The floor: the same number of activities per turn, empty, behind the same kind of call (update-with-start).
-  const floorId = `floor-${randomUUID().slice(0, 8)}`;
-  const floor: number[] = [];
-  for (let i = 0; i < turns; i++) {
-    const t0 = performance.now();
-    await client.workflow.executeUpdateWithStart(bareTurn, { args: [activitiesPerTurn], startWorkflowOperation: floorStart(floorId) });
-    floor.push(performance.now() - t0);
-  }
   const floorBreakdown = await timeBreakdown(client, floorId);
   await client.workflow.getHandle(floorId).terminate('bench done');
   const stats = (s: number[]) => ({ p50Ms: round(percentile(s, 50)), p95Ms: round(percentile(s, 95)), meanMs: round(s.reduce((a, b) => a + b, 0) / s.length) });
@@ -148,6 +150,14 @@ export async function turnOverhead(stack: KeelStack, client: Client, turns: numb
     floor: { ...stats(floor), breakdownPerTurn: perTurn(floorBreakdown, turns) },
     ratioP50: round(percentile(keel, 50) / percentile(floor, 50), 2),
   };
+}
+
+/** Activities a Keel turn schedules: those after the first turn's end, per later turn (not the run's start-up ones). */
+async function activitiesPerKeelTurn(client: Client, workflowId: string): Promise<number> {
+  const names = ((await client.workflow.getHandle(workflowId).fetchHistory()).events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+  const first = names.indexOf('finishTurn');
+  const later = names.slice(first + 1);
+  return Math.round(later.length / Math.max(1, later.filter((n) => n === 'finishTurn').length));
 }
 
 /** Turns in the latest run of a conversation: its breakdown covers only that run's history. */
@@ -167,24 +177,43 @@ export async function historyGrowth(stack: KeelStack, client: Client, turns: num
   const baselineId = `baseline-${randomUUID().slice(0, 8)}`;
   const handle = await client.workflow.start('transcriptInHistoryConversation', { workflowId: baselineId, taskQueue: BENCH_QUEUE });
   const baselineAt: (HistoryTotals & { turn: number })[] = [];
-  for (let i = 1; i <= turns; i++) {
-    await handle.executeUpdate(say, { args: [text(i)] });
+  // The baseline may not live to the last turn: Temporal ends a workflow whose history or payloads grow too large.
+  let baselineEnded: { turn: number; status: string; reason: string } | undefined;
+  for (let i = 1; i <= turns && !baselineEnded; i++) {
+    try {
+      await handle.executeUpdate(say, { args: [text(i)] });
+    } catch (err) {
+      const d = await handle.describe();
+      const last = (await handle.fetchHistory()).events?.at(-1);
+      const reason = last?.workflowExecutionTerminatedEventAttributes?.reason ?? last?.workflowExecutionFailedEventAttributes?.failure?.message ?? (err instanceof Error ? err.message : String(err));
+      baselineEnded = { turn: i, status: d.status.name, reason };
+      baselineAt.push({ turn: i - 1, ...(await historyTotals(client, baselineId)) });
+      break;
+    }
     if (checkpoints.includes(i)) baselineAt.push({ turn: i, ...(await historyTotals(client, baselineId)) });
   }
-  await handle.terminate('bench done');
+  if (!baselineEnded) await handle.terminate('bench done');
   const perTurn = (at: (HistoryTotals & { turn: number })[], from: number, to: number) => {
     const a = at.find((x) => x.turn === from);
     const b = at.find((x) => x.turn === to);
     return a && b && to > from ? round((b.bytes - a.bytes) / (to - from)) : NaN;
   };
   const keelPerTurn = { at10: perTurn(keelAt, 10, 20), at100: perTurn(keelAt, 90, 110), atLast: perTurn(keelAt, turns - 10, turns) };
-  const baselinePerTurn = { at10: perTurn(baselineAt, 10, 20), at100: perTurn(baselineAt, 90, 110), atLast: perTurn(baselineAt, turns - 10, turns) };
+  // The baseline's last slope: around the last turn, or between its last two checkpoints when Temporal ended it early.
+  const [penultimate, last] = baselineAt.slice(-2);
+  const baselineLast = perTurn(baselineAt, turns - 10, turns);
+  const baselinePerTurn = {
+    at10: perTurn(baselineAt, 10, 20),
+    at100: perTurn(baselineAt, 90, 110),
+    atLast: Number.isNaN(baselineLast) && penultimate && last ? perTurn(baselineAt, penultimate.turn, last.turn) : baselineLast,
+    lastTurn: Number.isNaN(baselineLast) && penultimate && last ? (penultimate.turn + last.turn) / 2 : turns - 5,
+  };
   // The baseline adds a fixed part plus the whole transcript each turn: bytes per turn grow linearly, so its total
   // is quadratic; fitted from the two measured slopes, the turn at which it crosses Temporal's 50 MiB limit follows.
-  const slope = (baselinePerTurn.atLast - baselinePerTurn.at100) / (turns - 5 - 100);
+  const slope = (baselinePerTurn.atLast - baselinePerTurn.at100) / (baselinePerTurn.lastTurn - 100);
   const intercept = baselinePerTurn.at100 - slope * 100;
-  let total = baselineAt.find((x) => x.turn === turns)?.bytes ?? 0;
-  let crossing = turns;
+  let total = last?.bytes ?? 0;
+  let crossing = last?.turn ?? 0;
   while (total < 50 * MIB && crossing < 1_000_000 && slope > 0) total += intercept + slope * ++crossing;
   // Where Keel's bytes go: the latest run's history by event type, per turn of that run.
   const keelId = `conv:${AGENT}:${conversationId}`;
@@ -202,7 +231,7 @@ export async function historyGrowth(stack: KeelStack, client: Client, turns: num
     turns,
     messageBytes: Buffer.byteLength(text(1)),
     keel: { at: keelAt, bytesPerTurn: keelPerTurn, spread: round(spread, 3), bytesPerTurnByEvent: keelBytesPerTurnByEvent },
-    baseline: { at: baselineAt, bytesPerTurn: baselinePerTurn, crosses50MiBAtTurn: slope > 0 ? crossing : null, keelAtOneTwentiethFromTurn: oneTwentiethAtTurn },
+    baseline: { at: baselineAt, bytesPerTurn: baselinePerTurn, crosses50MiBAtTurn: slope > 0 ? crossing : null, keelAtOneTwentiethFromTurn: oneTwentiethAtTurn, endedByTemporal: baselineEnded ?? null },
     ratioAt100: round(keelPerTurn.at100 / baselinePerTurn.at100, 4),
   };
 }

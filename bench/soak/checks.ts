@@ -476,7 +476,7 @@ export async function runChecks(input: {
     {
       check: '(b) webhook deliveries received once',
       expected: `${webhookDeliveries.length} ledger deliveries received, 1 key per reply`,
-      observed: `${keyCounts.size} keys in ${ok.length} requests, ${retransmissions.length} keys retransmitted`,
+      observed: `${keyCounts.size} keys in ${ok.length} requests; retransmitted keys: ${retransmissions.length}`,
       lost: bLost,
       duplicated: bDup,
     },

@@ -21,6 +21,8 @@ export interface SoakConfig {
   /** Keel's job retry backoff (KEEL_JOB_BACKOFF_MS), short so a failed run retries within the soak. */
   jobBackoffMs: string;
   agentId: string;
+  /** Self-test of the checks: the receiver refuses the first N deliveries for good (404), which must show as losses. */
+  receiverRefuseFirst: number;
 }
 
 function num(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -48,5 +50,6 @@ export function soakConfig(env: NodeJS.ProcessEnv = process.env): SoakConfig {
     jobFloorMs,
     jobBackoffMs: env.SOAK_JOB_BACKOFF_MS ?? '1000',
     agentId: env.SOAK_AGENT ?? 'soak',
+    receiverRefuseFirst: Math.floor(num(env, 'SOAK_RECEIVER_REFUSE_FIRST', 0, 0)),
   };
 }

@@ -22,6 +22,8 @@ export interface UnexpectedExit {
   code: number | null;
   signal: string | null;
   atS: number;
+  /** The fault under way when it exited, if any. */
+  duringFault?: FaultKind;
 }
 
 /** The faults of the load phase, in time order: kill -9 every `killEverySeconds`, Temporal once, PostgreSQL once. */
@@ -65,6 +67,14 @@ export class FaultInjector {
       this.unexpectedExits.push({ process: name, pid: child.pid, code, signal, atS: this.nowS() });
       this.log(`!! the ${name} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}`);
     });
+  }
+
+  /** Which fault each unexpected exit happened during (a fault's record is written when it ends). */
+  attributeExits(): void {
+    for (const e of this.unexpectedExits) {
+      const f = this.faults.find((x) => e.atS >= x.startedAtS && e.atS <= x.startedAtS + x.durationMs / 1000 + 1);
+      if (f) e.duringFault = f.kind;
+    }
   }
 
   /** Stop recording exits (the stack is being stopped on purpose). */

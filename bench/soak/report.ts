@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import type { CheckResults, CheckRow, Finding } from './checks';
 import type { SoakConfig } from './config';
@@ -12,6 +12,8 @@ export interface SoakReport {
   phases: { setupS: number; loadS: number; drainS: number; totalS: number; drainedInTime: boolean; outstandingAtEnd: Record<string, number> };
   faults: FaultRecord[];
   unexpectedExits: UnexpectedExit[];
+  /** The error that ended a crashed process, as its stderr in the log file says (with how often it appears). */
+  crashMessages: string[];
   workload: {
     conversations: number;
     messagesSent: number;
@@ -39,6 +41,31 @@ export function machine(): Pick<SoakReport['machine'], 'cpus' | 'cpuModel' | 'me
     platform: `${os.platform()} ${os.release()} ${os.arch()}`,
     node: process.version,
   };
+}
+
+/**
+ * Why a Keel process died by itself: the error line after Node's "Unhandled 'error' event" or Keel's own "… failed:"
+ * in the processes' shared log, counted (the log holds every process's stderr, so a pid cannot be told apart).
+ */
+export async function crashMessages(logFile: string): Promise<string[]> {
+  const lines = (await readFile(logFile, 'utf8').catch(() => '')).split('\n');
+  const counts = new Map<string, number>();
+  lines.forEach((line, i) => {
+    if (!/Unhandled '\w+' event|^keel (worker|api) failed:/.test(line)) return;
+    const error = lines.slice(i, i + 8).find((l) => /^\s*(\w*Error|keel (worker|api) failed:)\b.*\S/.test(l) && !l.includes('Unhandled'));
+    const message = (error ?? line).trim();
+    counts.set(message, (counts.get(message) ?? 0) + 1);
+  });
+  return [...counts].map(([m, n]) => (n > 1 ? `${m} (× ${n})` : m));
+}
+
+export function verdictLine(r: SoakReport): string {
+  const crashes = r.unexpectedExits.length;
+  return (
+    `${r.verdict.pass ? 'PASS' : 'FAIL'} — lost ${r.verdict.lost}, duplicated ${r.verdict.duplicated}` +
+    `${r.verdict.unaccepted ? `, never accepted ${r.verdict.unaccepted}` : ''}` +
+    `${crashes ? `; but ${crashes} Keel process${crashes > 1 ? 'es' : ''} crashed by itself (see "Processes that exited by themselves")` : ''}`
+  );
 }
 
 /** The checks as a fixed-width table for the terminal. */
@@ -82,8 +109,7 @@ export function markdown(r: SoakReport): string {
   const lines = [
     '# Soak under faults',
     '',
-    `Written by \`npm run soak\` (scripts/soak.ts) on ${r.finishedAt}. Verdict: **${r.verdict.pass ? 'PASS' : 'FAIL'}** — lost ${r.verdict.lost}, duplicated ${r.verdict.duplicated}` +
-      `${r.verdict.unaccepted ? `, never accepted ${r.verdict.unaccepted}` : ''}.`,
+    `Written by \`npm run soak\` (scripts/soak.ts) on ${r.finishedAt}. Verdict: **${verdictLine(r)}**.`,
     '',
     '## Machine',
     '',
@@ -98,14 +124,19 @@ export function markdown(r: SoakReport): string {
     '',
     '## Workload',
     '',
-    `- ${r.workload.conversations} conversations × ${c.messagesPerConversation} messages (pairs: \`/delay 2500 …\` then one queued behind it, every fourth \`/fail 1 …\`), webhook delivery with a secret`,
+    `- ${c.conversations} conversations × ${c.messagesPerConversation} messages (pairs: \`/delay 2500 …\` then one queued behind it, every fourth \`/fail 1 …\`), webhook delivery with a secret`,
     `- ${r.workload.delegateSpawns} delegates: \`/tool spawn_delegate {"text":"/work 3 300 soak task N","historyMode":"clean"}\`, each in its own conversation`,
     `- ${r.workload.jobsCreated} jobs \`every ${c.jobIntervalMs} ms\` (floor ${c.jobFloorMs} ms, backoff ${c.jobBackoffMs} ms), webhook delivery; paused at the end of the load (${r.workload.jobsPaused} paused)`,
-    `- messages sent ${r.workload.messagesSent}, accepted ${r.workload.messagesAccepted}; ${r.workload.submissionsRetried} submissions needed retries (failed tries: ${Object.entries(r.workload.failedTries).map(([k, n]) => `${k} × ${n}`).join(', ') || 'none'})`,
+    `- messages sent ${r.workload.messagesSent} (conversation messages and delegate spawns), accepted ${r.workload.messagesAccepted}; ${r.workload.submissionsRetried} submissions needed retries (failed tries: ${Object.entries(r.workload.failedTries).map(([k, n]) => `${k} × ${n}`).join(', ') || 'none'})`,
     `- turn latency from acceptance to end: p50 ${s.turnLatencyS.p50.toFixed(1)} s, p95 ${s.turnLatencyS.p95.toFixed(1)} s, max ${s.turnLatencyS.max.toFixed(1)} s; the slowest:`,
     ...s.slowestTurns.map((x) => `  - \`${x.message}\` ${x.latencyS.toFixed(1)} s: ${x.timeline}`),
     `- CPU during the load: the machine ${r.cpu.machineBusyPct}% busy (all processes, the soak's and others'), Keel's workers ${r.cpu.workerCpuS} CPU-s and API ${r.cpu.apiCpuS} CPU-s in ${r.phases.loadS} s`,
     `- job fires skipped, by reason: ${Object.entries(s.skipReasons).map(([k, n]) => `${k} × ${n}`).join('; ') || 'none'}`,
+    '',
+    'Reading the latencies and skips: after a kill -9, an activity that was running on the dead worker is retried only when Temporal times it out — ' +
+      'after its heartbeat timeout (model calls 10 s, job turns 30 s) or, for activities without heartbeats, its start-to-close timeout ' +
+      '(PostgreSQL steps 30 s, deliveries 1 min; workflows/activities.ts). A job whose run is held up that way records the fires meanwhile as skipped ' +
+      '("the previous run was still running"), and a backlog of fires started out of order records the older ones as "a later fire has already run".',
     '',
     '## Faults injected',
     '',
@@ -116,9 +147,18 @@ export function markdown(r: SoakReport): string {
     `Kills: ${r.faults.filter((f) => f.kind === 'kill-worker').length} (kill -9, then a new worker; "back" = it polls again). ` +
       `Temporal restarts: ${r.faults.filter((f) => f.kind === 'restart-temporal').length}. PostgreSQL restarts: ${r.faults.filter((f) => f.kind === 'restart-postgres').length} (down ${c.postgresDownMs} ms).`,
     '',
+    '### Processes that exited by themselves',
+    '',
     ...(r.unexpectedExits.length
-      ? ['Processes that exited by themselves:', '', ...r.unexpectedExits.map((e) => `- ${e.process} pid ${e.pid} at ${e.atS} s: code ${e.code}, signal ${e.signal}`), '']
-      : []),
+      ? [
+          ...r.unexpectedExits.map((e) => `- the ${e.process} (pid ${e.pid}) at ${e.atS} s${e.duringFault ? `, during ${e.duringFault}` : ''}: exit code ${e.code}, signal ${e.signal}`),
+          ...(r.crashMessages.length ? ['', 'The errors that ended them, from the log:', '', ...r.crashMessages.map((m) => `- \`${m}\``)] : []),
+          '',
+          'The soak replaces a dead worker at its next scheduled kill -9 (or, during the drain, at once), as a process supervisor would: ' +
+            'so a crash costs time here, not work; without a supervisor the worker stays down until restarted by hand. A crashed API is not replaced.',
+        ]
+      : ['None.']),
+    '',
     '## Checks',
     '',
     '| check | expected | observed | lost | duplicated |',
