@@ -39,6 +39,8 @@ async function main(): Promise<void> {
   console.log(`bench: scale ${SCALE}; Keel's logs in ${logFile}`);
   const stack = await startKeelStack({ logFile, env: { KEEL_JOB_CATCHUP_WINDOW_MS: '600000' } });
   const benchWorker = spawnTs('bench/worker.ts', { ...process.env, TEMPORAL_ADDRESS: stack.temporalAddress, BENCH_TASK_QUEUE: BENCH_QUEUE }, ['ignore', 'pipe', 'inherit']);
+  // Ctrl-C or a CI timeout stops every process this run started, leaving no orphans behind.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void Promise.all([stopProcess(benchWorker), stack.stop()]).finally(() => process.exit(130)));
   await new Promise<void>((resolve, reject) => {
     createInterface({ input: benchWorker.stdout! }).on('line', (l) => l === 'bench worker ready' && resolve());
     benchWorker.once('exit', (code) => reject(new Error(`bench worker exited (${code})`)));
