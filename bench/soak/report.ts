@@ -135,7 +135,7 @@ export function markdown(r: SoakReport): string {
     '',
     'Reading the latencies and skips: after a kill -9, an activity that was running on the dead worker is retried only when Temporal times it out — ' +
       'after its heartbeat timeout (model calls 10 s, job turns 30 s) or, for activities without heartbeats, its start-to-close timeout ' +
-      '(PostgreSQL steps 30 s, deliveries 1 min; workflows/activities.ts). A job whose run is held up that way records the fires meanwhile as skipped ' +
+      '(PostgreSQL steps and deliveries 20 s; workflows/activities.ts). A job whose run is held up that way records the fires meanwhile as skipped ' +
       '("the previous run was still running"), and a backlog of fires started out of order records the older ones as "a later fire has already run".',
     '',
     '## Faults injected',
