@@ -185,10 +185,9 @@ export async function historyGrowth(stack: KeelStack, client: Client, turns: num
     try {
       await handle.executeUpdate(say, { args: [text(i)] });
     } catch (err) {
+      // Not its history: a page of it is by now larger than a gRPC message may be (4 MiB), itself a symptom.
       const d = await handle.describe();
-      const last = (await handle.fetchHistory()).events?.at(-1);
-      const reason = last?.workflowExecutionTerminatedEventAttributes?.reason ?? last?.workflowExecutionFailedEventAttributes?.failure?.message ?? (err instanceof Error ? err.message : String(err));
-      baselineEnded = { turn: i, status: d.status.name, reason };
+      baselineEnded = { turn: i, status: d.status.name, reason: err instanceof Error ? `${err.message}${err.cause instanceof Error ? `: ${err.cause.message}` : ''}` : String(err) };
       baselineAt.push({ turn: i - 1, ...(await historyTotals(client, baselineId)) });
       break;
     }
