@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import { getApp } from '../../db/apps';
 import { inTransaction, type Pool } from '../../db/pool';
@@ -128,16 +129,26 @@ export function resumeRoutine(pool: Pool, client: Client, agentId: string, appId
   });
 }
 
-/** Run now: 409 when paused or when a run is in flight; the fire goes through the Schedule. */
+/** Run now: 409 when paused or when a run is in flight; the run starts with the Schedule's own action. */
 export function runRoutineNow(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineResult<{ triggered: true }>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is paused: resume it first`, 409);
     const inFlight = await routinesDb.runInFlight(pool, agentId, appId, slug);
     if (inFlight && !(await abandonIfClosed(pool, client, inFlight))) return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${inFlight.status === 'running' ? 'running' : 'waiting for approval'}`, 409);
-    // ALLOW_ALL here: the Schedule learns of a run's end a moment after it, and a SKIP trigger in that moment would be
-    // dropped without a word. Overlap is still refused: by the check above, and by the run itself, which finds any
-    // run in flight (unique in PostgreSQL) and records nothing.
-    await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+    // Started directly, not by triggering the Schedule: a triggered fire's workflow id ends in its second, so a run-now
+    // in the same second as the previous run's start (still closing) would be refused by Temporal and dropped without
+    // a word. Overlap is still refused: by the check above, and by the run itself, which finds any run in flight
+    // (unique in PostgreSQL) and records nothing.
+    const scheduleId = routineScheduleId(agentId, appId, slug);
+    const { action } = await client.schedule.getHandle(scheduleId).describe();
+    await client.workflow.start(action.workflowType, {
+      workflowId: `${scheduleId}-now-${randomUUID()}`,
+      taskQueue: action.taskQueue,
+      args: action.args,
+      typedSearchAttributes: action.typedSearchAttributes,
+      memo: action.memo,
+      staticSummary: action.staticSummary,
+    });
     return { ok: true, value: { triggered: true } };
   });
 }
