@@ -289,8 +289,10 @@ export async function finishRun(db: Queryable, runId: string, f: { status: Routi
 export interface JournalEntry {
   seq: number;
   capability: string;
+  /** As jsonb hands them back, object keys reordered: a fresh call matches them in canonical form (sameJson). */
   args: unknown[];
   outcome: 'ok' | 'error' | 'gated';
+  /** As jsonb hands it back, like `args`. */
   result: unknown;
   error: string | null;
 }

@@ -5,6 +5,7 @@ import { beginEffect, settleEffect } from '../../db/effects';
 import { inTransaction, type Pool } from '../../db/pool';
 import { journalCall, type JournalEntry } from '../../db/routines';
 import { RecordId, unknownFields, type AppDefinition } from '../../domain/apps';
+import { canonicalJson, inCanonicalOrder, sameJson } from '../../domain/canonical-json';
 import { NO_DELIVERY, type Delivery } from '../../domain/delivery';
 import { ModelRequestError, type ModelProvider } from '../../domain/model';
 import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../../domain/routines';
@@ -20,6 +21,7 @@ const notConnected = (name: string) => `integration "${name}" is not connected: 
 type Tables = AppDefinition['tables'];
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+const shorten = (text: string, max = 200) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 function tableOf(tables: Tables, name: unknown): Tables[number] {
   const t = tables.find((x) => x.name === name);
@@ -29,8 +31,7 @@ function tableOf(tables: Tables, name: unknown): Tables[number] {
 
 /** What a gated call would do, for the human who approves it. */
 export function gateOf(capability: Capability, args: readonly unknown[], target: Delivery): Gate {
-  const text = str(args[0]);
-  const shown = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  const shown = shorten(str(args[0]));
   if (capability === 'browser') return { capability, detail: `control your browser to ${shown}` };
   const to = target.channel === 'webhook' ? `webhook ${new URL(target.url).host}` : target.channel === 'slack' ? `Slack ${target.target}` : 'nowhere (no delivery is set)';
   return { capability, detail: `send "${shown}" to ${to}` };
@@ -98,7 +99,16 @@ export interface RunScope {
 
 const isGated = (c: string): c is Capability => (GATED_CAPABILITIES as readonly string[]).includes(c);
 
-const sameCall = (e: JournalEntry, capability: string, args: readonly unknown[]) => e.capability === capability && JSON.stringify(e.args) === JSON.stringify(args);
+/**
+ * Whether a call is the one the journal holds under its seq. The journal's args came back from jsonb, which reorders
+ * object keys, so they are compared in canonical form, never as JSON.stringify of each.
+ */
+const sameCall = (e: JournalEntry, capability: string, args: readonly unknown[]) =>
+  e.capability === capability && sameJson(e.args, args);
+
+/** A call as a reader recognises it: `data.upsert("orders",{"customer":"Zed"})`, keys in canonical order. */
+const callText = (capability: string, args: readonly unknown[]) =>
+  `${capability}(${shorten(canonicalJson(args).slice(1, -1))})`;
 
 /**
  * The real capabilities of a run. Every call is journaled in call order; a call the journal already holds returns
@@ -108,12 +118,14 @@ const sameCall = (e: JournalEntry, capability: string, args: readonly unknown[])
  */
 export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): CapabilityHost {
   let seq = 0;
-  return async (capability, args) => {
+  const call: CapabilityHost = async (capability, args) => {
     const at = ++seq;
     scope.heartbeat();
     const recorded = scope.journal.find((e) => e.seq === at);
     if (recorded && !sameCall(recorded, capability, args)) {
-      throw new RunStop({ kind: 'error', detail: `the tool did not repeat its earlier calls: call ${at} was ${recorded.capability}(${JSON.stringify(recorded.args).slice(1, -1)}) before` });
+      const [before, now] = [callText(recorded.capability, recorded.args), callText(capability, args)];
+      const detail = `the tool did not repeat its earlier calls: call ${at} was ${before} before and ${now} now`;
+      throw new RunStop({ kind: 'error', detail });
     }
     if (recorded && recorded.outcome === 'error') throw new CapabilityError(recorded.error ?? 'failed');
     if (recorded && recorded.outcome === 'ok') return recorded.result;
@@ -152,6 +164,9 @@ export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): Capa
       throw err;
     }
   };
+  // A result reads the same fresh and replayed from the journal's jsonb, so that a later call the tool builds from it
+  // (a send of JSON.stringify(answer)) is the very call that was journaled, and approved, before.
+  return async (capability, args) => inCanonicalOrder(await call(capability, args));
 }
 
 async function sendTarget(pool: Pool, scope: RunScope): Promise<Delivery> {
@@ -254,8 +269,10 @@ async function callIntegration(deps: RealCapabilityDeps, scope: RunScope, name: 
       body: JSON.stringify(payload ?? null),
       signal: AbortSignal.any([scope.signal, AbortSignal.timeout(60_000)]),
     });
-    const body = await res.text();
-    answer = res.ok ? { ok: true, value: parseJsonOrText(body) } : { ok: false, error: `integration "${name}" answered ${res.status}: ${body.slice(0, 200)}` };
+    // Scrubbed: an answer PostgreSQL cannot store (NUL, a lone surrogate) would fail the effect's write and call the
+    // integration again on every retry.
+    const body = scrub(await res.text());
+    answer = res.ok ? { ok: true, value: scrub(parseJsonOrText(body)) } : { ok: false, error: `integration "${name}" answered ${res.status}: ${body.slice(0, 200)}` };
     await settleEffect(deps.pool, key, answer.ok ? 'done' : 'failed', answer);
   }
   if (!answer.ok) throw new CapabilityError(answer.error ?? `integration "${name}" failed`);

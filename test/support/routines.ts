@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readBody } from './http';
 import type { TestKeel } from './keel';
 import { eventually } from './keel';
 
@@ -19,6 +22,8 @@ export interface RoutineApi {
   call<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<{ status: number; body: T }>;
   /** An app with a `leads` table (name, email, touches) and its records. */
   app(agentId: string, appId: string, leads: Record<string, string>[]): Promise<void>;
+  /** The records of one table of an app. */
+  records(agentId: string, appId: string, table: string): Promise<{ id: string; [field: string]: unknown }[]>;
   routine(agentId: string, appId: string, slug: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }>;
   runs(agentId: string, appId: string, slug: string): Promise<RoutineRun[]>;
   /** Run now, then the run once it has the wanted status. */
@@ -47,6 +52,8 @@ export function routineApi(keel: () => TestKeel): RoutineApi {
       if (put.status !== 200) throw new Error(`app: ${put.status} ${JSON.stringify(put.body)}`);
       for (const lead of leads) await call('POST', `/v1/agents/${a}/apps/${app}/tables/leads/records`, lead);
     },
+    records: async (a, app, table) =>
+      (await call<{ id: string }[]>('GET', `/v1/agents/${a}/apps/${app}/tables/${table}/records`)).body,
     routine: (a, app, slug, body) => call('PUT', `/v1/agents/${a}/apps/${app}/routines/${slug}`, { label: slug, schedule: { expr: 'daily' }, ...body }),
     runs,
     async runNow(a, app, slug, until = finished) {
@@ -82,4 +89,43 @@ export const CONTACT_ADA = {
 
 /** How many times a tool's upsert of a "contacted Ada" record really executed. */
 export const contactRecords = async (r: RoutineApi, a: string, app: string) =>
-  (await r.call<{ id: string; name?: string }[]>('GET', `/v1/agents/${a}/apps/${app}/tables/leads/records`)).body.filter((x) => x.name === 'contacted Ada').length;
+  (await r.records(a, app, 'leads')).filter((x) => x.name === 'contacted Ada').length;
+
+/** A local HTTP integration for `integrations.call` (KEEL_INTEGRATIONS names it). */
+export interface Integration {
+  url: string;
+  /** The idempotency-key header of every request, in arrival order (a key starts with the run id). */
+  keys: string[];
+  /** Resolves when the first request arrives. */
+  firstRequest: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Answers every request with `answer`, sent as this exact text so that its keys keep the order it has here. With
+ * `holdFirst` the first request is never answered: the worker that sent it is to die waiting.
+ */
+export async function startIntegration(answer: string, opts: { holdFirst?: boolean } = {}): Promise<Integration> {
+  const keys: string[] = [];
+  let arrived: () => void = () => undefined;
+  const firstRequest = new Promise<void>((resolve) => (arrived = resolve));
+  const server = createServer((req, res) => {
+    void readBody(req).then(() => {
+      keys.push(String(req.headers['idempotency-key']));
+      arrived();
+      if (opts.holdFirst && keys.length === 1) return;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(answer);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/call`,
+    keys,
+    firstRequest,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
