@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { Context } from '@temporalio/activity';
-import { isGrpcServiceError, ScheduleNotFoundError, ScheduleOverlapPolicy, ServiceError, WithStartWorkflowOperation, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
+import { isGrpcServiceError, ScheduleNotFoundError, ScheduleOverlapPolicy, ServiceError, WithStartWorkflowOperation, WorkflowNotFoundError, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import { MONTHS } from '@temporalio/client';
 import { getAgent } from '../db/agents';
 import { getTurn, turnOfMessage } from '../db/conversations';
 import * as jobsDb from '../db/jobs';
 import { inTransaction, type Pool } from '../db/pool';
-import { NO_DELIVERY, type Delivery } from '../domain/delivery';
+import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import { conversationWorkflowId } from '../domain/ids';
 import { JOBS, NewJob, nextFire, validateNewJob, type JobRuleError, type JobSchedule } from '../domain/jobs';
 import { isFinished } from '../domain/conversation';
@@ -31,6 +31,17 @@ export const DEFAULT_JOB_SETTINGS: Omit<JobSettings, 'taskQueue'> = { everyFloor
 export const jobScheduleId = (jobId: string) => `job:${jobId}`;
 /** The conversation a job's runs are turns of. */
 export const jobConversationId = (jobId: string) => `sched:${jobId}`;
+
+export interface FailJobInput {
+  runId: string;
+  jobId: string;
+  agentId: string;
+  name: string;
+  error: string;
+  errors: number;
+  /** Set when the run succeeded but its result was not delivered (a self-deleting job is kept, failed). */
+  undelivered?: DeliveryOutcome;
+}
 
 export type JobResult<T> = { ok: true; value: T } | { ok: false; error: JobRuleError | { code: 'not_found' | 'not_active' | 'not_paused'; message: string; status: 404 | 409 } };
 
@@ -264,7 +275,11 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
           .getHandle(begun.runningRunId)
           .describe()
           .then((d) => d.status.name === 'RUNNING')
-          .catch(() => false);
+          // Only a workflow Temporal does not know is closed; Temporal unreachable fails this step, to be retried.
+          .catch((err: unknown) => {
+            if (err instanceof WorkflowNotFoundError) return false;
+            throw err;
+          });
         if (open || tries > 0) {
           await jobsDb.skipRun(pool, input.runId, input.jobId, firedAt, 'the previous run was still running');
           return { kind: 'skipped', reason: 'the previous run was still running' };
@@ -344,11 +359,17 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
       }
     },
 
-    /** A job that failed for good: its Schedule is paused and its owner hears of it through the owner delivery. */
-    failJob: async (input: { runId: string; jobId: string; agentId: string; name: string; error: string; errors: number }): Promise<DeliveryReport> => {
+    /**
+     * A job that failed for good (too many errors in a row, or a self-deleting job whose result was not delivered):
+     * its Schedule is paused and its owner hears of it through the owner delivery.
+     */
+    failJob: async (input: FailJobInput): Promise<DeliveryReport> => {
+      const why = input.undelivered
+        ? `its result could not be delivered (${input.undelivered})`
+        : `failed after ${input.errors} consecutive errors`;
       await Context.current()
         .client.schedule.getHandle(jobScheduleId(input.jobId))
-        .pause(`failed after ${input.errors} consecutive errors`)
+        .pause(why)
         .catch((err: unknown) => {
           if (!(err instanceof ScheduleNotFoundError)) throw err;
         });
@@ -364,7 +385,11 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
           agentId: input.agentId,
           conversationId: null,
           turnId: null,
-          text: `Scheduled job "${input.name}" failed ${input.errors} times in a row and has been stopped. Last error: ${input.error}`,
+          text: input.undelivered
+            ? `Scheduled job "${input.name}" ran, but its result could not be delivered (${input.undelivered}); ` +
+              'the job has been kept as failed, with its run.'
+            : `Scheduled job "${input.name}" failed ${input.errors} times in a row and has been stopped. ` +
+              `Last error: ${input.error}`,
           idempotencyKey: key,
         },
       });

@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
-import { Delivery } from './delivery';
+import { Delivery, outcomeKind, type DeliveryOutcome } from './delivery';
 import { utf8Bytes } from './messages';
 import { storableString } from './text';
 
@@ -159,4 +159,16 @@ export function retryDelayMs(retry: number, untilNextFireMs?: number, backoff: r
 /** What consecutive errors do to a job: a one-shot fails after 3, any job after 10. */
 export function failsAfterErrors(kind: JobSchedule['kind'], consecutiveErrors: number): boolean {
   return consecutiveErrors >= (kind === 'at' ? JOBS.oneShotMaxErrors : JOBS.maxConsecutiveErrors);
+}
+
+/**
+ * What a successful run's delivery outcome does to a job that deletes itself after its run (`deleteAfterRun`): it
+ * goes only once its result was `delivered`, or `skipped:` because there was nowhere to send it. A delivery that
+ * failed for good (`error:`, `dropped:`) keeps it, `failed`: the cascade would take the run that records the outcome,
+ * and the owner is told instead. Other jobs are `kept` (a one-shot completes as before).
+ */
+export function afterDelivery(deleteAfterRun: boolean, outcome: DeliveryOutcome): 'kept' | 'deleted' | 'failed' {
+  if (!deleteAfterRun) return 'kept';
+  const kind = outcomeKind(outcome);
+  return kind === 'delivered' || kind === 'skipped' ? 'deleted' : 'failed';
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobScheduleId } from '../activities/jobs';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { jobConversationId, jobScheduleId } from '../activities/jobs';
+import { eventually, queueAnswer, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
 let keel: TestKeel;
@@ -20,7 +20,11 @@ async function receiver(opts?: Parameters<typeof startWebhookReceiver>[0]) {
   return r;
 }
 
-async function api<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown): Promise<{ status: number; body: T }> {
+async function api<T = Record<string, unknown>>(
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
   const res = await keel.api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
   return { status: res.statusCode, body: res.json<T>() };
 }
@@ -82,6 +86,27 @@ describe('scheduled jobs through the REST API', () => {
     expect(run).toMatchObject({ status: 'ok', delivery: { outcome: 'delivered', attempts: 3 } });
     expect(hook.received.map((r) => r.status)).toEqual([500, 500, 200]);
     expect([...hook.byIdempotencyKey().values()]).toEqual([1]);
+  });
+
+  it('a run whose reply begins with "Error:" is ok and delivered: the turn classifies it, not its text', async () => {
+    const a = uniqueId('a');
+    const hook = await receiver();
+    const delivery = { channel: 'webhook', url: hook.url };
+    const { body: job } = await createJob(a, { task: 'what went wrong last night?', delivery });
+    // The model's own answer, word for word: a plain-text reply that happens to start like an error.
+    const text = 'Error: none last night; the backups all finished.';
+    const usage = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 };
+    const answer = { content: [{ type: 'text' as const, text }], stopReason: 'end_turn' as const, usage };
+    await queueAnswer(keel, a, jobConversationId(job.id), answer);
+    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    const [run] = await finishedRuns(a, job.id, 1);
+    expect(run).toMatchObject({ status: 'ok', reply: text, delivery: { outcome: 'delivered', attempts: 1 } });
+    expect(run?.error).toBeUndefined();
+    await hook.waitFor((r) => r.length >= 1, 10_000);
+    expect(hook.received.map((r) => (r.body as { text: string }).text)).toEqual([text]);
+    const after = (await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body;
+    expect(after).toMatchObject({ status: 'active', runCount: 1, consecutiveErrors: 0 });
+    expect(after).toMatchObject({ lastRun: { status: 'ok', error: null } });
   });
 
   it('a task whose first two turns end in error succeeds on its second retry, and the error count returns to 0', async () => {
@@ -187,6 +212,32 @@ describe('job validation through the API', () => {
   });
 });
 
+/**
+ * An agent's one-shot made by its `schedule` tool (so it deletes itself after its run), delivering to `url`, with an
+ * owner delivery of its own to hear notices on; run now.
+ */
+async function runAgentOneShot(name: string, url: string) {
+  const [a, c] = [uniqueId('a'), uniqueId('c')];
+  const owner = await receiver();
+  const agent = { name: 'A', owner: { delivery: { channel: 'webhook', url: owner.url } } };
+  expect((await api('PUT', `/v1/agents/${a}`, agent)).status).toBe(200);
+  const at = new Date(Date.now() + 3_600_000).toISOString();
+  const delivery = { channel: 'webhook', url };
+  const create = { action: 'create', name, schedule: { kind: 'at', at }, task: 'one time only', delivery };
+  await keel.post(a, c, { text: `/tool schedule ${JSON.stringify(create)}` }, { wait: 30 });
+  const [job] = (await api<(Job & { deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`)).body;
+  expect(job?.deleteAfterRun).toBe(true);
+  expect((await api('POST', `/v1/agents/${a}/jobs/${job!.id}/run`)).status).toBe(202);
+  return { a, job: job!, owner };
+}
+
+/** The run once booked, or 'gone' when the job (and with it its runs) was deleted instead. */
+const bookedOrGone = (a: string, id: string, timeoutMs: number) =>
+  eventually(async () => {
+    if ((await api('GET', `/v1/agents/${a}/jobs/${id}`)).status === 404) return 'gone' as const;
+    return (await runs(a, id)).find((r) => r.status !== 'running');
+  }, timeoutMs, 'the run booked or the job gone');
+
 describe("the agent's schedule tool", () => {
   it('creates a job by tool call; it appears in GET jobs with its Temporal Schedule; list, pause and delete work by name', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
@@ -207,6 +258,44 @@ describe("the agent's schedule tool", () => {
     expect((await keel.post(a, c, { text: '/tool schedule {"action":"list"}' }, { wait: 30 })).body.reply?.text).toMatch(/Standup reminder \(id \S+, paused/);
     expect((await keel.post(a, c, { text: '/tool schedule {"action":"delete","name":"Standup reminder"}' }, { wait: 30 })).body.reply?.text).toBe('tool result: deleted job Standup reminder');
     expect((await api<Job[]>('GET', `/v1/agents/${a}/jobs`)).body).toEqual([]);
+  });
+
+  it("an agent's one-shot whose webhook always answers 503 is kept, failed, with its run and a notice", async () => {
+    const hook = await receiver({ failFirst: Infinity, failStatus: 503 });
+    const { a, job, owner } = await runAgentOneShot('Undeliverable', hook.url);
+    // Six send attempts, Temporal's delivery retries 1 + 2 + 4 + 8 + 16 s apart.
+    const run = await bookedOrGone(a, job.id, 75_000);
+    expect(run).toMatchObject({ status: 'ok', reply: 'echo: one time only' });
+    expect(run).toMatchObject({ delivery: { outcome: 'error:http_503', attempts: 6 } });
+    expect(hook.received.map((r) => r.status)).toEqual([503, 503, 503, 503, 503, 503]);
+    const kept = await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`);
+    expect([kept.status, kept.body.status]).toEqual([200, 'failed']);
+    expect(kept.body).toMatchObject({ nextRunAt: null, lastRun: { status: 'ok', deliveryOutcome: 'error:http_503' } });
+    // The notice goes before the run is booked, so by now a second one would have arrived.
+    expect(owner.received.map((r) => (r.body as { text: string }).text)).toEqual([
+      'Scheduled job "Undeliverable" ran, but its result could not be delivered (error:http_503); ' +
+        'the job has been kept as failed, with its run.',
+    ]);
+    const audit = 'SELECT action FROM job_audit WHERE job_id = $1 ORDER BY id';
+    const { rows } = await keel.pool.query<{ action: string }>(audit, [job.id]);
+    expect(rows.map((r) => r.action)).toEqual(['create', 'run', 'fail']);
+    expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`)).status).toBe(409);
+  });
+
+  it("an agent's one-shot whose webhook answers 404 is kept, failed, with its run (dropped:http_404)", async () => {
+    const hook = await receiver({ failFirst: Infinity, failStatus: 404 });
+    const { a, job, owner } = await runAgentOneShot('Refused', hook.url);
+    const run = await bookedOrGone(a, job.id, 30_000);
+    expect(run).toMatchObject({ status: 'ok', reply: 'echo: one time only' });
+    expect(run).toMatchObject({ delivery: { outcome: 'dropped:http_404', attempts: 1 } });
+    expect(hook.received.map((r) => r.status)).toEqual([404]);
+    const kept = await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`);
+    expect([kept.status, kept.body.status]).toEqual([200, 'failed']);
+    expect(owner.received.map((r) => (r.body as { text: string }).text)).toEqual([
+      'Scheduled job "Refused" ran, but its result could not be delivered (dropped:http_404); ' +
+        'the job has been kept as failed, with its run.',
+    ]);
+    expect((await keel.client.schedule.getHandle(jobScheduleId(job.id)).describe()).state.paused).toBe(true);
   });
 
   it("an agent's one-shot deletes itself after its run, once its delivery outcome is recorded", async () => {

@@ -1,7 +1,7 @@
-import { proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../activities/delivery/deliver-reply';
-import { failsAfterErrors, retryDelayMs } from '../domain/jobs';
+import { afterDelivery, failsAfterErrors, retryDelayMs } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
 import { delivery, store } from './activities';
 
@@ -11,6 +11,9 @@ const turns = proxyActivities<KeelActivities>({
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
+
+/** The patch that keeps a self-deleting job whose delivery failed for good (runs begun before it delete the job). */
+export const KEEP_UNDELIVERED_PATCH = 'job-kept-when-undelivered';
 
 /**
  * One fire of a scheduled job (started by its Temporal Schedule): the task runs as a turn of the job's own
@@ -38,7 +41,7 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
       durationMs: Date.now() - started,
       completes: b.status === 'ok' && job.schedule.kind === 'at',
       fails: b.fails ?? false,
-      deleteJob: b.status === 'ok' && job.deleteAfterRun,
+      deleteJob: b.status === 'ok' && job.deleteAfterRun && !b.fails,
     });
 
   for (let attempt = 1; ; attempt++) {
@@ -47,6 +50,16 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
       const sent = turn.text
         ? await delivery.deliverJobResult({ runId, agentId: job.agentId, jobId: job.id, target: job.delivery, text: turn.text })
         : ({ outcome: 'skipped:empty_reply', attempts: 0 } satisfies DeliveryReport);
+      // The turn succeeded; a job that deletes itself still stays, failed, when its result was not delivered: its run
+      // is the evidence, and the owner is told.
+      if (afterDelivery(job.deleteAfterRun, sent.outcome) === 'failed' && patched(KEEP_UNDELIVERED_PATCH)) {
+        const error = `the result could not be delivered: ${sent.outcome}`;
+        const { agentId, name } = job;
+        await delivery.failJob({ runId, jobId: job.id, agentId, name, error, errors: 0, undelivered: sent.outcome });
+        await book({ status: 'ok', reply: turn.text, delivery: sent, error, fails: true });
+        upsertSearchAttributes([{ key: SA.outcome, value: 'failed' }]);
+        return;
+      }
       await book({ status: 'ok', reply: turn.text, delivery: sent });
       upsertSearchAttributes([{ key: SA.outcome, value: 'ok' }]);
       return;

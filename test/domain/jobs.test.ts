@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { JOBS, NewJob, failsAfterErrors, nextFire, retryDelayMs, validateNewJob, type JobContext } from '../../domain/jobs';
+import type { DeliveryOutcome } from '../../domain/delivery';
+import {
+  JOBS,
+  NewJob,
+  afterDelivery,
+  failsAfterErrors,
+  nextFire,
+  retryDelayMs,
+  validateNewJob,
+  type JobContext,
+} from '../../domain/jobs';
 
 const now = new Date('2026-06-01T12:00:00Z');
 const ctx: JobContext = { now, existingJobs: 0, nameTaken: false };
@@ -104,5 +114,23 @@ describe('retries and failure', () => {
   it('nextFire: none for a past one-shot', () => {
     expect(nextFire({ kind: 'at', at: '2026-05-01T00:00:00.000Z' }, now)).toBeNull();
     expect(nextFire({ kind: 'cron', expr: '0 0 1 1 *', tz: 'UTC' }, now)?.toISOString()).toBe('2027-01-01T00:00:00.000Z');
+  });
+});
+
+describe('after a successful run, by its delivery outcome', () => {
+  const outcomes: DeliveryOutcome[] = [
+    'delivered',
+    'skipped:channel_none',
+    'skipped:empty_reply',
+    'error:http_503',
+    'dropped:http_404',
+  ];
+
+  it('a job that deletes itself goes once its result was delivered or skipped, else it is kept, failed', () => {
+    expect(outcomes.map((o) => afterDelivery(true, o))).toEqual(['deleted', 'deleted', 'deleted', 'failed', 'failed']);
+  });
+
+  it('any other job is kept, whatever its delivery', () => {
+    expect(outcomes.map((o) => afterDelivery(false, o))).toEqual(['kept', 'kept', 'kept', 'kept', 'kept']);
   });
 });
