@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
-import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from './routines';
+import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
+
+/**
+ * A sandbox wall clock that reaches the activity's timeout would be cut off by Temporal (and retried as a lost worker)
+ * instead of ending the run with its own message; the rest of the tool run needs its minute too.
+ */
+const MAX_RUN_LIMIT_MS = ROUTINES.toolRunTimeoutMs - ROUTINES.toolRunOverheadMs;
+const RUN_LIMIT_TOO_LONG =
+  `KEEL_ROUTINE_RUN_LIMIT_MS must be at most ${MAX_RUN_LIMIT_MS} ms ` +
+  `(the tool run's activity timeout of ${ROUTINES.toolRunTimeoutMs} ms, less ${ROUTINES.toolRunOverheadMs} ms)`;
 
 /**
  * Keel's configuration, read from the environment. Pure: callers pass `process.env`. Every name here is in the
@@ -24,6 +33,8 @@ const Env = z.object({
   KEEL_SLACK_OWNER: z.string().optional(),
   TEMPORAL_CLI_PATH: z.string().optional(),
   KEEL_EMBEDDED_PG_PORT: z.coerce.number().int().default(5433),
+  /** As root: where the embedded PostgreSQL's binaries and data go when the postgres user cannot enter the checkout. */
+  KEEL_PG_RUNTIME_DIR: z.string().optional(),
   KEEL_LOG_LEVEL: z.string().default('info'),
   /** host:port where the worker serves the Temporal SDK's Prometheus metrics (unset: not served). */
   KEEL_WORKER_METRICS_ADDRESS: z.string().optional(),
@@ -36,7 +47,12 @@ const Env = z.object({
   /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
   KEEL_JOB_BACKOFF_MS: z.string().optional(),
   KEEL_ROUTINE_FLOOR_MS: z.coerce.number().int().min(0).default(DEFAULT_ROUTINE_SETTINGS.floorMs),
-  KEEL_ROUTINE_RUN_LIMIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.runLimitMs),
+  KEEL_ROUTINE_RUN_LIMIT_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(MAX_RUN_LIMIT_MS, RUN_LIMIT_TOO_LONG)
+    .default(DEFAULT_ROUTINE_SETTINGS.runLimitMs),
   KEEL_ROUTINE_SMOKE_LIMIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.smokeLimitMs),
   KEEL_ROUTINE_MEMORY_MB: z.coerce.number().int().min(8).max(4096).default(DEFAULT_ROUTINE_SETTINGS.memoryLimitMb),
   KEEL_ROUTINE_APPROVAL_WAIT_MS: z.coerce.number().int().positive().default(DEFAULT_ROUTINE_SETTINGS.approvalWaitMs),
@@ -97,6 +113,7 @@ export interface KeelConfig {
   slack: { token?: string; apiUrl?: string; owner?: string };
   temporalCliPath?: string;
   embeddedPgPort: number;
+  embeddedPgRuntimeDir?: string;
   logLevel: string;
   workerMetricsAddress?: string;
   workerMetricsUrl?: string;
@@ -124,6 +141,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     slack: { token: e.SLACK_BOT_TOKEN, apiUrl: e.KEEL_SLACK_API_URL, owner: e.KEEL_SLACK_OWNER },
     temporalCliPath: e.TEMPORAL_CLI_PATH,
     embeddedPgPort: e.KEEL_EMBEDDED_PG_PORT,
+    embeddedPgRuntimeDir: e.KEEL_PG_RUNTIME_DIR,
     logLevel: e.KEEL_LOG_LEVEL,
     workerMetricsAddress: e.KEEL_WORKER_METRICS_ADDRESS,
     workerMetricsUrl: e.KEEL_WORKER_METRICS_URL,

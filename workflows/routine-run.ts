@@ -1,7 +1,7 @@
 import { ActivityFailure, ApplicationFailure, CancellationScope, condition, defineQuery, isCancellation, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
-import type { FinishedRunStatus, Gate, RoutineRunResult } from '../domain/routines';
+import { ROUTINES, type FinishedRunStatus, type Gate, type RoutineRunResult } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
 import { store } from './activities';
 
@@ -13,7 +13,8 @@ const authoring = proxyActivities<KeelActivities>({
 
 /** A tool run: bounded by the sandbox's wall clock; a retry replays the run's journal, so it repeats no effect. */
 const tools = proxyActivities<KeelActivities>({
-  startToCloseTimeout: '10 minutes',
+  // The configured wall clock is bounded below this (domain/config.ts).
+  startToCloseTimeout: ROUTINES.toolRunTimeoutMs,
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
 });

@@ -255,6 +255,17 @@ describe('loadConfig: reflection, routines and integrations', () => {
     expect(loadConfig({ KEEL_ROUTINE_MEMORY_MB: '4096' }).routines.memoryLimitMb).toBe(4096);
   });
 
+  // The sandbox's wall clock must end a run before Temporal's activity timeout cuts it off (and retries it).
+  it("refuses a KEEL_ROUTINE_RUN_LIMIT_MS within a minute of the tool run's activity timeout, naming the bound", () => {
+    expect(loadConfig({ KEEL_ROUTINE_RUN_LIMIT_MS: '540000' }).routines.runLimitMs).toBe(540_000);
+    for (const value of ['540001', '600000', '3600000']) {
+      expect(() => loadConfig({ KEEL_ROUTINE_RUN_LIMIT_MS: value })).toThrow(
+        "KEEL_ROUTINE_RUN_LIMIT_MS must be at most 540000 ms " +
+          "(the tool run's activity timeout of 600000 ms, less 60000 ms)",
+      );
+    }
+  });
+
   it('reads KEEL_INTEGRATIONS as name → URL', () => {
     const c = loadConfig({ KEEL_INTEGRATIONS: '{"crm":"https://crm.example.com/hook","local.v2_x-y":"http://127.0.0.1:8080/in"}' });
     expect(c.routines.integrations).toEqual({ crm: 'https://crm.example.com/hook', 'local.v2_x-y': 'http://127.0.0.1:8080/in' });
