@@ -6,12 +6,14 @@ import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../db/migrate';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-process';
-import { spawnTs, stopProcess } from '../scripts/processes';
+import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { freePort } from '../scripts/ports';
 import { propose, reflectionApi } from './support/reflection';
 import { author, CONTACT_ADA, contactRecords, finished, routineApi } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import { quiescent } from './support/quiescence';
+import { startWorkerProcess as spawnWorker } from './support/workers';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -31,20 +33,9 @@ async function transcriptRoles(keel: TestKeel, conversationKey: string): Promise
   return rows.map((r) => r.role);
 }
 
+/** A worker process of its own on the test Keel's task queue, stopped after the test. */
 function startWorkerProcess(keel: TestKeel, databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
-  const child = spawnTs(
-    'worker/main.ts',
-    {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      KEEL_TASK_QUEUE: keel.taskQueue,
-      KEEL_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-      KEEL_MODEL: 'scripted',
-      ...env,
-    },
-    ['ignore', 'ignore', 'inherit'],
-  );
+  const child = spawnWorker(keel, databaseUrl, env);
   cleanups.push(() => stopProcess(child));
   return child;
 }
@@ -107,8 +98,11 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
       return rows[0]?.relay ? rows[0] : undefined;
     }, 30_000, 'the relay to be recorded');
     expect(row).toEqual({ outcome_version: 1, relay: 'relayed' });
-    // A later turn end reconciles again and relays nothing twice.
+    // A later turn end reconciles again and relays nothing twice. Checked once the delegate has closed (no signal
+    // can follow) and the conversation is at rest (no relay waiting out its 500 ms, no relay turn running).
     await keel.post(a, c, { text: 'thanks' }, { wait: 30 });
+    await keel.client.workflow.getHandle(delegateWorkflowId(a, delegateId)).result();
+    await eventually(() => quiescent(keel.client, conversationWorkflowId(a, c)), 30_000, 'the conversation at rest');
     expect(relayed()).toHaveLength(1);
   });
 

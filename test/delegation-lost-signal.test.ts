@@ -2,8 +2,10 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { WORKFLOWS_PATH } from '../worker/worker';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { quiescent } from './support/quiescence';
 
 let keel: TestKeel;
 
@@ -43,8 +45,11 @@ describe('a lost completion signal', () => {
     expect(await readRelays()).toEqual([`relay: ${delegateId} success: done: found it`]);
     const { rows } = await keel.pool.query<{ decision: string; via: string }>('SELECT decision, via FROM delegate_admissions WHERE delegate_id = $1', [delegateId]);
     expect(rows).toEqual([{ decision: 'admitted', via: 'reconcile' }]);
-    // And only once, however many turns end afterwards.
+    // And only once, however many turns end afterwards: counted once the delegate has closed and the conversation
+    // is at rest (a second admission would have left a relay waiting out its 500 ms, or a relay turn running).
     await keel.post(a, c, { text: 'and now?' }, { wait: 30 });
+    await keel.client.workflow.getHandle(delegateWorkflowId(a, delegateId)).result();
+    await eventually(() => quiescent(keel.client, conversationWorkflowId(a, c)), 30_000, 'the conversation at rest');
     expect(await readRelays()).toHaveLength(1);
   });
 });

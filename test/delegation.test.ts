@@ -1,9 +1,12 @@
+import { tsToMs } from '@temporalio/common/lib/time';
+import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FAKE_SECRET } from '../domain/scripted-model';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { delegateFinished } from '../workflows/conversation';
 import { eventually, queueAnswer, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { quiescent } from './support/quiescence';
 
 let keel: TestKeel;
 beforeAll(async () => {
@@ -29,6 +32,8 @@ interface Message {
 async function messages(a: string, c: string): Promise<Message[]> {
   return (await api<{ messages: Message[] }>('GET', `/v1/agents/${a}/conversations/${c}?limit=1000`)).body.messages;
 }
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 const relays = (ms: Message[]) => ms.filter((m) => m.role === 'assistant' && m.text.startsWith('relay: '));
 const spawnedId = (text: string | undefined) => /spawned delegate (\S+)/.exec(text ?? '')?.[1];
@@ -216,8 +221,11 @@ describe('admission in the conversation', () => {
     expect(decisions.filter((x) => x === 'rejected:mismatch')).toHaveLength(1);
     expect(decisions.indexOf('admitted')).toBeLessThan(decisions.lastIndexOf('ignored:consumed'));
     expect(decisions.lastIndexOf('ignored:consumed')).toBeLessThan(decisions.indexOf('rejected:mismatch'));
-    // A user message afterwards still gets its answer, and no second relay happens.
+    // A user message afterwards still gets its answer, and no second relay happens: counted once the delegate has
+    // closed (no signal of its own can follow) and the conversation is at rest (nothing admitted waits to be relayed).
     expect((await keel.post(a, c, { text: 'anything new?' }, { wait: 30 })).body.reply?.text).toBe('echo: anything new?');
+    await keel.client.workflow.getHandle(delegateWorkflowId(a, id)).result();
+    await eventually(() => quiescent(keel.client, conversationWorkflowId(a, c)), 30_000, 'the conversation at rest');
     expect(relays(await messages(a, c))).toHaveLength(1);
   });
 
@@ -266,6 +274,58 @@ describe('a conversation or a delegate that goes away', () => {
     expect((await keel.post(a, c, { text: 'back again' }, { wait: 30 })).body.reply?.text).toBe('echo: back again');
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
     expect(relays(await messages(a, c))[0]!.text).toBe(`relay: ${delegateId} success: done: outlived it`);
+  });
+
+  it('a conversation terminated inside the relay window: its next run relays the admitted result, once', async () => {
+    // Admission starts the 500 ms wait for company; the relay turn comes when it fires. Terminate while it waits.
+    const windowTimer = (events: HistoryEvent[]) =>
+      events.find((e) => {
+        const timer = e.timerStartedEventAttributes;
+        return timer && tsToMs(timer.startToFireTimeout) === 500;
+      });
+    /** A fresh conversation whose delegate's result is admitted, terminated while its relay waits. */
+    async function terminateInWindow() {
+      const [a, c] = [uniqueId('a'), uniqueId('c')];
+      const key = conversationWorkflowId(a, c);
+      const { delegateId } = await spawn(a, c, { text: '/delay 1000 relayed by the next run', historyMode: 'clean' });
+      const handle = keel.client.workflow.getHandle(key);
+      const runId = await eventually(async () => {
+        const [history, described] = await Promise.all([handle.fetchHistory(), handle.describe()]);
+        return windowTimer(history.events ?? []) ? described.runId : undefined;
+      }, 30_000, 'the relay window');
+      await handle.terminate('terminated inside the relay window');
+      // Inside the window: the timer never fired and no relay turn began (a stalled machine can miss 500 ms).
+      const terminated = (await keel.client.workflow.getHandle(key, runId).fetchHistory()).events ?? [];
+      const timerId = windowTimer(terminated)!.timerStartedEventAttributes!.timerId;
+      const fired = terminated.some((e) => e.timerFiredEventAttributes?.timerId === timerId);
+      const activities = terminated.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+      return { a, c, key, id: delegateId!, inside: !fired && !activities.includes('startRetrigger') };
+    }
+    let t = await terminateInWindow();
+    for (let tries = 1; tries < 3 && !t.inside; tries++) t = await terminateInWindow();
+    expect(t.inside).toBe(true);
+    const { a, c, key, id } = t;
+
+    // Admitted by the delegate's signal, not relayed.
+    const held = await delegate(a, id);
+    expect(held.admissions.map((x) => [x.decision, x.via])).toEqual([['admitted', 'signal']]);
+    expect(held.admittedAt).toBeTruthy();
+    expect(held.relay).toBeUndefined();
+    expect(relays(await messages(a, c))).toEqual([]);
+
+    // The next run (started by the next message) takes the admitted result up and relays it.
+    expect((await keel.post(a, c, { text: 'back again' }, { wait: 30 })).body.reply?.text).toBe('echo: back again');
+    const d = await eventually(async () => {
+      const v = await delegate(a, id);
+      return v.relay ? v : undefined;
+    }, 30_000, 'the relay to be recorded');
+    expect(d.relay).toBe('relayed');
+    // Once: counted with the delegate closed and the new run at rest; the result was admitted once, not again.
+    await keel.client.workflow.getHandle(delegateWorkflowId(a, id)).result();
+    await eventually(() => quiescent(keel.client, key), 30_000, 'the conversation at rest');
+    const relayed = relays(await messages(a, c)).map((m) => m.text);
+    expect(relayed).toEqual([`relay: ${id} success: done: relayed by the next run`]);
+    expect((await delegate(a, id)).admissions.filter((x) => x.decision === 'admitted')).toHaveLength(1);
   });
 
   it('a delegate workflow cancelled through Temporal still commits its outcome, and it is relayed', async () => {

@@ -4,7 +4,7 @@ import { reflectionWorkflowId } from '../domain/ids';
 import { createScriptedProvider } from '../activities/model/scripted';
 import type { ModelRequest } from '../domain/model';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
-import { failedChecks, propose, reflectionApi, type ReflectionView } from './support/reflection';
+import { failedChecks, propose, reflectionApi, skipWithEdits, type ReflectionView } from './support/reflection';
 
 // Keels of their own settings, each on its own task queue: the defaults drain at 5 queued or every 180 minutes.
 let story: TestKeel; // drains at 5, no approval needed
@@ -65,13 +65,24 @@ describe('reflection admission through the REST API with the scripted model', ()
     expect(channel.at(-1)?.system).toContain('You answer in French, briefly.');
   });
 
-  it('a skip changes nothing', async () => {
+  it('a skip changes nothing, even with edits attached to it', async () => {
     const r = reflectionApi(() => eager);
+    const edits = [{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n' }];
+    // The same edits as an ok proposal are admitted: they pass every gate, so only the skip keeps them out below.
+    const control = uniqueId('a');
+    await r.agent(control);
+    await r.say(control, 'c1', propose(edits));
+    expect(await r.nthProposal(control, 1)).toMatchObject({ status: 'admitted', version: 2 });
+    expect((await r.memory(control)).files['user-profile.md']).toBe('# User profile\n\n- likes tea\n');
+
     const a = uniqueId('a');
     await r.agent(a);
-    await r.say(a, 'c1', 'nothing worth learning here');
+    const before = await r.memory(a);
+    await r.say(a, 'c1', skipWithEdits(edits));
     expect(await r.nthProposal(a, 1)).toMatchObject({ status: 'skipped' });
-    expect((await r.memory(a)).version).toBe(1);
+    expect(await r.memory(a)).toEqual(before);
+    expect(before.version).toBe(1);
+    expect(before.files['user-profile.md']).not.toContain('likes tea');
     // The contract's list leaves skipped drains out; ?all=true shows them.
     expect((await r.call<unknown[]>('GET', `/v1/agents/${a}/proposals`)).body).toEqual([]);
   });

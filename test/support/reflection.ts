@@ -19,8 +19,16 @@ export interface ReflectionView {
   spentTodayUsd: number;
 }
 
+const fullEdits = (edits: Partial<ProposalEdit>[]) =>
+  edits.map((e) => ({ action: 'edit', summary: 's', rationale: 'r', ...e }));
+
 /** A user message that makes the scripted model propose these edits when reflection reads it. */
-export const propose = (edits: Partial<ProposalEdit>[]) => `/propose ${JSON.stringify({ status: 'ok', edits: edits.map((e) => ({ action: 'edit', summary: 's', rationale: 'r', ...e })) })}`;
+export const propose = (edits: Partial<ProposalEdit>[]) =>
+  `/propose ${JSON.stringify({ status: 'ok', edits: fullEdits(edits) })}`;
+
+/** A user message that makes the scripted model answer `skip`, with edits attached that a skip must never apply. */
+export const skipWithEdits = (edits: Partial<ProposalEdit>[]) =>
+  `/propose ${JSON.stringify({ status: 'skip', reason: 'nothing to learn', edits: fullEdits(edits) })}`;
 
 export function reflectionApi(keel: () => TestKeel) {
   const call = async <T>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown): Promise<{ status: number; body: T }> => {
