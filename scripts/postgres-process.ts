@@ -4,24 +4,55 @@ import { spawnTs, stopProcess } from './processes';
 
 export interface PostgresProcess {
   url: string;
+  /** Where the cluster's data is (see `movedFrom`). */
+  dataDir: string;
+  /** The data folder asked for, when the postgres user (root runs PostgreSQL as it) cannot enter it. */
+  movedFrom?: string;
+  /** The folder of the PostgreSQL binaries it runs. */
+  binDir: string;
   process: ChildProcess;
   stop(): Promise<void>;
 }
 
-/** Starts scripts/postgres.ts as a child process and resolves with its URL once it is ready. */
-export async function startPostgresProcess(opts: { dataDir: string; port: number; env?: NodeJS.ProcessEnv }): Promise<PostgresProcess> {
-  const child = spawnTs('scripts/postgres.ts', { ...process.env, ...opts.env, KEEL_PG_DATA_DIR: opts.dataDir, KEEL_EMBEDDED_PG_PORT: String(opts.port) }, [
-    'ignore',
-    'pipe',
-    'inherit',
-  ]);
-  const url = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
-      const m = /^ready (\S+)$/.exec(line);
-      if (m?.[1]) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`embedded PostgreSQL exited before it was ready (code ${code})`)));
+const FAILED = /^keel postgres failed: (.*)$/;
+
+/**
+ * Starts scripts/postgres.ts as a child process and resolves once it is ready. If it fails, the error is the child's
+ * one-line reason (scripts/postgres.ts), and the child has exited.
+ */
+export async function startPostgresProcess(opts: {
+  dataDir: string;
+  port: number;
+  env?: NodeJS.ProcessEnv;
+}): Promise<PostgresProcess> {
+  const env = { ...process.env, ...opts.env, KEEL_PG_DATA_DIR: opts.dataDir, KEEL_EMBEDDED_PG_PORT: String(opts.port) };
+  const child = spawnTs('scripts/postgres.ts', env, ['ignore', 'pipe', 'pipe']);
+  let failure: string | undefined;
+  // The failure line becomes the error; everything else on its stderr (KEEL_PG_VERBOSE's log) passes through.
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    const m = FAILED.exec(line);
+    if (m) failure = m[1];
+    else process.stderr.write(`${line}\n`);
   });
-  return { url, process: child, stop: () => stopProcess(child, 20_000) };
+  const info = new Map<string, string>();
+  await new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = /^(data|moved-from|binaries|ready) (.+)$/.exec(line);
+      if (m?.[1] && m[2]) info.set(m[1], m[2]);
+      if (m?.[1] === 'ready') resolve();
+    });
+    // 'close', not 'exit': by then its stderr has been read to the end, failure line included.
+    child.once('close', (code) => {
+      reject(new Error(failure ?? `embedded PostgreSQL exited before it was ready (code ${code})`));
+    });
+  });
+  const movedFrom = info.get('moved-from');
+  return {
+    url: info.get('ready') ?? '',
+    dataDir: info.get('data') ?? opts.dataDir,
+    ...(movedFrom ? { movedFrom } : {}),
+    binDir: info.get('binaries') ?? '',
+    process: child,
+    stop: () => stopProcess(child, 20_000),
+  };
 }

@@ -2,10 +2,10 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { migrate } from '../db/migrate';
 import { isLoopbackHost, loadConfig } from '../domain/config';
-import { ensureSearchAttributes, startDevServer, waitForTemporal, type DevServer } from './dev-server';
+import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
-import { spawnTs, stopProcess } from './processes';
+import { REPO_ROOT, spawnTs, stopProcess } from './processes';
 import { waitForReady } from './ready';
 
 /**
@@ -46,13 +46,6 @@ async function main(): Promise<void> {
       const server = temporal;
       stops.push(() => server.stop());
     }
-    // A SQLite file (or a server) from an older Keel may lack newer search attributes; a server that refuses (no
-    // operator rights) is told about, not fatal: the worker's own Schedules then name what is missing.
-    await ensureSearchAttributes(address, config.temporal.namespace).then(
-      (added) => added.length && console.log(`keel: registered the search attributes ${added.join(', ')}`),
-      (err: unknown) => console.warn(`keel: could not check Keel's search attributes: ${err instanceof Error ? err.message : String(err)}`),
-    );
-
     let databaseUrl = config.databaseUrl;
     let pg: PostgresProcess | undefined;
     const pgDataDir = path.join(dataDir, 'postgres');
@@ -95,7 +88,7 @@ async function main(): Promise<void> {
         `  API          ${api}/v1`,
         `  OpenAPI      ${api}/docs`,
         `  Temporal UI  ${uiUrl}`,
-        `  PostgreSQL   ${pg ? `embedded, ${pgDataDir}` : 'DATABASE_URL'}`,
+        `  PostgreSQL   ${pg ? describeEmbeddedPg(pg) : 'DATABASE_URL'}`,
         `  Model        ${config.model.provider}${config.model.provider === 'scripted' ? ' (offline; set ANTHROPIC_API_KEY to use Claude)' : ` (${config.model.anthropicModel})`}`,
         '',
         `Try: curl -X POST '${api}/v1/agents/a1/conversations/c1/messages?wait=30' -H 'content-type: application/json' -d '{"text":"hello"}'`,
@@ -107,6 +100,17 @@ async function main(): Promise<void> {
     console.error('keel: start failed:', err instanceof Error ? err.message : err);
     await shutdown(1);
   }
+}
+
+/**
+ * Where the embedded PostgreSQL runs. As root it runs as the postgres user; what that user cannot enter (a checkout
+ * in root's home folder) is copied or kept under the runtime folder instead, and the banner says so.
+ */
+function describeEmbeddedPg(pg: PostgresProcess): string {
+  const notes: string[] = [];
+  if (pg.movedFrom) notes.push(`instead of ${pg.movedFrom}, which the postgres user cannot enter`);
+  if (!pg.binDir.startsWith(REPO_ROOT + path.sep)) notes.push(`binaries in ${pg.binDir}`);
+  return `embedded, ${pg.dataDir}${notes.length ? ` (${notes.join('; ')})` : ''}`;
 }
 
 void main();

@@ -1,30 +1,21 @@
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
-import { freePort } from '../scripts/ports';
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
+import { freePort, portOpen } from '../scripts/ports';
 
 describe('npm start', () => {
   it('brings up Temporal, PostgreSQL, the worker and the API in one command; the README request answers; Ctrl-C stops all', async () => {
+    // Private (mode 700), like a checkout in root's home folder: as root, the postgres user cannot enter it, so the
+    // cluster's data goes to the runtime folder (and the binaries too, when the checkout is just as private).
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-start-'));
-    await chmod(dataDir, 0o755);
+    const runtimeDir = await mkdtemp(path.join(os.tmpdir(), 'keel-start-runtime-'));
+    await chmod(runtimeDir, 0o755);
     let temporalPort = await freePort();
     while (!(await portIsFree(temporalPort + 1000))) temporalPort = await freePort();
     const [apiPort, pgPort] = [await freePort(), await freePort()];
@@ -39,6 +30,7 @@ describe('npm start', () => {
         TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
         KEEL_API_PORT: String(apiPort),
         KEEL_EMBEDDED_PG_PORT: String(pgPort),
+        KEEL_PG_RUNTIME_DIR: runtimeDir,
         KEEL_MODEL: '',
         ANTHROPIC_API_KEY: '',
         DATABASE_URL: '',
@@ -61,6 +53,14 @@ describe('npm start', () => {
         void exited.then((code) => reject(new Error(`npm start exited (${code}):\n${output.join('\n')}`)));
       });
       expect(output.join('\n')).toMatch(/Model\s+scripted \(offline/);
+      // The banner says where PostgreSQL's data is, and why there.
+      const pgLine = output.find((l) => /^\s+PostgreSQL\s/.test(l)) ?? '';
+      if (os.userInfo().uid === 0) {
+        expect(pgLine).toContain(`embedded, ${runtimeDir}/data/`);
+        expect(pgLine).toContain(`instead of ${dataDir}/postgres, which the postgres user cannot enter`);
+      } else {
+        expect(pgLine).toContain(`embedded, ${dataDir}/postgres`);
+      }
       expect(output.join('\n')).toContain(`http://127.0.0.1:${temporalPort + 1000}`);
 
       const res = await fetch(`http://127.0.0.1:${apiPort}/v1/agents/a1/conversations/c1/messages?wait=30`, {
@@ -108,6 +108,7 @@ describe('npm start', () => {
     expect(await portOpen(temporalPort)).toBe(false);
     expect(await portOpen(pgPort)).toBe(false);
     await rm(dataDir, { recursive: true, force: true });
+    await rm(runtimeDir, { recursive: true, force: true });
   });
 });
 

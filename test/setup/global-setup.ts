@@ -25,23 +25,34 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'keel-test-'));
   // mkdtemp makes the folder private; as root, PostgreSQL runs as the postgres user, who must reach its data folder.
   await chmod(workDir, 0o755);
-  const [temporal, pg] = await Promise.all([
-    freePort().then((port) => startDevServer({ port, stdio: 'ignore' })),
-    freePort().then((port) => startPostgresProcess({ dataDir: path.join(workDir, 'pg'), port })),
-  ]);
-  await migrate(pg.url);
-  const code = await bundleWorkflows();
-  const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');
-  await writeFile(workflowBundlePath, code);
-
-  project.provide('temporalAddress', temporal.address);
-  project.provide('databaseUrl', pg.url);
-  project.provide('workflowBundlePath', workflowBundlePath);
-  project.provide('workDir', workDir);
-
-  return async () => {
-    await Promise.all([temporal.stop(), pg.stop()]);
+  const stops: (() => Promise<void>)[] = [];
+  const teardown = async () => {
+    await Promise.all(stops.map((stop) => stop().catch(() => undefined)));
     await rm(workDir, { recursive: true, force: true });
   };
-}
+  try {
+    // Both start at once, and both are waited for: if one fails, the other is stopped, not left running.
+    const [temporal, pg] = await Promise.allSettled([
+      freePort().then((port) => startDevServer({ port, stdio: 'ignore' })),
+      freePort().then((port) => startPostgresProcess({ dataDir: path.join(workDir, 'pg'), port })),
+    ]);
+    for (const started of [temporal, pg]) if (started.status === 'fulfilled') stops.push(() => started.value.stop());
+    if (pg.status === 'rejected') throw pg.reason;
+    if (temporal.status === 'rejected') throw temporal.reason;
+    await migrate(pg.value.url);
+    const code = await bundleWorkflows();
+    const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');
+    await writeFile(workflowBundlePath, code);
 
+    project.provide('temporalAddress', temporal.value.address);
+    project.provide('databaseUrl', pg.value.url);
+    project.provide('workflowBundlePath', workflowBundlePath);
+    project.provide('workDir', workDir);
+  } catch (err) {
+    await teardown();
+    // One line, not a stack: the reason (e.g. the embedded PostgreSQL's) already says what to do.
+    const line = `keel test setup failed: ${err instanceof Error ? err.message : String(err)}`;
+    throw Object.assign(new Error(line), { stack: line });
+  }
+  return teardown;
+}
