@@ -1,4 +1,5 @@
-import { ServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
+import { isTemporalUnavailable, temporalStatus } from '../temporal/status';
 import { ApiError } from './errors';
 
 /**
@@ -11,7 +12,11 @@ export async function sendDecision(temporal: Client, deadlineMs: number, update:
     await temporal.withDeadline(Date.now() + deadlineMs, update);
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ApiError(409, 'not_awaiting_approval', notWaiting);
-    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof ServiceError) throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
+    // Only "not in time" is worth a retry; anything else Temporal refuses goes to the error handler as what it is.
+    const status = temporalStatus(err);
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (status && isTemporalUnavailable(status))) {
+      throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
+    }
     throw err;
   }
 }

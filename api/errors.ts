@@ -2,6 +2,8 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { LIMITS } from '../domain/limits';
 import { TEXT_TOO_LARGE } from '../domain/messages';
+import { SECRET_PATTERNS } from '../domain/reply-guard';
+import { isTemporalUnavailable, temporalStatus, type TemporalStatus } from '../temporal/status';
 
 /** The API's one error shape: {"error": {"code", "message", "details"?}} with the matching status. */
 export class ApiError extends Error {
@@ -16,6 +18,10 @@ export class ApiError extends Error {
 }
 
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
+
+/** The API is closing: the client retries (elsewhere, or once it is back); `why` says what to retry. */
+export const shuttingDown = (why = 'retry the request', details?: unknown) =>
+  new ApiError(503, 'shutting_down', `the API is shutting down; ${why}`, details);
 
 export function errorBody(code: string, message: string, details?: unknown) {
   return { error: { code, message, ...(details === undefined ? {} : { details }) } };
@@ -45,8 +51,30 @@ export function handleError(err: FastifyError | ApiError | Error, req: FastifyRe
     return reply.status(fe.statusCode).send(errorBody('bad_request', fe.message));
   }
   req.log.error({ err }, 'request failed');
+  const temporal = temporalStatus(err);
+  if (temporal) return temporalError(reply, temporal);
   if (isUnavailable(err)) return reply.status(503).send(errorBody('unavailable', 'a dependency (Temporal or PostgreSQL) is not reachable; try again'));
   return reply.status(500).send(errorBody('internal', 'internal error'));
+}
+
+/**
+ * Temporal's answer, judged by its gRPC status: not reachable, overloaded or too slow is a 503 to retry; any other
+ * status is Temporal refusing a request the API let through (e.g. a namespace without Keel's search attributes), which
+ * retrying will not fix, so it is a 500 that says what Temporal said.
+ */
+function temporalError(reply: FastifyReply, t: TemporalStatus): FastifyReply {
+  if (isTemporalUnavailable(t)) {
+    const why = `Temporal is not reachable, overloaded or did not answer in time (${t.name}); try again`;
+    return reply.status(503).send(errorBody('unavailable', why));
+  }
+  const refused = `Temporal refused the request (${t.name}): ${redact(t.details)}`;
+  return reply.status(500).send(errorBody('temporal_refused', refused));
+}
+
+/** Temporal's message may echo what it was sent; it is cut short and any secret-looking text is masked. */
+function redact(text: string): string {
+  const masked = SECRET_PATTERNS.reduce((t, { pattern }) => t.replace(new RegExp(pattern, 'g'), '[redacted]'), text);
+  return masked.length > 500 ? `${masked.slice(0, 500)}…` : masked;
 }
 
 /** The router's own refusals (a malformed or overlong path), in the API's error shape too. */
@@ -55,7 +83,10 @@ export function handleRouterError(err: FastifyError, _req: FastifyRequest, reply
   else void reply.status(400).send(errorBody('bad_request', err.message));
 }
 
-/** Connection failures of PostgreSQL or Temporal: the client should retry, nothing was lost. */
+/**
+ * Connection failures of PostgreSQL (or of Temporal before any gRPC status, e.g. its first connect): the client should
+ * retry, nothing was lost. An answer of Temporal's is judged by its status in temporalError instead.
+ */
 function isUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   const msg = err instanceof Error ? err.message : '';
@@ -63,7 +94,7 @@ function isUnavailable(err: unknown): boolean {
     code === 'ECONNREFUSED' ||
     code === '57P01' ||
     code === '57P03' ||
-    /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|UNAVAILABLE|DEADLINE_EXCEEDED/i.test(msg) ||
-    (err instanceof Error && err.name === 'ServiceError')
+    /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect/i.test(msg) ||
+    /UNAVAILABLE|DEADLINE_EXCEEDED/i.test(msg)
   );
 }

@@ -30,9 +30,15 @@ export class EventHub {
     };
   }
 
+  /**
+   * Ends every open stream (its client resumes with Last-Event-ID elsewhere or later) and the LISTEN connection: an
+   * open stream would otherwise hold the API's shutdown forever.
+   */
   async close(): Promise<void> {
     const client = await this.client?.catch(() => undefined);
     this.client = undefined;
+    for (const set of this.subscribers.values()) for (const s of set) s.lost();
+    this.subscribers.clear();
     await client?.end().catch(() => undefined);
   }
 

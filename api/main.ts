@@ -5,6 +5,7 @@ import { assertSafeBind, loadConfig } from '../domain/config';
 import { buildApi } from './server';
 import { jobSettings } from '../activities';
 import { tracingFromConfig } from '../worker/tracing';
+import { ensureSearchAttributes, MissingSearchAttributesError } from '../temporal/namespace';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -13,6 +14,12 @@ async function main(): Promise<void> {
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
   const connection = await Connection.connect({ address: config.temporal.address });
+  // Without Keel's search attributes Temporal refuses the workflows and Schedules the API starts: add them, or stop.
+  const { namespace } = config.temporal;
+  const added = await ensureSearchAttributes(connection, namespace);
+  if (added.length) {
+    console.log(`keel api: registered the search attributes ${added.join(', ')} in namespace ${namespace}`);
+  }
   const tracing = tracingFromConfig(config, 'keel-api');
   const temporal = new Client({ connection, namespace: config.temporal.namespace, plugins: tracing ? [tracing.plugin] : [] });
   const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel }, jobs: jobSettings(config), routines: config.routines, workerMetricsUrl: config.workerMetricsUrl });
@@ -30,6 +37,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error('keel api failed:', err);
+  // A refusal Keel explains (e.g. the missing search attributes) is printed as its message alone.
+  console.error('keel api failed:', err instanceof MissingSearchAttributesError ? err.message : err);
   process.exit(1);
 });

@@ -8,7 +8,7 @@ import type { Pool } from '../db/pool';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
 import { ErrorResponse } from './schemas';
-import { errorBody, handleError, handleRouterError, notFound } from './errors';
+import { errorBody, handleError, handleRouterError, notFound, shuttingDown } from './errors';
 import { createMetrics } from './metrics';
 import { EventHub } from './events';
 import { eventRoutes } from './routes/events';
@@ -47,10 +47,24 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     // Long enough for any id the schemas accept (workflow ids hold two ids), so the schemas, not the router, judge.
     routerOptions: { maxParamLength: LIMITS.pathParamChars },
     frameworkErrors: handleRouterError,
+    // While the API closes, a request is refused by the hook below in Keel's error shape, not by fastify's own body.
+    return503OnClosing: false,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(handleError);
+  // preClose runs as close() begins, before fastify waits for the requests in flight: new requests are refused from
+  // then on, and a submission waiting for its turn stops waiting (see conversationRoutes), so none is cut off.
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort());
+  app.addHook('onRequest', async () => {
+    if (closing.signal.aborted) throw shuttingDown();
+  });
+  // An answer given while closing also closes its connection: Node's close() ends only the connections idle when it
+  // is called, and would otherwise wait out the keep-alive timeout (72 s) of each one that goes idle later.
+  app.addHook('onSend', async (_req, reply) => {
+    if (closing.signal.aborted) void reply.header('connection', 'close');
+  });
   // Every route documents the errors any route can answer (bad input, auth, too large, a dependency down), and a
   // known path asked with another method answers 405 with Allow, not 404.
   const routes: { pattern: RegExp; methods: Set<string> }[] = [];
@@ -98,10 +112,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     return reply.type(metrics.contentType).send(await metrics.text());
   });
   const hub = new EventHub(deps.pool);
-  app.addHook('onClose', () => hub.close());
+  // preClose: fastify waits for the requests in flight before onClose, and a live stream never ends by itself.
+  app.addHook('preClose', () => hub.close());
   await app.register(eventRoutes({ pool: deps.pool, hub }));
   await app.register(agentRoutes(deps.pool));
-  await app.register(conversationRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
+  const conversations = { ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000, closing: closing.signal };
+  await app.register(conversationRoutes(conversations));
   await app.register(delegationRoutes(deps));
   await app.register(appRoutes(deps.pool));
   await app.register(runRoutes({ temporal: deps.temporal, namespace: deps.temporal.options.namespace }));

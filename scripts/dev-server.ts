@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { stopProcess } from './processes';
 import { ensureTemporalCli } from './temporal-cli';
@@ -59,27 +58,6 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
     throw err;
   }
   return { address, process: child, stop };
-}
-
-/**
- * Registers Keel's search attributes that the namespace lacks. `start-dev --search-attribute` registers them only when
- * it creates its SQLite file, so a file from an older Keel would miss the newer ones.
- */
-export async function ensureSearchAttributes(address: string, namespace = 'default'): Promise<string[]> {
-  const connection = await Connection.connect({ address });
-  try {
-    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
-    const missing = ALL_SEARCH_ATTRIBUTES.map((k) => k.name).filter((name) => !(customAttributes && name in customAttributes));
-    if (missing.length) {
-      await connection.operatorService.addSearchAttributes({
-        namespace,
-        searchAttributes: Object.fromEntries(missing.map((name) => [name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
-      });
-    }
-    return missing;
-  } finally {
-    await connection.close();
-  }
 }
 
 /** Resolves once the frontend answers and the namespace exists. */

@@ -194,6 +194,33 @@ describe('a dependency that is down', () => {
     }
   });
 
+  it('Temporal unreachable on a route with no handling of its own (PUT routine) → 503 unavailable', async () => {
+    // The generic error handler judges Temporal's errors by gRPC status: UNAVAILABLE is still "try again". (No
+    // interceptors: the SDK's retries of UNAVAILABLE would only make the test wait longer for the same answer.)
+    const lazy = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500, interceptors: [] });
+    const temporal = new Client({ connection: lazy });
+    const api = await buildApi({ pool: keel.pool, temporal, taskQueue: 'nowhere', tokens: undefined });
+    try {
+      const a = uniqueId('a');
+      const app = await send(keel, 'PUT', `/v1/agents/${a}/apps/crm`, { payload: '{"name":"crm","tables":[]}' });
+      expect(app.status).toBe(200);
+      const res = await api.inject({
+        method: 'PUT',
+        url: `/v1/agents/${a}/apps/crm/routines/nightly`,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ label: 'nightly', schedule: { expr: 'daily' }, prompt: 'hello' }),
+      });
+      expect([res.statusCode, res.json<ErrorBody>().error.code]).toEqual([503, 'unavailable']);
+      const said = 'Temporal is not reachable, overloaded or did not answer in time (UNAVAILABLE); try again';
+      expect(res.json<ErrorBody>().error.message).toBe(said);
+      // Nothing half-made: the routine's row rolled back with the Schedule that could not be created.
+      const { rowCount } = await keel.pool.query('SELECT 1 FROM routines WHERE agent_id = $1', [a]);
+      expect(rowCount).toBe(0);
+    } finally {
+      await api.close();
+    }
+  });
+
   it('a known path asked with another method answers 405 with Allow; an unknown path 404, both in the error shape', async () => {
     const k = await startTestKeel({ worker: false });
     const keelApi = k.api;

@@ -3,6 +3,7 @@ import { defaultModelName, jobSettings, providerFromConfig, transportsFromConfig
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
+import { ensureSearchAttributes, MissingSearchAttributesError } from '../temporal/namespace';
 import { workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
 import { createKeelWorker, type WorkflowSource } from './worker';
@@ -20,8 +21,14 @@ async function main(): Promise<void> {
     ...(config.workerMetricsAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.workerMetricsAddress } } } } : {}),
   });
   await migrate(config.databaseUrl);
-  const pool = createPool(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
+  // Without Keel's search attributes Temporal refuses every workflow Keel starts: register them, or stop here.
+  const { namespace } = config.temporal;
+  const added = await ensureSearchAttributes(connection, namespace);
+  if (added.length) {
+    console.log(`keel worker: registered the search attributes ${added.join(', ')} in namespace ${namespace}`);
+  }
+  const pool = createPool(config.databaseUrl);
   const bundle = process.env.KEEL_WORKFLOW_BUNDLE;
   const workflows: WorkflowSource | undefined = bundle ? { workflowBundle: { codePath: bundle } } : undefined;
   const tracing = tracingFromConfig(config, 'keel-worker');
@@ -44,6 +51,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error('keel worker failed:', err);
+  // A refusal Keel explains (e.g. the missing search attributes) is printed as its message alone.
+  console.error('keel worker failed:', err instanceof MissingSearchAttributesError ? err.message : err);
   process.exit(1);
 });

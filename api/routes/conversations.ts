@@ -8,12 +8,19 @@ import { conversationWorkflowId } from '../../domain/ids';
 import { SubmitMessageBody } from '../../domain/messages';
 import { assertAgentAccess } from '../auth';
 import { queryConversationState, submitToConversation } from '../conversation-client';
-import { notFound } from '../errors';
+import { notFound, shuttingDown } from '../errors';
 import { ConversationParams, ConversationView, ErrorResponse, SubmitQuery, SubmitResponse, TranscriptQuery } from '../schemas';
 
 const POLL_MS = 50;
 
-export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string; temporalDeadlineMs: number }): FastifyPluginAsyncZod {
+export function conversationRoutes(deps: {
+  pool: Pool;
+  temporal: Client;
+  taskQueue: string;
+  temporalDeadlineMs: number;
+  /** Aborted when the API begins to close: a waiting submission answers at once instead of holding the close up. */
+  closing: AbortSignal;
+}): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
   return async (app) => {
     app.post(
@@ -47,7 +54,14 @@ export function conversationRoutes(deps: { pool: Pool; temporal: Client; taskQue
           clientGone = !reply.raw.writableFinished;
         });
         const gone = () => clientGone;
-        const done = waitMs > 0 ? await waitForTurn(pool, conversationWorkflowId(agentId, conversationId), accepted.messageId, Date.now() + waitMs, gone) : undefined;
+        const key = conversationWorkflowId(agentId, conversationId);
+        const { messageId } = accepted;
+        const deadline = Date.now() + waitMs;
+        const done = waitMs > 0 ? await waitForTurn(pool, key, messageId, deadline, gone, deps.closing) : undefined;
+        if (done === 'closing') {
+          // The message is accepted and its turn goes on; posting it again (same messageId) answers with that turn.
+          throw shuttingDown('post the message again with the same messageId to get its answer', { messageId });
+        }
         if (!done) return reply.status(202).send(acceptedView(accepted));
         return reply.status(200).send(finishedView(accepted.messageId, done));
       },
@@ -91,18 +105,23 @@ function finishedView(messageId: string, t: TurnView & { status: FinishedTurnSta
   };
 }
 
-/** Waits for the turn that answers the message (a steered message's turn may change while it waits). */
+/**
+ * Waits for the turn that answers the message (a steered message's turn may change while it waits): the finished
+ * turn, undefined at the deadline or when the client left, or 'closing' when the API began to close first.
+ */
 async function waitForTurn(
   pool: Pool,
   conversationKey: string,
   messageId: string,
   deadline: number,
   clientGone: () => boolean,
-): Promise<(TurnView & { status: FinishedTurnStatus }) | undefined> {
+  closing: AbortSignal,
+): Promise<(TurnView & { status: FinishedTurnStatus }) | 'closing' | undefined> {
   for (;;) {
     const turnId = await turnOfMessage(pool, conversationKey, messageId);
     const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
     if (turn && isFinished(turn)) return turn;
+    if (closing.aborted) return 'closing';
     if (Date.now() >= deadline || clientGone()) return undefined;
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
