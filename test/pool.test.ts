@@ -24,7 +24,9 @@ describe('the connection pool (real PostgreSQL)', () => {
       () => undefined,
       (err: unknown) => err,
     );
-    expect(String(failure)).toMatch(/terminat/i);
+    // Which words pg uses depends on whether the socket's close arrives before or during the next query: the backend
+    // was terminated, or the client already knows its connection failed. Either way the transaction failed.
+    expect(String(failure)).toMatch(/terminat|connection error/i);
     // The broken client was destroyed, not handed out again.
     expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]?.one).toBe(1);
     expect(await inTransaction(pool, async (c) => (await c.query<{ two: number }>('SELECT 2 AS two')).rows[0]?.two)).toBe(2);
