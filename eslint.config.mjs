@@ -5,6 +5,44 @@ import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
+// Keel's layers (docs/design.md): contracts ← workflows, activities, services ← api, worker; domain under all of them.
+// Keel imports its own code by relative path and a restricted-import pattern sees the specifier as written, so a file
+// `depth` folders below the repository root reaches the top-level folder X as `../` × depth, then X. Each layer's rules
+// are therefore stated once and applied at every depth up to MAX_DEPTH (layer/x.ts is depth 1, layer/a/x.ts depth 2).
+const MAX_DEPTH = 5;
+const folders = (names) => `(${names.join('|')})(/|$)`;
+/** Relative imports that land in one of `names`. */
+const into = (names) => folders(names);
+/** Relative imports that land anywhere (a top-level folder or file) except in one of `names`. */
+const outside = (names) => `(?!${folders(names)})`;
+
+/**
+ * @param {string} layer top-level folder the rules apply to
+ * @param {{ to: string, message: string, allowTypeImports?: boolean }[]} rules relative-import restrictions
+ * @param {{ regex: string, message: string }[]} [packages] restrictions on package imports (depth-independent)
+ */
+function layerRules(layer, rules, packages = []) {
+  return Array.from({ length: MAX_DEPTH }, (_, i) => i + 1).map((depth) => ({
+    files: [`${layer}/${'*/'.repeat(depth - 1)}*.ts`],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...rules.map(({ to, message, allowTypeImports = false }) => ({
+              regex: `^(\\.\\./){${depth}}${to}`,
+              caseSensitive: true,
+              allowTypeImports,
+              message,
+            })),
+            ...packages.map(({ regex, message }) => ({ regex, caseSensitive: true, message })),
+          ],
+        },
+      ],
+    },
+  }));
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', '.keel-test/**'] },
   js.configs.recommended,
@@ -29,7 +67,16 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: [...nodeBuiltins, 'pg', '@anthropic-ai/sdk', '@slack/web-api', 'fastify', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'].map((name) => ({
+          paths: [
+            ...nodeBuiltins,
+            'pg',
+            '@anthropic-ai/sdk',
+            '@slack/web-api',
+            'fastify',
+            '@temporalio/activity',
+            '@temporalio/client',
+            '@temporalio/worker',
+          ].map((name) => ({
             name,
             message: 'Workflows and domain rules are deterministic: no I/O or Node built-ins here.',
           })),
@@ -37,6 +84,83 @@ export default tseslint.config(
       ],
     },
   },
+  // Layer rules. Type-only imports are refused too unless a rule says otherwise: a type import is still a dependency
+  // (and half of an import cycle), it is only erased at run time.
+  ...layerRules('workflows', [
+    {
+      to: into(['activities']),
+      allowTypeImports: true,
+      message:
+        'Layer rule (workflows → activities): a workflow calls activities through proxyActivities, so it may use their ' +
+        'types (`import type`) but never load activity code, which does I/O and would be bundled into the replayed, ' +
+        'deterministic workflow sandbox.',
+    },
+    {
+      to: outside(['contracts', 'domain', 'workflows', 'activities']),
+      message:
+        'Layer rule (workflows): workflows import only contracts/, domain/, their own folder and activity types. ' +
+        'Anything else does I/O or pulls Node into the deterministic workflow bundle: share definitions through ' +
+        'contracts/ and pure rules or types through domain/.',
+    },
+  ]),
+  ...layerRules('activities', [
+    {
+      to: into(['workflows']),
+      message:
+        'Layer rule (activities → workflows): activities never import workflows/. Signals, updates, queries, workflow ' +
+        'type names and their payload types live in contracts/; an import of workflows/ here is the ' +
+        'activities ↔ workflows import cycle.',
+    },
+  ]),
+  ...layerRules('api', [
+    {
+      to: into(['workflows']),
+      message:
+        'Layer rule (api → workflows): the API never imports workflows/. It reaches workflows through contracts/ ' +
+        '(names, signals, updates, queries, payload types) and services/.',
+    },
+    {
+      to: into(['activities']),
+      message:
+        'Layer rule (api → activities): the API never imports activities/: that would load worker code (isolated-vm ' +
+        'included) into the API process. What the API and activities both need lives in services/ (or domain/).',
+    },
+  ]),
+  ...layerRules('domain', [
+    {
+      to: outside(['domain']),
+      message:
+        'Layer rule (domain): domain/ holds pure rules and types and imports nothing of Keel outside itself, so every ' +
+        'layer (workflows and contracts included) can depend on it without a cycle or an I/O dependency.',
+    },
+  ]),
+  ...layerRules('services', [
+    {
+      to: into(['workflows', 'activities', 'api', 'worker']),
+      message:
+        'Layer rule (services): services/ hold what the API and activities both do, below both: they reach ' +
+        'workflows through contracts/ and never import workflows/, activities/, api/ or worker/.',
+    },
+  ]),
+  ...layerRules(
+    'contracts',
+    [
+      {
+        to: outside(['contracts', 'domain']),
+        message:
+          'Layer rule (contracts): contracts/ imports only domain/ (and @temporalio/workflow). It is shared by ' +
+          'workflows and their callers, so it must not depend on either side.',
+      },
+    ],
+    [
+      {
+        regex: '^(?!\\.|@temporalio/workflow$)',
+        message:
+          'Layer rule (contracts): contracts/ imports only @temporalio/workflow (its define* helpers) and domain/. ' +
+          'Contracts are bundled into the workflow sandbox and loaded by the API, so they carry no other dependency.',
+      },
+    ],
+  ),
   {
     files: ['eslint.config.mjs'],
     ...tseslint.configs.disableTypeChecked,

@@ -14,10 +14,12 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { queueTurnForReflection } from './reflection';
 import { publishEvent } from '../db/events';
-import { admittedResults, markRelay } from '../db/delegation';
+import { admittedResults, markRelay } from '../db/admissions';
+import { isDataError } from '../db/errors';
 import { inTransaction, type Pool } from '../db/pool';
 import { retriggerText } from '../domain/delegation';
 import type { QueuedMessage, TurnEnd } from '../domain/conversation';
+import { FAILURE } from '../domain/failures';
 import { transcriptOrigin } from '../domain/ids';
 import type { ToolResultBlock } from '../domain/model';
 
@@ -49,22 +51,33 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       try {
         return await acceptInbound(pool, input);
       } catch (err) {
-        // PostgreSQL refused the data itself (SQLSTATE class 22): retrying would hold the conversation forever.
-        const code = (err as { code?: unknown }).code;
-        if (typeof code === 'string' && code.startsWith('22')) throw ApplicationFailure.nonRetryable(`the message cannot be stored: ${(err as Error).message}`, 'KeelInvalidInput');
+        // PostgreSQL refused the data itself: retrying would hold the conversation forever.
+        if (isDataError(err)) {
+          const message = `the message cannot be stored: ${(err as Error).message}`;
+          throw ApplicationFailure.nonRetryable(message, FAILURE.invalidInput);
+        }
         throw err;
       }
     },
 
     /** Turns PostgreSQL has queued or running for the conversation, oldest first. */
-    openTurns: async (input: { conversationKey: string }): Promise<QueuedMessage[]> => openTurns(pool, input.conversationKey),
+    openTurns: async (input: { conversationKey: string }): Promise<QueuedMessage[]> =>
+      openTurns(pool, input.conversationKey),
 
     /** Puts the turn's message into the transcript and marks the turn running; returns the transcript's last seq. */
     startTurn: async (input: { conversationKey: string; turnId: string; messageIds: string[] }): Promise<number> => {
       return inTransaction(pool, async (db) => {
-        const seq = await appendTranscript(db, input.conversationKey, input.turnId, await userEntries(db, input.conversationKey, input.messageIds));
+        const seq = await appendTranscript(
+          db,
+          input.conversationKey,
+          input.turnId,
+          await userEntries(db, input.conversationKey, input.messageIds),
+        );
         await markTurnRunning(db, input.turnId);
-        await publishEvent(db, input.conversationKey, 'turn.started', `turn.started:${input.turnId}`, { turnId: input.turnId, messageIds: input.messageIds });
+        await publishEvent(db, input.conversationKey, 'turn.started', `turn.started:${input.turnId}`, {
+          turnId: input.turnId,
+          messageIds: input.messageIds,
+        });
         return seq;
       });
     },
@@ -77,7 +90,11 @@ export function conversationActivities({ pool }: { pool: Pool }) {
         const entries = [
           ...(input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : []),
           ...(input.note ? [noteEntry(input.turnId, input.note)] : []),
-          ...(await userEntries(db, input.conversationKey, steered.map((m) => m.messageId))),
+          ...(await userEntries(
+            db,
+            input.conversationKey,
+            steered.map((m) => m.messageId),
+          )),
         ];
         if (input.toolResults) {
           const { callIndex, results } = input.toolResults;
@@ -92,11 +109,17 @@ export function conversationActivities({ pool }: { pool: Pool }) {
     },
 
     /** Opens a retrigger turn: its synthetic message lists the admitted results (text from their durable rows). */
-    startRetrigger: async (input: { conversationKey: string; turnId: string; delegateIds: string[] }): Promise<number> => {
+    startRetrigger: async (input: {
+      conversationKey: string;
+      turnId: string;
+      delegateIds: string[];
+    }): Promise<number> => {
       return inTransaction(pool, async (db) => {
         await createRetriggerTurn(db, input.conversationKey, input.turnId);
         const text = retriggerText(await admittedResults(db, input.delegateIds));
-        return appendTranscript(db, input.conversationKey, input.turnId, [{ role: 'system', content: [{ type: 'text', text }], text, origin: `retrigger:${input.turnId}` }]);
+        return appendTranscript(db, input.conversationKey, input.turnId, [
+          { role: 'system', content: [{ type: 'text', text }], text, origin: `retrigger:${input.turnId}` },
+        ]);
       });
     },
 
@@ -111,9 +134,24 @@ export function conversationActivities({ pool }: { pool: Pool }) {
     }): Promise<void> => {
       const entries = input.toolResults ? [toolEntry(input.turnId, input.toolResults)] : [];
       // A failed turn leaves a note, so that the transcript (and the model, next turn) says what happened.
-      if ('error' in input.end) entries.push(noteEntry(input.turnId, { callIndex: input.modelCalls, text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}` }, 'end'));
+      if ('error' in input.end)
+        entries.push(
+          noteEntry(
+            input.turnId,
+            {
+              callIndex: input.modelCalls,
+              text: `turn ${input.end.status}: ${input.end.error.code}: ${input.end.error.message}`,
+            },
+            'end',
+          ),
+        );
       await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
-      await inTransaction(pool, (db) => publishEvent(db, input.conversationKey, 'turn.finished', `turn.finished:${input.turnId}`, { turnId: input.turnId, status: input.end.status }));
+      await inTransaction(pool, (db) =>
+        publishEvent(db, input.conversationKey, 'turn.finished', `turn.finished:${input.turnId}`, {
+          turnId: input.turnId,
+          status: input.end.status,
+        }),
+      );
       // The activity's logger adds the workflow id and run id to the line.
       log.info('turn finished', { turnId: input.turnId, status: input.end.status, modelCalls: input.modelCalls });
       // Committed first: reflection reads the turn from PostgreSQL by reference.
@@ -126,7 +164,11 @@ export function conversationActivities({ pool }: { pool: Pool }) {
   };
 }
 
-async function userEntries(db: Parameters<typeof inboundTexts>[0], conversationKey: string, messageIds: readonly string[]): Promise<NewTranscriptEntry[]> {
+async function userEntries(
+  db: Parameters<typeof inboundTexts>[0],
+  conversationKey: string,
+  messageIds: readonly string[],
+): Promise<NewTranscriptEntry[]> {
   if (messageIds.length === 0) return [];
   const inbound = await inboundTexts(db, conversationKey, messageIds);
   return inbound.map((m) => ({
@@ -138,7 +180,12 @@ async function userEntries(db: Parameters<typeof inboundTexts>[0], conversationK
 }
 
 function noteEntry(turnId: string, note: TurnNote, what = `call-${note.callIndex}`): NewTranscriptEntry {
-  return { role: 'system', content: [{ type: 'text', text: note.text }], text: note.text, origin: transcriptOrigin.note(turnId, what) };
+  return {
+    role: 'system',
+    content: [{ type: 'text', text: note.text }],
+    text: note.text,
+    origin: transcriptOrigin.note(turnId, what),
+  };
 }
 
 function toolEntry(turnId: string, t: ToolResults): NewTranscriptEntry {

@@ -1,28 +1,33 @@
-import { appendTranscript, loadTranscript, transcriptAfterOrigin, type NewTranscriptEntry } from '../db/conversations';
 import {
-  addTaskComment,
   admitOutcome,
   admittedInBatch,
   admittedResults,
-  claimDelegate,
-  commitOutcome,
-  delegateBrief,
-  findSkill,
-  liveDelegateIds,
-  liveDelegates,
   markRelay,
   unadmittedOutcomes,
   unrelayedResults,
-  updateTaskDescription,
-  type AdmissionDecision,
-  type CommittedOutcome,
+} from '../db/admissions';
+import {
+  appendTranscript,
+  ensureConversation,
+  loadTranscript,
+  transcriptAfterOrigin,
+  type NewTranscriptEntry,
+} from '../db/conversations';
+import {
+  claimDelegate,
+  commitOutcome,
+  delegateBrief,
+  liveDelegateIds,
+  liveDelegates,
   type SpawnDecision,
   type SpawnRequest,
-} from '../db/delegation';
+} from '../db/delegates';
+import { isDataError } from '../db/errors';
+import { addTaskComment, findSkill, updateTaskDescription } from '../db/tasks';
 import { publishEvent } from '../db/events';
 import { inTransaction, type Pool } from '../db/pool';
 import { Context } from '@temporalio/activity';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import {
   DELEGATION,
   backgroundNote,
@@ -32,12 +37,15 @@ import {
   outcomeResult,
   recoverProgress,
   taskMessage,
+  type CommittedOutcome,
   type DelegateFinished,
   type OutcomeKind,
   type TerminalOwner,
 } from '../domain/delegation';
-import { delegateWorkflowId } from '../domain/ids';
+import { delegateConversationId, delegateWorkflowId } from '../domain/ids';
+import type { AdmissionDecision } from '../domain/outcome-admission';
 import { TRANSCRIPT_WINDOW, withoutUnansweredToolCalls } from '../domain/transcript';
+import { workflowState } from '../services/workflow-state';
 
 /** A delegate whose claim never got a workflow within this long is taken to have none. */
 const NEVER_STARTED_MS = 5 * 60_000;
@@ -48,20 +56,14 @@ const NEVER_STARTED_MS = 5 * 60_000;
  */
 async function sweepVanishedDelegates(pool: Pool, client: Client, conversationKey: string): Promise<void> {
   for (const d of await liveDelegates(pool, conversationKey)) {
-    const status = await client.workflow
-      .getHandle(delegateWorkflowId(d.agentId, d.delegateId))
-      .describe()
-      .then((w) => w.status.name)
-      .catch((err: unknown) => {
-        if (err instanceof WorkflowNotFoundError) return 'NOT_FOUND';
-        throw err;
-      });
-    if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW' || (status === 'NOT_FOUND' && d.ageMs < NEVER_STARTED_MS)) continue;
+    const state = await workflowState(client, delegateWorkflowId(d.agentId, d.delegateId));
+    if (state.open || (state.status === 'NOT_FOUND' && d.ageMs < NEVER_STARTED_MS)) continue;
+    const how = state.status === 'NOT_FOUND' ? 'never started' : `ended (${state.status.toLowerCase()})`;
     await commitOutcome(pool, {
       delegateId: d.delegateId,
       kind: 'failed',
       owner: 'reconcile',
-      result: outcomeResult('failed', { reason: `its workflow ${status === 'NOT_FOUND' ? 'never started' : `ended (${status.toLowerCase()})`} without committing an outcome` }),
+      result: outcomeResult('failed', { reason: `its workflow ${how} without committing an outcome` }),
       hasTranscript: false,
     });
   }
@@ -84,14 +86,13 @@ export interface DelegateEnd {
 
 export function delegationActivities({ pool }: { pool: Pool }) {
   return {
-    /** Every admission rule and the claim (delegate row, task attempt, ready → in_progress), before the child starts. */
+    /** Every admission rule and the claim (delegate row, task attempt, ready → in_progress) before the child starts. */
     claimDelegate: async (request: SpawnRequest): Promise<SpawnDecision> => {
       try {
         return await claimDelegate(pool, request);
       } catch (err) {
-        // The lookup itself failed on the data (SQLSTATE class 22): refuse, as Spacebot does, rather than retry forever.
-        const code = (err as { code?: unknown }).code;
-        if (typeof code === 'string' && code.startsWith('22')) return { kind: 'refused', reason: `the task lookup failed: ${(err as Error).message}` };
+        // The lookup failed on the data (SQLSTATE class 22): refuse, as Spacebot does, rather than retry forever.
+        if (isDataError(err)) return { kind: 'refused', reason: `the task lookup failed: ${(err as Error).message}` };
         throw err;
       }
     },
@@ -104,19 +105,29 @@ export function delegationActivities({ pool }: { pool: Pool }) {
       return inTransaction(pool, async (db) => {
         const brief = await delegateBrief(db, input.delegateId);
         const key = delegateWorkflowId(brief.agentId, brief.delegateId);
-        await db.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [
-          key,
-          brief.agentId,
-          `delegate:${brief.delegateId}`,
-        ]);
+        const conversationId = delegateConversationId(brief.delegateId);
+        await ensureConversation(db, { key, agentId: brief.agentId, conversationId });
         const entries: NewTranscriptEntry[] = [];
         if (brief.historyMode === 'fork') {
-          const parent = withoutUnansweredToolCalls(await loadTranscript(db, brief.conversationKey, ALL_SEQ, TRANSCRIPT_WINDOW));
+          const parent = withoutUnansweredToolCalls(
+            await loadTranscript(db, brief.conversationKey, ALL_SEQ, TRANSCRIPT_WINDOW),
+          );
           // The budget: the context window less its reserve and less the system prompt (task, skills, index).
-          const system = delegateSystemPrompt({ task: taskMessage(brief.title, brief.description), requiredSkills: brief.requiredSkills, skillIndex: brief.skillIndex });
-          const budget = Math.floor(DELEGATION.contextWindowTokens * (1 - DELEGATION.forkReserve)) - Math.ceil(system.length / 4);
+          const system = delegateSystemPrompt({
+            task: taskMessage(brief.title, brief.description),
+            requiredSkills: brief.requiredSkills,
+            skillIndex: brief.skillIndex,
+          });
+          const budget =
+            Math.floor(DELEGATION.contextWindowTokens * (1 - DELEGATION.forkReserve)) - Math.ceil(system.length / 4);
           const { kept, removed } = forkHistory(parent, budget);
-          if (removed > 0) entries.push({ role: 'system', content: [{ type: 'text', text: forkNote(removed) }], text: forkNote(removed), origin: 'fork:note' });
+          if (removed > 0)
+            entries.push({
+              role: 'system',
+              content: [{ type: 'text', text: forkNote(removed) }],
+              text: forkNote(removed),
+              origin: 'fork:note',
+            });
           for (const m of kept) entries.push({ role: m.role, content: m.content, text: '', origin: `fork:${m.seq}` });
         }
         const task = taskMessage(brief.title, brief.description);
@@ -133,8 +144,12 @@ export function delegationActivities({ pool }: { pool: Pool }) {
     updateTask: async (input: { agentId: string; taskNumber: number; description: string }): Promise<void> =>
       updateTaskDescription(pool, input.agentId, input.taskNumber, input.description),
 
-    commentOnTask: async (input: { agentId: string; taskNumber: number; delegateId: string; body: string }): Promise<void> =>
-      addTaskComment(pool, input.agentId, input.taskNumber, input.delegateId, input.body),
+    commentOnTask: async (input: {
+      agentId: string;
+      taskNumber: number;
+      delegateId: string;
+      body: string;
+    }): Promise<void> => addTaskComment(pool, input.agentId, input.taskNumber, input.delegateId, input.body),
 
     /**
      * The terminal commit, retried by Temporal until it lands. What a timeout or a partial run had done is recovered
@@ -143,7 +158,12 @@ export function delegationActivities({ pool }: { pool: Pool }) {
     commitDelegateOutcome: async (end: DelegateEnd): Promise<CommittedOutcome> => {
       const brief = await delegateBrief(pool, end.delegateId);
       // Only the delegate's own work counts, not the conversation history a fork copied in before its task.
-      const transcript = await transcriptAfterOrigin(pool, delegateWorkflowId(brief.agentId, end.delegateId), TASK_ORIGIN, TRANSCRIPT_WINDOW);
+      const transcript = await transcriptAfterOrigin(
+        pool,
+        delegateWorkflowId(brief.agentId, end.delegateId),
+        TASK_ORIGIN,
+        TRANSCRIPT_WINDOW,
+      );
       const hasTranscript = transcript.some((m) => m.role === 'assistant');
       const result = outcomeResult(end.kind, {
         outcomeText: end.outcomeText,
@@ -152,7 +172,13 @@ export function delegationActivities({ pool }: { pool: Pool }) {
         modelCalls: end.modelCalls,
         wallClockSeconds: brief.wallClockSeconds,
       });
-      return commitOutcome(pool, { delegateId: end.delegateId, kind: end.kind, result, owner: end.owner, hasTranscript });
+      return commitOutcome(pool, {
+        delegateId: end.delegateId,
+        kind: end.kind,
+        result,
+        owner: end.owner,
+        hasTranscript,
+      });
     },
 
     /**
@@ -168,20 +194,42 @@ export function delegationActivities({ pool }: { pool: Pool }) {
       reconcile: boolean;
       /** A fresh run also takes up results admitted before but never relayed. */
       resume?: boolean;
-    }): Promise<{ admitted: string[]; decisions: { delegateId: string; decision: AdmissionDecision }[]; live: string[] }> => {
+    }): Promise<{
+      admitted: string[];
+      decisions: { delegateId: string; decision: AdmissionDecision }[];
+      live: string[];
+    }> => {
       const admitted = await admittedInBatch(pool, input.batch);
       const decisions: { delegateId: string; decision: AdmissionDecision }[] = [];
       // Live first: a delegate that commits while this runs is then found by the reconcile below, never missed by both.
       const live = await liveDelegateIds(pool, input.conversationKey);
       const consider = async (claim: DelegateFinished, via: 'signal' | 'reconcile') => {
-        const { decision, result } = await admitOutcome(pool, input.conversationKey, claim, via, input.batch, async (db, r) => {
-          // The transcript records the event (admission runs between turns, never inside one).
-          const note = `delegate.finished ${r.delegateId} (${r.kind})`;
-          await appendTranscript(db, input.conversationKey, 'delegation', [
-            { role: 'system', content: [{ type: 'text', text: note }], text: note, origin: `delegate-finished:${r.delegateId}:${claim.outcomeVersion}` },
-          ]);
-          await publishEvent(db, input.conversationKey, 'delegate.finished', `delegate.finished:${r.delegateId}:${claim.outcomeVersion}`, { delegateId: r.delegateId, kind: r.kind });
-        });
+        const { decision, result } = await admitOutcome(
+          pool,
+          input.conversationKey,
+          claim,
+          via,
+          input.batch,
+          async (db, r) => {
+            // The transcript records the event (admission runs between turns, never inside one).
+            const note = `delegate.finished ${r.delegateId} (${r.kind})`;
+            await appendTranscript(db, input.conversationKey, 'delegation', [
+              {
+                role: 'system',
+                content: [{ type: 'text', text: note }],
+                text: note,
+                origin: `delegate-finished:${r.delegateId}:${claim.outcomeVersion}`,
+              },
+            ]);
+            await publishEvent(
+              db,
+              input.conversationKey,
+              'delegate.finished',
+              `delegate.finished:${r.delegateId}:${claim.outcomeVersion}`,
+              { delegateId: r.delegateId, kind: r.kind },
+            );
+          },
+        );
         decisions.push({ delegateId: claim.delegateId, decision });
         if (result && !admitted.includes(result.delegateId)) admitted.push(result.delegateId);
       };
@@ -190,7 +238,9 @@ export function delegationActivities({ pool }: { pool: Pool }) {
         await sweepVanishedDelegates(pool, Context.current().client, input.conversationKey);
         for (const s of await unadmittedOutcomes(pool, input.conversationKey)) await consider(s, 'reconcile');
       }
-      if (input.resume) for (const id of await unrelayedResults(pool, input.conversationKey)) if (!admitted.includes(id)) admitted.push(id);
+      if (input.resume)
+        for (const id of await unrelayedResults(pool, input.conversationKey))
+          if (!admitted.includes(id)) admitted.push(id);
       return { admitted, decisions, live: live.filter((id) => !admitted.includes(id)) };
     },
 
@@ -202,7 +252,12 @@ export function delegationActivities({ pool }: { pool: Pool }) {
           db,
           input.conversationKey,
           'background',
-          results.map((r) => ({ role: 'system', content: [{ type: 'text', text: backgroundNote(r) }], text: backgroundNote(r), origin: `background:${r.delegateId}` })),
+          results.map((r) => ({
+            role: 'system',
+            content: [{ type: 'text', text: backgroundNote(r) }],
+            text: backgroundNote(r),
+            origin: `background:${r.delegateId}`,
+          })),
         );
         await markRelay(db, input.delegateIds, 'noted');
       });

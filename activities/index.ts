@@ -1,21 +1,16 @@
 import { publishDelta } from '../db/events';
 import type { Pool } from '../db/pool';
-import type { KeelConfig } from '../domain/config';
 import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
 import { delegationActivities } from './delegation';
-import { DEFAULT_JOB_SETTINGS, jobRunActivities, type JobSettings } from './jobs';
+import { jobRunActivities } from './jobs';
 import { deliveryActivities, type Transports } from './delivery/deliver-reply';
-import { noneTransport } from './delivery/none';
-import { slackTransport } from './delivery/slack';
-import { webhookTransport } from './delivery/webhook';
-import { createAnthropicProvider } from './model/anthropic';
 import { modelActivities, type ModelDeps } from './model/call-model';
-import { createScriptedProvider } from './model/scripted';
 import { routineRunActivities } from './routines/run';
 import { reflectionActivities } from './reflection';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
+import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
 export interface ActivityDeps {
   pool: Pool;
@@ -39,7 +34,9 @@ export function createActivities(deps: ActivityDeps) {
   const onTextDelta =
     deps.onTextDelta ??
     ((key: string, turnId: string, delta: string) => {
-      const next = (sending.get(key) ?? Promise.resolve()).then(() => publishDelta(deps.pool, key, turnId, delta)).catch(() => undefined);
+      const next = (sending.get(key) ?? Promise.resolve())
+        .then(() => publishDelta(deps.pool, key, turnId, delta))
+        .catch(() => undefined);
       sending.set(key, next);
       void next.then(() => sending.get(key) === next && sending.delete(key));
     });
@@ -55,24 +52,3 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 export type KeelActivities = ReturnType<typeof createActivities>;
-
-/** The provider KEEL_MODEL (or the presence of ANTHROPIC_API_KEY) selects. */
-export function providerFromConfig(config: KeelConfig, pool: Pool): ModelProvider {
-  if (config.model.provider === 'scripted') return createScriptedProvider(pool);
-  if (!config.model.anthropicApiKey) throw new Error('KEEL_MODEL=anthropic needs ANTHROPIC_API_KEY');
-  return createAnthropicProvider({ apiKey: config.model.anthropicApiKey, baseURL: config.model.anthropicBaseUrl, defaultModel: config.model.anthropicModel });
-}
-
-export function transportsFromConfig(config: KeelConfig): Transports {
-  return { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport(config.slack) };
-}
-
-/** The scheduling settings from the environment. */
-export function jobSettings(config: KeelConfig): Omit<JobSettings, 'taskQueue'> {
-  return { everyFloorMs: config.jobs.everyFloorMs, catchupWindowMs: config.jobs.catchupWindowMs, backoffMs: config.jobs.backoffMs ?? DEFAULT_JOB_SETTINGS.backoffMs };
-}
-
-/** The model name recorded for calls when the agent names none. */
-export function defaultModelName(config: KeelConfig): string {
-  return config.model.provider === 'scripted' ? 'scripted' : config.model.anthropicModel;
-}

@@ -1,5 +1,10 @@
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, type Client } from '@temporalio/client';
-import { isTemporalUnavailable, temporalStatus } from '../temporal/status';
+import {
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  type Client,
+} from '@temporalio/client';
+import { isTemporalUnavailable, temporalStatus } from '../services/temporal-status';
 import { ApiError } from './errors';
 
 /**
@@ -7,11 +12,17 @@ import { ApiError } from './errors';
  * the client gets a 503 (deciding twice is refused, so a retry is safe). A refusal of the validator (decided
  * meanwhile, or no longer waiting) or a workflow that is gone is a 409 saying `notWaiting`.
  */
-export async function sendDecision(temporal: Client, deadlineMs: number, update: () => Promise<unknown>, notWaiting: string): Promise<void> {
+export async function sendDecision(
+  temporal: Client,
+  deadlineMs: number,
+  update: () => Promise<unknown>,
+  notWaiting: string,
+): Promise<void> {
   try {
     await temporal.withDeadline(Date.now() + deadlineMs, update);
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ApiError(409, 'not_awaiting_approval', notWaiting);
+    if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError)
+      throw new ApiError(409, 'not_awaiting_approval', notWaiting);
     // Only "not in time" is worth a retry; anything else Temporal refuses goes to the error handler as what it is.
     const status = temporalStatus(err);
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (status && isTemporalUnavailable(status))) {

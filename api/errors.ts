@@ -3,7 +3,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { LIMITS } from '../domain/limits';
 import { TEXT_TOO_LARGE } from '../domain/messages';
 import { SECRET_PATTERNS } from '../domain/reply-guard';
-import { isTemporalUnavailable, temporalStatus, type TemporalStatus } from '../temporal/status';
+import { isTemporalUnavailable, temporalStatus, type TemporalStatus } from '../services/temporal-status';
 
 /** The API's one error shape: {"error": {"code", "message", "details"?}} with the matching status. */
 export class ApiError extends Error {
@@ -27,15 +27,29 @@ export function errorBody(code: string, message: string, details?: unknown) {
   return { error: { code, message, ...(details === undefined ? {} : { details }) } };
 }
 
-export function handleError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function handleError(
+  err: FastifyError | ApiError | Error,
+  req: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
   if (err instanceof ApiError) return reply.status(err.statusCode).send(errorBody(err.code, err.message, err.details));
   if (hasZodFastifySchemaValidationErrors(err)) {
     const issues = err.validation.map((v) => ({ path: v.instancePath, message: v.message, code: v.keyword }));
-    const tooLarge = err.validation.some((v) => (v.params as { params?: { keelCode?: string } }).params?.keelCode === TEXT_TOO_LARGE);
+    const tooLarge = err.validation.some(
+      (v) => (v.params as { params?: { keelCode?: string } }).params?.keelCode === TEXT_TOO_LARGE,
+    );
     if (tooLarge) return reply.status(413).send(errorBody('text_too_large', 'text is larger than 32 KiB', issues));
     const where = (err as { validationContext?: string }).validationContext ?? 'body';
     const first = issues[0];
-    return reply.status(400).send(errorBody('invalid_request', `invalid ${where}${first ? `: ${first.path || '/'} ${first.message}` : ''}`, issues));
+    return reply
+      .status(400)
+      .send(
+        errorBody(
+          'invalid_request',
+          `invalid ${where}${first ? `: ${first.path || '/'} ${first.message}` : ''}`,
+          issues,
+        ),
+      );
   }
   const fe = err as FastifyError;
   switch (fe.code) {
@@ -53,7 +67,10 @@ export function handleError(err: FastifyError | ApiError | Error, req: FastifyRe
   req.log.error({ err }, 'request failed');
   const temporal = temporalStatus(err);
   if (temporal) return temporalError(reply, temporal);
-  if (isUnavailable(err)) return reply.status(503).send(errorBody('unavailable', 'a dependency (Temporal or PostgreSQL) is not reachable; try again'));
+  if (isUnavailable(err))
+    return reply
+      .status(503)
+      .send(errorBody('unavailable', 'a dependency (Temporal or PostgreSQL) is not reachable; try again'));
   return reply.status(500).send(errorBody('internal', 'internal error'));
 }
 
@@ -79,7 +96,10 @@ function redact(text: string): string {
 
 /** The router's own refusals (a malformed or overlong path), in the API's error shape too. */
 export function handleRouterError(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
-  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') void reply.status(414).send(errorBody('uri_too_long', `a path segment is longer than ${LIMITS.pathParamChars} characters`));
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH')
+    void reply
+      .status(414)
+      .send(errorBody('uri_too_long', `a path segment is longer than ${LIMITS.pathParamChars} characters`));
   else void reply.status(400).send(errorBody('bad_request', err.message));
 }
 

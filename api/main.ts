@@ -2,14 +2,15 @@ import { Client, Connection } from '@temporalio/client';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { assertSafeBind, loadConfig } from '../domain/config';
-import { buildApi } from './server';
-import { jobSettings } from '../activities';
+import { jobSettings } from '../services/job-settings';
+import { ensureSearchAttributes, MissingSearchAttributesError } from '../services/temporal-namespace';
 import { tracingFromConfig } from '../worker/tracing';
-import { ensureSearchAttributes, MissingSearchAttributesError } from '../temporal/namespace';
+import { buildApi } from './server';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
+  if (!config.databaseUrl)
+    throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
   assertSafeBind(config.api.host, config.api.tokens);
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
@@ -21,8 +22,21 @@ async function main(): Promise<void> {
     console.log(`keel api: registered the search attributes ${added.join(', ')} in namespace ${namespace}`);
   }
   const tracing = tracingFromConfig(config, 'keel-api');
-  const temporal = new Client({ connection, namespace: config.temporal.namespace, plugins: tracing ? [tracing.plugin] : [] });
-  const app = await buildApi({ pool, temporal, taskQueue: config.temporal.taskQueue, tokens: config.api.tokens, logger: { level: config.logLevel }, jobs: jobSettings(config), routines: config.routines, workerMetricsUrl: config.workerMetricsUrl });
+  const temporal = new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    plugins: tracing ? [tracing.plugin] : [],
+  });
+  const app = await buildApi({
+    pool,
+    temporal,
+    taskQueue: config.temporal.taskQueue,
+    tokens: config.api.tokens,
+    logger: { level: config.logLevel },
+    jobs: jobSettings(config),
+    routines: config.routines,
+    workerMetricsUrl: config.workerMetricsUrl,
+  });
   await app.listen({ host: config.api.host, port: config.api.port });
 
   const stop = async () => {

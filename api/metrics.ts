@@ -18,25 +18,63 @@ export function createMetrics(pool: Pool, opts: { workerMetricsUrl?: string } = 
       async collect() {
         const { rows } = await pool.query<Record<string, string | number | null>>(sql);
         this.reset();
-        for (const r of rows) this.set(Object.fromEntries(labelNames.map((l) => [l, String(r[l] ?? 'none')])), Number(r.n));
+        for (const r of rows)
+          this.set(Object.fromEntries(labelNames.map((l) => [l, String(r[l] ?? 'none')])), Number(r.n));
       },
     });
 
-  totals('keel_turns_total', 'Turns of conversations, by status', ['status'], 'SELECT status, count(*) AS n FROM turns GROUP BY status');
-  totals('keel_model_calls_total', 'Model calls that reached a provider, by provider and outcome', ['provider', 'outcome'], `SELECT provider, CASE WHEN error IS NULL THEN 'ok' ELSE 'error' END AS outcome, count(*) AS n FROM model_calls GROUP BY 1, 2`);
+  totals(
+    'keel_turns_total',
+    'Turns of conversations, by status',
+    ['status'],
+    'SELECT status, count(*) AS n FROM turns GROUP BY status',
+  );
+  totals(
+    'keel_model_calls_total',
+    'Model calls that reached a provider, by provider and outcome',
+    ['provider', 'outcome'],
+    `SELECT provider, CASE WHEN error IS NULL THEN 'ok' ELSE 'error' END AS outcome, count(*) AS n
+     FROM model_calls GROUP BY 1, 2`,
+  );
   totals(
     'keel_model_tokens_total',
     'Model tokens by direction: in, out, cached (read from cache) and cache_write',
     ['direction'],
     `SELECT d.direction, coalesce(sum(d.n), 0) AS n FROM model_calls m
-     CROSS JOIN LATERAL (VALUES ('in', m.input_tokens), ('out', m.output_tokens), ('cached', m.cache_read_tokens), ('cache_write', m.cache_write_tokens)) AS d(direction, n)
+     CROSS JOIN LATERAL (VALUES ('in', m.input_tokens), ('out', m.output_tokens), ('cached', m.cache_read_tokens),
+       ('cache_write', m.cache_write_tokens)) AS d(direction, n)
      GROUP BY d.direction`,
   );
-  totals('keel_deliveries_total', 'Deliveries by outcome (delivered, skipped, dropped, error, pending)', ['outcome'], `SELECT coalesce(split_part(outcome, ':', 1), 'pending') AS outcome, count(*) AS n FROM deliveries GROUP BY 1`);
-  totals('keel_job_runs_total', 'Scheduled job runs by status', ['status'], 'SELECT status, count(*) AS n FROM job_runs GROUP BY status');
-  totals('keel_routine_runs_total', 'Routine runs by status', ['status'], 'SELECT status, count(*) AS n FROM routine_runs GROUP BY status');
-  totals('keel_delegate_outcomes_total', 'Delegates by terminal outcome (none: still running)', ['outcome'], 'SELECT outcome_kind AS outcome, count(*) AS n FROM delegates GROUP BY outcome_kind');
-  totals('keel_reflection_proposals_total', 'Reflection proposals by status', ['status'], 'SELECT status, count(*) AS n FROM proposals GROUP BY status');
+  totals(
+    'keel_deliveries_total',
+    'Deliveries by outcome (delivered, skipped, dropped, error, pending)',
+    ['outcome'],
+    `SELECT coalesce(split_part(outcome, ':', 1), 'pending') AS outcome, count(*) AS n FROM deliveries GROUP BY 1`,
+  );
+  totals(
+    'keel_job_runs_total',
+    'Scheduled job runs by status',
+    ['status'],
+    'SELECT status, count(*) AS n FROM job_runs GROUP BY status',
+  );
+  totals(
+    'keel_routine_runs_total',
+    'Routine runs by status',
+    ['status'],
+    'SELECT status, count(*) AS n FROM routine_runs GROUP BY status',
+  );
+  totals(
+    'keel_delegate_outcomes_total',
+    'Delegates by terminal outcome (none: still running)',
+    ['outcome'],
+    'SELECT outcome_kind AS outcome, count(*) AS n FROM delegates GROUP BY outcome_kind',
+  );
+  totals(
+    'keel_reflection_proposals_total',
+    'Reflection proposals by status',
+    ['status'],
+    'SELECT status, count(*) AS n FROM proposals GROUP BY status',
+  );
 
   return {
     contentType: registry.contentType,

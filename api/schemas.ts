@@ -39,18 +39,29 @@ export const SubmitResponse = z.object({
   messageId: z.string(),
   turnId: z.string(),
   status: z.enum(['accepted', 'queued', 'replied', 'skipped', 'error', 'interrupted']),
-  reply: z.object({ text: z.string(), delivery: z.object({ outcome: z.string().nullable(), attempts: z.number() }) }).optional(),
+  reply: z
+    .object({ text: z.string(), delivery: z.object({ outcome: z.string().nullable(), attempts: z.number() }) })
+    .optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 
 export const TranscriptQuery = z
-  .object({ afterSeq: z.coerce.number().int().min(0).max(2_147_483_647).default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) })
+  .object({
+    afterSeq: z.coerce.number().int().min(0).max(2_147_483_647).default(0),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+  })
   .strict();
 
 export const ConversationView = z.object({
   conversationId: z.string(),
   state: z.object({ busy: z.boolean(), queued: z.number(), liveDelegates: z.array(z.string()) }),
   messages: z.array(
-    z.object({ seq: z.number(), role: z.enum(['user', 'assistant', 'system', 'tool']), text: z.string(), at: z.string(), turnId: z.string().nullable() }),
+    z.object({
+      seq: z.number(),
+      role: z.enum(['user', 'assistant', 'system', 'tool']),
+      text: z.string(),
+      at: z.string(),
+      turnId: z.string().nullable(),
+    }),
   ),
 });

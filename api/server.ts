@@ -2,7 +2,12 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Client } from '@temporalio/client';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import { LIMITS } from '../domain/limits';
@@ -21,7 +26,7 @@ import { routineRoutes } from './routes/routines';
 import { memoryRoutes } from './routes/memory';
 import { runRoutes } from './routes/runs';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
-import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../activities/jobs';
+import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
 export interface ApiDeps {
   pool: Pool;
@@ -37,7 +42,15 @@ export interface ApiDeps {
   workerMetricsUrl?: string;
 }
 
-const COMMON_ERRORS = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 405: ErrorResponse, 413: ErrorResponse, 414: ErrorResponse, 503: ErrorResponse };
+const COMMON_ERRORS = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  404: ErrorResponse,
+  405: ErrorResponse,
+  413: ErrorResponse,
+  414: ErrorResponse,
+  503: ErrorResponse,
+};
 
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
@@ -69,15 +82,27 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // known path asked with another method answers 405 with Allow, not 404.
   const routes: { pattern: RegExp; methods: Set<string> }[] = [];
   app.addHook('onRoute', (route) => {
-    if (route.schema && !route.schema.hide) route.schema.response = { ...COMMON_ERRORS, ...(route.schema.response as Record<number, unknown> | undefined) };
+    if (route.schema && !route.schema.hide)
+      route.schema.response = { ...COMMON_ERRORS, ...(route.schema.response as Record<number, unknown> | undefined) };
     const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+')}$`);
-    const known = routes.find((r) => r.pattern.source === pattern.source) ?? routes[routes.push({ pattern, methods: new Set() }) - 1]!;
+    const known =
+      routes.find((r) => r.pattern.source === pattern.source) ??
+      routes[routes.push({ pattern, methods: new Set() }) - 1]!;
     for (const m of [route.method].flat()) known.methods.add(m);
   });
   const noRoute = (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0] ?? '';
     const allowed = routes.find((r) => r.pattern.test(path));
-    if (allowed) return reply.status(405).header('allow', [...allowed.methods].join(', ')).send(errorBody('method_not_allowed', `${req.method} is not allowed on ${path}; allowed: ${[...allowed.methods].join(', ')}`));
+    if (allowed)
+      return reply
+        .status(405)
+        .header('allow', [...allowed.methods].join(', '))
+        .send(
+          errorBody(
+            'method_not_allowed',
+            `${req.method} is not allowed on ${path}; allowed: ${[...allowed.methods].join(', ')}`,
+          ),
+        );
     return reply.status(404).send(errorBody('not_found', `no route ${req.method} ${path}`));
   };
   app.setNotFoundHandler(noRoute);
@@ -98,19 +123,39 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     if (req.is404) await noRoute(req, reply);
   });
 
-  app.get('/healthz', { schema: { tags: ['health'], security: [], response: { 200: z.object({ ok: z.boolean(), postgres: z.boolean() }) } } }, async () => {
-    const postgres = await deps.pool.query('SELECT 1').then(
-      () => true,
-      () => false,
-    );
-    return { ok: true, postgres };
-  });
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['health'],
+        security: [],
+        response: { 200: z.object({ ok: z.boolean(), postgres: z.boolean() }) },
+      },
+    },
+    async () => {
+      const postgres = await deps.pool.query('SELECT 1').then(
+        () => true,
+        () => false,
+      );
+      return { ok: true, postgres };
+    },
+  );
   const metrics = createMetrics(deps.pool, { workerMetricsUrl: deps.workerMetricsUrl });
-  app.get('/metrics', { schema: { tags: ['health'], summary: 'Prometheus metrics: Keel totals from PostgreSQL, then the Temporal worker\'s own', hide: true } }, async (req, reply) => {
-    // Totals over every agent: an operator's token only.
-    if (req.agentScope !== '*') throw notFound('route');
-    return reply.type(metrics.contentType).send(await metrics.text());
-  });
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['health'],
+        summary: "Prometheus metrics: Keel totals from PostgreSQL, then the Temporal worker's own",
+        hide: true,
+      },
+    },
+    async (req, reply) => {
+      // Totals over every agent: an operator's token only.
+      if (req.agentScope !== '*') throw notFound('route');
+      return reply.type(metrics.contentType).send(await metrics.text());
+    },
+  );
   const hub = new EventHub(deps.pool);
   // preClose: fastify waits for the requests in flight before onClose, and a live stream never ends by itself.
   app.addHook('preClose', () => hub.close());
@@ -122,7 +167,15 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(appRoutes(deps.pool));
   await app.register(runRoutes({ temporal: deps.temporal, namespace: deps.temporal.options.namespace }));
   await app.register(memoryRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
-  await app.register(routineRoutes({ ...deps, floorMs: deps.routines?.floorMs ?? DEFAULT_ROUTINE_SETTINGS.floorMs, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
-  await app.register(jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }));
+  await app.register(
+    routineRoutes({
+      ...deps,
+      floorMs: deps.routines?.floorMs ?? DEFAULT_ROUTINE_SETTINGS.floorMs,
+      temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000,
+    }),
+  );
+  await app.register(
+    jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }),
+  );
   return app;
 }

@@ -24,7 +24,8 @@ export async function transcriptInHistoryConversation(): Promise<void> {
     const input = call && call.type === 'tool_use' ? (call.input as { text?: unknown }) : {};
     const reply = typeof input.text === 'string' ? input.text : '';
     await deliver({ text: reply });
-    if (call && call.type === 'tool_use') transcript.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'delivered' }] });
+    if (call && call.type === 'tool_use')
+      transcript.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'delivered' }] });
     return reply;
   });
   await condition(() => false);

@@ -58,7 +58,10 @@ export class ConversationEvents {
     const seen = this.finished.get(turnId);
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`turn ${turnId} did not finish within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`turn ${turnId} did not finish within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.waiting.set(turnId, (at) => {
         clearTimeout(timer);
         this.waiting.delete(turnId);
@@ -108,9 +111,16 @@ export interface TimeBreakdown {
 
 export async function timeBreakdown(client: Client, workflowId: string, runId?: string): Promise<TimeBreakdown> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const ms = (t: temporal.api.history.v1.IHistoryEvent['eventTime']) => Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
+  const ms = (t: temporal.api.history.v1.IHistoryEvent['eventTime']) =>
+    Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
   const byId = new Map<number, temporal.api.history.v1.IHistoryEvent>();
-  const out: TimeBreakdown = { workflowTaskQueueMs: 0, workflowTaskRunMs: 0, activityQueueMs: 0, activityRunMs: {}, activities: 0 };
+  const out: TimeBreakdown = {
+    workflowTaskQueueMs: 0,
+    workflowTaskRunMs: 0,
+    activityQueueMs: 0,
+    activityRunMs: {},
+    activities: 0,
+  };
   for (const e of history.events ?? []) {
     byId.set(Number(e.eventId), e);
     switch (e.eventType) {
@@ -153,7 +163,14 @@ export async function bytesBreakdown(client: Client, workflowId: string): Promis
     if (scheduled) names.set(Number(e.eventId), scheduled);
     const activity =
       scheduled ??
-      names.get(Number(e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId ?? e.activityTaskFailedEventAttributes?.scheduledEventId ?? 0));
+      names.get(
+        Number(
+          e.activityTaskStartedEventAttributes?.scheduledEventId ??
+            e.activityTaskCompletedEventAttributes?.scheduledEventId ??
+            e.activityTaskFailedEventAttributes?.scheduledEventId ??
+            0,
+        ),
+      );
     const key = activity ? `${type} (${activity})` : type;
     out[key] = (out[key] ?? 0) + size;
   }

@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { historyGrowth, openConversations, schedulesRun, throughputRun, turnOverhead } from './run';
+import type { historyGrowth, openConversations, schedulesRun, throughputRun, turnOverhead } from './scenarios';
 
 export interface BenchResults {
   startedAt: string;
@@ -10,7 +10,11 @@ export interface BenchResults {
   overhead: Awaited<ReturnType<typeof turnOverhead>>;
   throughput: Omit<Awaited<ReturnType<typeof throughputRun>>, 'memory'>;
   schedules: Awaited<ReturnType<typeof schedulesRun>>;
-  memory: { idle: { workerMiB: number; apiMiB: number }; concurrent: { workerMiB: number; apiMiB: number }; atRest: Awaited<ReturnType<typeof openConversations>> };
+  memory: {
+    idle: { workerMiB: number; apiMiB: number };
+    concurrent: { workerMiB: number; apiMiB: number };
+    atRest: Awaited<ReturnType<typeof openConversations>>;
+  };
 }
 
 interface Goal {
@@ -62,7 +66,12 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
   const m = r.memory;
   const row = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
   const breakdown = (b: typeof o.keel.breakdownPerTurn) =>
-    [`workflow task queue ${b.workflowTaskQueueMs} ms`, `workflow task run ${b.workflowTaskRunMs} ms`, `activity queue ${b.activityQueueMs} ms`, ...Object.entries(b.activityRunMs).map(([k, v]) => `${k} ${v} ms`)].join(', ');
+    [
+      `workflow task queue ${b.workflowTaskQueueMs} ms`,
+      `workflow task run ${b.workflowTaskRunMs} ms`,
+      `activity queue ${b.activityQueueMs} ms`,
+      ...Object.entries(b.activityRunMs).map(([k, v]) => `${k} ${v} ms`),
+    ].join(', ');
   const lines = [
     '# Keel benchmarks',
     '',
@@ -96,7 +105,10 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     `The baseline's history would cross Temporal's 50 MiB limit at turn ${h.baseline.crosses50MiBAtTurn ?? 'never'} (its bytes per turn grow with the transcript: fitted from the measured slopes). Keel's conversation continues as new when Temporal suggests it, so no run grows without bound. Keel's bytes per turn are 1/20 of the baseline's from turn ${h.baseline.keelAtOneTwentiethFromTurn ?? '–'} on.`,
     '',
     ...(h.baseline.endedByTemporal
-      ? [`The baseline did not reach turn ${h.turns}: Temporal ended it (${h.baseline.endedByTemporal.status}) at turn ${h.baseline.endedByTemporal.turn}: ${h.baseline.endedByTemporal.reason}`, '']
+      ? [
+          `The baseline did not reach turn ${h.turns}: Temporal ended it (${h.baseline.endedByTemporal.status}) at turn ${h.baseline.endedByTemporal.turn}: ${h.baseline.endedByTemporal.reason}`,
+          '',
+        ]
       : []),
     "Where Keel's bytes per turn go (its latest run's history by event type, divided by that run's turns):",
     '',
@@ -133,7 +145,14 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     '',
     row(['delay to run start p50', 'p99', 'max', 'all delivered after', 'mean run', 'one slot (Phantom) would take']),
     row(['---:', '---:', '---:', '---:', '---:', '---:']),
-    row([`${s.delayMs.p50} ms`, `${s.delayMs.p99} ms`, `${s.delayMs.max} ms`, `${s.allDeliveredAfterMs} ms`, `${s.meanRunMs} ms`, `${s.oneSlotAllDoneMs} ms`]),
+    row([
+      `${s.delayMs.p50} ms`,
+      `${s.delayMs.p99} ms`,
+      `${s.delayMs.max} ms`,
+      `${s.allDeliveredAfterMs} ms`,
+      `${s.meanRunMs} ms`,
+      `${s.oneSlotAllDoneMs} ms`,
+    ]),
     '',
     '## Memory',
     '',

@@ -39,6 +39,15 @@ export async function ensureAgent(db: Queryable, agentId: string): Promise<void>
   await db.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT (id) DO NOTHING', [agentId]);
 }
 
+/**
+ * The agent's row, created if new, held until the transaction ends: an agent's numbered or counted writes (task
+ * numbers, the job limit, memory versions) never interleave.
+ */
+export async function lockAgent(db: Queryable, agentId: string): Promise<void> {
+  await ensureAgent(db, agentId);
+  await db.query('SELECT 1 FROM agents WHERE id = $1 FOR UPDATE', [agentId]);
+}
+
 export async function getAgent(db: Queryable, agentId: string): Promise<AgentRow | undefined> {
   const { rows } = await db.query<AgentRecord>('SELECT * FROM agents WHERE id = $1', [agentId]);
   return rows[0] ? toAgent(rows[0]) : undefined;
@@ -59,7 +68,14 @@ export async function upsertAgent(db: Queryable, agentId: string, s: AgentSettin
      ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, model = EXCLUDED.model, system_prompt = EXCLUDED.system_prompt,
        owner_delivery = EXCLUDED.owner_delivery, reflection_enabled = EXCLUDED.reflection_enabled, updated_at = now()
      RETURNING *`,
-    [agentId, s.name, s.model ?? null, s.systemPrompt ?? null, s.owner ? JSON.stringify(s.owner.delivery) : null, s.reflection?.enabled ?? false],
+    [
+      agentId,
+      s.name,
+      s.model ?? null,
+      s.systemPrompt ?? null,
+      s.owner ? JSON.stringify(s.owner.delivery) : null,
+      s.reflection?.enabled ?? false,
+    ],
   );
   return toAgent(rows[0]!);
 }

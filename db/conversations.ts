@@ -6,6 +6,17 @@ import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
 import { ensureAgent } from './agents';
 import { inTransaction, type Pool, type Queryable } from './pool';
 
+/** A conversation's row comes into being on first use; its agent's row must exist. */
+export async function ensureConversation(
+  db: Queryable,
+  c: { key: string; agentId: string; conversationId: string },
+): Promise<void> {
+  await db.query(
+    'INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING',
+    [c.key, c.agentId, c.conversationId],
+  );
+}
+
 export interface AcceptInput {
   conversationKey: string;
   agentId: string;
@@ -24,22 +35,26 @@ export interface AcceptInput {
 export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> {
   return inTransaction(pool, async (db) => {
     await ensureAgent(db, a.agentId);
-    await db.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [
-      a.conversationKey,
-      a.agentId,
-      a.conversationId,
-    ]);
+    await ensureConversation(db, { key: a.conversationKey, agentId: a.agentId, conversationId: a.conversationId });
     const m = a.message;
     const inserted = await db.query<{ turn_id: string }>(
       `INSERT INTO inbound_messages (conversation_key, message_id, turn_id, text, author, mode, delivery)
        VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING turn_id`,
-      [a.conversationKey, m.messageId, a.turnId, m.text, m.author ?? null, m.mode, m.delivery ? JSON.stringify(m.delivery) : null],
-    );
-    if (inserted.rowCount === 0) {
-      const existing = await db.query<{ turn_id: string }>('SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2', [
+      [
         a.conversationKey,
         m.messageId,
-      ]);
+        a.turnId,
+        m.text,
+        m.author ?? null,
+        m.mode,
+        m.delivery ? JSON.stringify(m.delivery) : null,
+      ],
+    );
+    if (inserted.rowCount === 0) {
+      const existing = await db.query<{ turn_id: string }>(
+        'SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2',
+        [a.conversationKey, m.messageId],
+      );
       const turnId = existing.rows[0]!.turn_id;
       // The same turnId means this is a retry of the very acceptance that committed (the activity's reply was lost):
       // it is the same message, not a duplicate of an earlier one, and its turn must still be queued.
@@ -52,12 +67,10 @@ export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnI
     );
     if (a.startsTurn) {
       const delivery = conv.rows[0]?.default_delivery ?? NO_DELIVERY;
-      await db.query(`INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery) VALUES ($1, $2, $3, 'queued', $4)`, [
-        a.turnId,
-        a.conversationKey,
-        m.messageId,
-        JSON.stringify(delivery),
-      ]);
+      await db.query(
+        `INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery) VALUES ($1, $2, $3, 'queued', $4)`,
+        [a.turnId, a.conversationKey, m.messageId, JSON.stringify(delivery)],
+      );
     }
     return { turnId: a.turnId, duplicate: false };
   });
@@ -75,36 +88,53 @@ export interface NewTranscriptEntry {
  * Appends entries to the transcript, each at most once per origin, and returns the seq of the last entry (or the
  * conversation's last seq when there are none). The conversation row is locked so that seqs are gapless and ordered.
  */
-export async function appendTranscript(db: Queryable, conversationKey: string, turnId: string, entries: readonly NewTranscriptEntry[]): Promise<number> {
-  const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [conversationKey]);
+export async function appendTranscript(
+  db: Queryable,
+  conversationKey: string,
+  turnId: string,
+  entries: readonly NewTranscriptEntry[],
+): Promise<number> {
+  const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [
+    conversationKey,
+  ]);
   let last = lock.rows[0]?.last_seq ?? 0;
   for (const e of entries) {
-    const existing = await db.query<{ seq: number }>('SELECT seq FROM messages WHERE conversation_key = $1 AND origin = $2', [conversationKey, e.origin]);
+    const existing = await db.query<{ seq: number }>(
+      'SELECT seq FROM messages WHERE conversation_key = $1 AND origin = $2',
+      [conversationKey, e.origin],
+    );
     if (existing.rows[0]) {
       last = existing.rows[0].seq;
       continue;
     }
-    const next = await db.query<{ last_seq: number }>('UPDATE conversations SET last_seq = last_seq + 1 WHERE key = $1 RETURNING last_seq', [conversationKey]);
+    const next = await db.query<{ last_seq: number }>(
+      'UPDATE conversations SET last_seq = last_seq + 1 WHERE key = $1 RETURNING last_seq',
+      [conversationKey],
+    );
     const seq = next.rows[0]!.last_seq;
-    await db.query('INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-      conversationKey,
-      seq,
-      e.role,
-      JSON.stringify(e.content),
-      e.text,
-      turnId,
-      e.origin,
-    ]);
+    await db.query(
+      'INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [conversationKey, seq, e.role, JSON.stringify(e.content), e.text, turnId, e.origin],
+    );
     last = seq;
   }
   return last;
 }
 
-export async function appendTranscriptTx(pool: Pool, conversationKey: string, turnId: string, entries: readonly NewTranscriptEntry[]): Promise<number> {
+export async function appendTranscriptTx(
+  pool: Pool,
+  conversationKey: string,
+  turnId: string,
+  entries: readonly NewTranscriptEntry[],
+): Promise<number> {
   return inTransaction(pool, (db) => appendTranscript(db, conversationKey, turnId, entries));
 }
 
-export async function inboundTexts(db: Queryable, conversationKey: string, messageIds: readonly string[]): Promise<{ messageId: string; text: string; author: string | null }[]> {
+export async function inboundTexts(
+  db: Queryable,
+  conversationKey: string,
+  messageIds: readonly string[],
+): Promise<{ messageId: string; text: string; author: string | null }[]> {
   const { rows } = await db.query<{ message_id: string; text: string; author: string | null }>(
     'SELECT message_id, text, author FROM inbound_messages WHERE conversation_key = $1 AND message_id = ANY($2)',
     [conversationKey, messageIds],
@@ -117,11 +147,23 @@ export async function inboundTexts(db: Queryable, conversationKey: string, messa
 }
 
 /** Steered messages are answered by the running turn: their own queued turns are withdrawn. */
-export async function joinTurn(db: Queryable, conversationKey: string, turnId: string, steered: readonly { messageId: string; turnId: string }[]): Promise<void> {
+export async function joinTurn(
+  db: Queryable,
+  conversationKey: string,
+  turnId: string,
+  steered: readonly { messageId: string; turnId: string }[],
+): Promise<void> {
   if (steered.length === 0) return;
   const ids = steered.map((m) => m.messageId);
-  await db.query('UPDATE inbound_messages SET turn_id = $3 WHERE conversation_key = $1 AND message_id = ANY($2)', [conversationKey, ids, turnId]);
-  await db.query(`DELETE FROM turns WHERE conversation_key = $1 AND turn_id = ANY($2) AND status = 'queued'`, [conversationKey, steered.map((m) => m.turnId)]);
+  await db.query('UPDATE inbound_messages SET turn_id = $3 WHERE conversation_key = $1 AND message_id = ANY($2)', [
+    conversationKey,
+    ids,
+    turnId,
+  ]);
+  await db.query(`DELETE FROM turns WHERE conversation_key = $1 AND turn_id = ANY($2) AND status = 'queued'`, [
+    conversationKey,
+    steered.map((m) => m.turnId),
+  ]);
 }
 
 export async function openTurns(db: Queryable, conversationKey: string): Promise<QueuedMessage[]> {
@@ -135,8 +177,15 @@ export async function openTurns(db: Queryable, conversationKey: string): Promise
 }
 
 /** The turn that answers a message (a steered message is answered by the turn it joined). */
-export async function turnOfMessage(db: Queryable, conversationKey: string, messageId: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ turn_id: string }>('SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2', [conversationKey, messageId]);
+export async function turnOfMessage(
+  db: Queryable,
+  conversationKey: string,
+  messageId: string,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ turn_id: string }>(
+    'SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2',
+    [conversationKey, messageId],
+  );
   return rows[0]?.turn_id;
 }
 
@@ -151,11 +200,19 @@ export async function createRetriggerTurn(db: Queryable, conversationKey: string
 }
 
 export async function markTurnRunning(db: Queryable, turnId: string): Promise<void> {
-  await db.query(`UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now()) WHERE turn_id = $1 AND status IN ('queued', 'running')`, [turnId]);
+  await db.query(
+    `UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now()) WHERE turn_id = $1 AND status IN ('queued', 'running')`,
+    [turnId],
+  );
 }
 
 /** The transcript up to and including `throughSeq`, at most `limit` of the latest messages. */
-export async function loadTranscript(db: Queryable, conversationKey: string, throughSeq: number, limit: number): Promise<TranscriptMessage[]> {
+export async function loadTranscript(
+  db: Queryable,
+  conversationKey: string,
+  throughSeq: number,
+  limit: number,
+): Promise<TranscriptMessage[]> {
   const { rows } = await db.query<{ seq: number; role: TranscriptRole; content: ContentBlock[] }>(
     `SELECT seq, role, content FROM (
        SELECT seq, role, content FROM messages WHERE conversation_key = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3
@@ -166,7 +223,12 @@ export async function loadTranscript(db: Queryable, conversationKey: string, thr
 }
 
 /** The transcript after the row of `origin` (a delegate's own work, after its task message). */
-export async function transcriptAfterOrigin(db: Queryable, conversationKey: string, origin: string, limit: number): Promise<TranscriptMessage[]> {
+export async function transcriptAfterOrigin(
+  db: Queryable,
+  conversationKey: string,
+  origin: string,
+  limit: number,
+): Promise<TranscriptMessage[]> {
   const { rows } = await db.query<{ seq: number; role: TranscriptRole; content: ContentBlock[] }>(
     `SELECT seq, role, content FROM (
        SELECT seq, role, content FROM messages
@@ -178,26 +240,47 @@ export async function transcriptAfterOrigin(db: Queryable, conversationKey: stri
   return rows;
 }
 
-export async function findByOrigin(db: Queryable, conversationKey: string, origin: string): Promise<{ seq: number; content: ContentBlock[] } | undefined> {
-  const { rows } = await db.query<{ seq: number; content: ContentBlock[] }>('SELECT seq, content FROM messages WHERE conversation_key = $1 AND origin = $2', [
-    conversationKey,
-    origin,
-  ]);
+export async function findByOrigin(
+  db: Queryable,
+  conversationKey: string,
+  origin: string,
+): Promise<{ seq: number; content: ContentBlock[] } | undefined> {
+  const { rows } = await db.query<{ seq: number; content: ContentBlock[] }>(
+    'SELECT seq, content FROM messages WHERE conversation_key = $1 AND origin = $2',
+    [conversationKey, origin],
+  );
   return rows[0];
 }
 
 export async function setMessageText(db: Queryable, conversationKey: string, seq: number, text: string): Promise<void> {
-  await db.query('UPDATE messages SET text = $3 WHERE conversation_key = $1 AND seq = $2', [conversationKey, seq, text]);
+  await db.query('UPDATE messages SET text = $3 WHERE conversation_key = $1 AND seq = $2', [
+    conversationKey,
+    seq,
+    text,
+  ]);
 }
 
 /** Commits a turn's end: its trailing transcript entries and its status, in one transaction. */
-export async function finishTurn(pool: Pool, conversationKey: string, turnId: string, end: TurnEnd, modelCalls: number, entries: readonly NewTranscriptEntry[]): Promise<void> {
+export async function finishTurn(
+  pool: Pool,
+  conversationKey: string,
+  turnId: string,
+  end: TurnEnd,
+  modelCalls: number,
+  entries: readonly NewTranscriptEntry[],
+): Promise<void> {
   await inTransaction(pool, async (db) => {
     await appendTranscript(db, conversationKey, turnId, entries);
     await db.query(
       `UPDATE turns SET status = $2, reply_seq = $3, error = $4, model_calls = $5, finished_at = COALESCE(finished_at, now())
        WHERE turn_id = $1`,
-      [turnId, end.status, end.status === 'replied' ? end.replySeq : null, 'error' in end ? JSON.stringify(end.error) : null, modelCalls],
+      [
+        turnId,
+        end.status,
+        end.status === 'replied' ? end.replySeq : null,
+        'error' in end ? JSON.stringify(end.error) : null,
+        modelCalls,
+      ],
     );
   });
 }
@@ -236,7 +319,9 @@ export async function getTurn(db: Queryable, conversationKey: string, turnId: st
     messageId: r.message_id,
     status: r.status,
     delivery: r.delivery,
-    ...(r.reply_text !== null ? { reply: { text: r.reply_text, delivery: { outcome: r.outcome, attempts: r.attempts ?? 0 } } } : {}),
+    ...(r.reply_text !== null
+      ? { reply: { text: r.reply_text, delivery: { outcome: r.outcome, attempts: r.attempts ?? 0 } } }
+      : {}),
     ...(r.error ? { error: r.error } : {}),
   };
 }
@@ -249,12 +334,29 @@ export interface TranscriptView {
   turnId: string | null;
 }
 
-export async function listMessages(db: Queryable, conversationKey: string, afterSeq: number, limit: number): Promise<TranscriptView[]> {
-  const { rows } = await db.query<{ seq: number; role: TranscriptRole; text: string; created_at: Date; turn_id: string | null }>(
+export async function listMessages(
+  db: Queryable,
+  conversationKey: string,
+  afterSeq: number,
+  limit: number,
+): Promise<TranscriptView[]> {
+  const { rows } = await db.query<{
+    seq: number;
+    role: TranscriptRole;
+    text: string;
+    created_at: Date;
+    turn_id: string | null;
+  }>(
     'SELECT seq, role, text, created_at, turn_id FROM messages WHERE conversation_key = $1 AND seq > $2 ORDER BY seq LIMIT $3',
     [conversationKey, afterSeq, limit],
   );
-  return rows.map((r) => ({ seq: r.seq, role: r.role, text: r.text, at: r.created_at.toISOString(), turnId: r.turn_id }));
+  return rows.map((r) => ({
+    seq: r.seq,
+    role: r.role,
+    text: r.text,
+    at: r.created_at.toISOString(),
+    turnId: r.turn_id,
+  }));
 }
 
 export async function conversationExists(db: Queryable, conversationKey: string): Promise<boolean> {
@@ -263,7 +365,10 @@ export async function conversationExists(db: Queryable, conversationKey: string)
 }
 
 /** State derived from PostgreSQL, for when the workflow cannot be queried. */
-export async function conversationStateFromDb(db: Queryable, conversationKey: string): Promise<{ busy: boolean; queued: number }> {
+export async function conversationStateFromDb(
+  db: Queryable,
+  conversationKey: string,
+): Promise<{ busy: boolean; queued: number }> {
   const { rows } = await db.query<{ running: string; queued: string }>(
     `SELECT count(*) FILTER (WHERE status = 'running') AS running, count(*) FILTER (WHERE status = 'queued') AS queued FROM turns WHERE conversation_key = $1`,
     [conversationKey],

@@ -23,15 +23,14 @@ export async function recordDeliveryError(db: Queryable, effectKey: string, erro
   await db.query('UPDATE deliveries SET last_error = $2, updated_at = now() WHERE effect_key = $1', [effectKey, error]);
 }
 
-export async function recordDeliveryOutcome(db: Queryable, effectKey: string, outcome: DeliveryOutcome, error?: string): Promise<void> {
-  await db.query('UPDATE deliveries SET outcome = $2, last_error = COALESCE($3, last_error), updated_at = now() WHERE effect_key = $1', [
-    effectKey,
-    outcome,
-    error ?? null,
-  ]);
-}
-
-export async function getDelivery(db: Queryable, effectKey: string): Promise<{ outcome: DeliveryOutcome | null; attempts: number } | undefined> {
-  const { rows } = await db.query<{ outcome: DeliveryOutcome | null; attempts: number }>('SELECT outcome, attempts FROM deliveries WHERE effect_key = $1', [effectKey]);
-  return rows[0];
+export async function recordDeliveryOutcome(
+  db: Queryable,
+  effectKey: string,
+  outcome: DeliveryOutcome,
+  error?: string,
+): Promise<void> {
+  await db.query(
+    'UPDATE deliveries SET outcome = $2, last_error = COALESCE($3, last_error), updated_at = now() WHERE effect_key = $1',
+    [effectKey, outcome, error ?? null],
+  );
 }

@@ -23,6 +23,14 @@ export async function beginEffect<R>(db: Queryable, key: string, kind: string, r
   return rows[0]!;
 }
 
-export async function settleEffect(db: Queryable, key: string, status: Exclude<EffectStatus, 'pending'>, result: unknown): Promise<void> {
-  await db.query(`UPDATE effects SET status = $2, result = $3, updated_at = now() WHERE key = $1 AND status = 'pending'`, [key, status, JSON.stringify(result)]);
+export async function settleEffect(
+  db: Queryable,
+  key: string,
+  status: Exclude<EffectStatus, 'pending'>,
+  result: unknown,
+): Promise<void> {
+  await db.query(
+    `UPDATE effects SET status = $2, result = $3, updated_at = now() WHERE key = $1 AND status = 'pending'`,
+    [key, status, JSON.stringify(result)],
+  );
 }

@@ -4,7 +4,14 @@ import type { Queryable } from './pool';
 /** The NOTIFY channel every conversation event goes through. */
 export const EVENTS_CHANNEL = 'keel_events';
 
-export const CONVERSATION_EVENT_TYPES = ['turn.started', 'text.delta', 'tool.called', 'reply.delivered', 'turn.finished', 'delegate.finished'] as const;
+export const CONVERSATION_EVENT_TYPES = [
+  'turn.started',
+  'text.delta',
+  'tool.called',
+  'reply.delivered',
+  'turn.finished',
+  'delegate.finished',
+] as const;
 export type ConversationEventType = (typeof CONVERSATION_EVENT_TYPES)[number];
 
 export interface ConversationEvent {
@@ -22,7 +29,13 @@ const MAX_NOTIFY_BYTES = 7_500;
  * Records a finished event and announces it, in the caller's transaction (a PoolClient inside one): NOTIFY is delivered on commit, so an event
  * of work that rolled back is never seen. Once per dedupe key.
  */
-export async function publishEvent(db: PoolClient, key: string, type: Exclude<ConversationEventType, 'text.delta'>, dedupeKey: string, data: Record<string, unknown>): Promise<void> {
+export async function publishEvent(
+  db: PoolClient,
+  key: string,
+  type: Exclude<ConversationEventType, 'text.delta'>,
+  dedupeKey: string,
+  data: Record<string, unknown>,
+): Promise<void> {
   // Held until commit: the events of one conversation commit in the order of their ids, so a stream that has read up
   // to an id never finds a smaller one committed later.
   await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
@@ -33,25 +46,28 @@ export async function publishEvent(db: PoolClient, key: string, type: Exclude<Co
   if (!rows[0]) return;
   const event: ConversationEvent = { id: Number(rows[0].id), key, type, data };
   const payload = JSON.stringify(event);
-  await db.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, Buffer.byteLength(payload) > MAX_NOTIFY_BYTES ? JSON.stringify({ id: event.id, key, type, data: null }) : payload]);
+  await db.query('SELECT pg_notify($1, $2)', [
+    EVENTS_CHANNEL,
+    Buffer.byteLength(payload) > MAX_NOTIFY_BYTES ? JSON.stringify({ id: event.id, key, type, data: null }) : payload,
+  ]);
 }
 
 /** Streams a text delta to whoever listens now; nothing is stored. */
 export async function publishDelta(db: Queryable, key: string, turnId: string, delta: string): Promise<void> {
   const payload = JSON.stringify({ key, type: 'text.delta', data: { turnId, delta } } satisfies ConversationEvent);
-  if (Buffer.byteLength(payload) <= MAX_NOTIFY_BYTES) await db.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, payload]);
+  if (Buffer.byteLength(payload) <= MAX_NOTIFY_BYTES)
+    await db.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, payload]);
 }
 
-export async function eventsAfter(db: Queryable, key: string, afterId: number, limit = 1000): Promise<ConversationEvent[]> {
+export async function eventsAfter(
+  db: Queryable,
+  key: string,
+  afterId: number,
+  limit = 1000,
+): Promise<ConversationEvent[]> {
   const { rows } = await db.query<{ id: string; type: ConversationEvent['type']; data: Record<string, unknown> }>(
     'SELECT id, type, data FROM conversation_events WHERE conversation_key = $1 AND id > $2 ORDER BY id LIMIT $3',
     [key, afterId, limit],
   );
   return rows.map((r) => ({ id: Number(r.id), key, type: r.type, data: r.data }));
-}
-
-export async function eventById(db: Queryable, id: number): Promise<ConversationEvent | undefined> {
-  const { rows } = await db.query<{ id: string; conversation_key: string; type: ConversationEvent['type']; data: Record<string, unknown> }>('SELECT * FROM conversation_events WHERE id = $1', [id]);
-  const r = rows[0];
-  return r && { id: Number(r.id), key: r.conversation_key, type: r.type, data: r.data };
 }

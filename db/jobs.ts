@@ -18,7 +18,13 @@ export interface JobRow {
   nextRunAt: string | null;
   runCount: number;
   consecutiveErrors: number;
-  lastRun: { at: string; status: string; durationMs: number | null; error: string | null; deliveryOutcome: string | null } | null;
+  lastRun: {
+    at: string;
+    status: string;
+    durationMs: number | null;
+    error: string | null;
+    deliveryOutcome: string | null;
+  } | null;
   createdAt: string;
 }
 
@@ -59,7 +65,13 @@ const toJob = (r: JobRecord): JobRow => ({
   runCount: r.run_count,
   consecutiveErrors: r.consecutive_errors,
   lastRun: r.last_run_at
-    ? { at: r.last_run_at.toISOString(), status: r.last_run_status ?? '', durationMs: r.last_run_duration_ms, error: r.last_run_error, deliveryOutcome: r.last_delivery_outcome }
+    ? {
+        at: r.last_run_at.toISOString(),
+        status: r.last_run_status ?? '',
+        durationMs: r.last_run_duration_ms,
+        error: r.last_run_error,
+        deliveryOutcome: r.last_delivery_outcome,
+      }
     : null,
   createdAt: r.created_at.toISOString(),
 });
@@ -70,7 +82,10 @@ export async function jobCount(db: Queryable, agentId: string): Promise<number> 
 }
 
 export async function jobNameTaken(db: Queryable, agentId: string, name: string): Promise<boolean> {
-  const { rowCount } = await db.query('SELECT 1 FROM jobs WHERE agent_id = $1 AND lower(name) = lower($2)', [agentId, name.trim()]);
+  const { rowCount } = await db.query('SELECT 1 FROM jobs WHERE agent_id = $1 AND lower(name) = lower($2)', [
+    agentId,
+    name.trim(),
+  ]);
   return (rowCount ?? 0) > 0;
 }
 
@@ -91,7 +106,18 @@ export async function insertJob(db: Queryable, j: NewJobRow): Promise<JobRow> {
   const { rows } = await db.query<JobRecord>(
     `INSERT INTO jobs (id, agent_id, name, description, schedule, task, delivery, delete_after_run, created_by, status, next_run_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'active', $10) RETURNING *`,
-    [j.id, j.agentId, j.name.trim(), j.description ?? null, JSON.stringify(j.schedule), j.task, JSON.stringify(j.delivery), j.deleteAfterRun, j.createdBy, j.nextRunAt],
+    [
+      j.id,
+      j.agentId,
+      j.name.trim(),
+      j.description ?? null,
+      JSON.stringify(j.schedule),
+      j.task,
+      JSON.stringify(j.delivery),
+      j.deleteAfterRun,
+      j.createdBy,
+      j.nextRunAt,
+    ],
   );
   return toJob(rows[0]!);
 }
@@ -107,17 +133,28 @@ export async function getJobById(db: Queryable, jobId: string): Promise<JobRow |
 }
 
 export async function findJobByName(db: Queryable, agentId: string, name: string): Promise<JobRow | undefined> {
-  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE agent_id = $1 AND lower(name) = lower($2)', [agentId, name.trim()]);
+  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE agent_id = $1 AND lower(name) = lower($2)', [
+    agentId,
+    name.trim(),
+  ]);
   return rows[0] ? toJob(rows[0]) : undefined;
 }
 
 export async function listJobs(db: Queryable, agentId: string): Promise<JobRow[]> {
-  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE agent_id = $1 ORDER BY created_at DESC', [agentId]);
+  const { rows } = await db.query<JobRecord>('SELECT * FROM jobs WHERE agent_id = $1 ORDER BY created_at DESC', [
+    agentId,
+  ]);
   return rows.map(toJob);
 }
 
 /** A status change that only happens from the expected status (a pause during a run is never overwritten). */
-export async function moveJob(db: Queryable, jobId: string, from: JobStatus, to: JobStatus, extra: { nextRunAt?: Date | null; resetErrors?: boolean } = {}): Promise<boolean> {
+export async function moveJob(
+  db: Queryable,
+  jobId: string,
+  from: JobStatus,
+  to: JobStatus,
+  extra: { nextRunAt?: Date | null; resetErrors?: boolean } = {},
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE jobs SET status = $3, updated_at = now(),
        next_run_at = CASE WHEN $4::boolean THEN $5 ELSE next_run_at END,
@@ -132,7 +169,10 @@ export async function deleteJob(db: Queryable, jobId: string): Promise<void> {
   await db.query('DELETE FROM jobs WHERE id = $1', [jobId]);
 }
 
-export async function audit(db: Queryable, e: { jobId: string; agentId: string; action: string; actor: string; detail?: unknown }): Promise<void> {
+export async function audit(
+  db: Queryable,
+  e: { jobId: string; agentId: string; action: string; actor: string; detail?: unknown },
+): Promise<void> {
   await db.query('INSERT INTO job_audit (job_id, agent_id, action, actor, detail) VALUES ($1, $2, $3, $4, $5)', [
     e.jobId,
     e.agentId,
@@ -144,11 +184,15 @@ export async function audit(db: Queryable, e: { jobId: string; agentId: string; 
 
 // ---- runs ---------------------------------------------------------------------------------------------------------
 
-export type BeginRun = { kind: 'run'; job: JobRow } | { kind: 'skipped'; reason: string } | { kind: 'busy'; runningRunId: string };
+export type BeginRun =
+  { kind: 'run'; job: JobRow } | { kind: 'skipped'; reason: string } | { kind: 'busy'; runningRunId: string };
 
 /** A fire begins a run, or is recorded as skipped: the job is not active, or another fire is still running. */
 export async function beginRun(db: Queryable, runId: string, jobId: string, firedAt: Date): Promise<BeginRun> {
-  const existing = await db.query<{ status: string; error: string | null }>('SELECT status, error FROM job_runs WHERE run_id = $1', [runId]);
+  const existing = await db.query<{ status: string; error: string | null }>(
+    'SELECT status, error FROM job_runs WHERE run_id = $1',
+    [runId],
+  );
   const job = await getJobById(db, jobId);
   if (existing.rows[0]) {
     // A retried begin: the decision already taken stands.
@@ -157,44 +201,70 @@ export async function beginRun(db: Queryable, runId: string, jobId: string, fire
   }
   if (!job) return { kind: 'skipped', reason: 'the job was deleted' };
   const skip = async (reason: string): Promise<BeginRun> => {
-    await db.query(`INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now())`, [runId, jobId, firedAt, reason]);
+    await db.query(
+      `INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now())`,
+      [runId, jobId, firedAt, reason],
+    );
     return { kind: 'skipped', reason };
   };
   if (job.status !== 'active') return skip(`the job is ${job.status}`);
   // Fires that catch up after downtime run once: one older than the latest fire already taken is stale.
-  const latest = await db.query<{ fired_at: Date }>(`SELECT max(fired_at) AS fired_at FROM job_runs WHERE job_id = $1 AND status <> 'skipped'`, [jobId]);
+  const latest = await db.query<{ fired_at: Date }>(
+    `SELECT max(fired_at) AS fired_at FROM job_runs WHERE job_id = $1 AND status <> 'skipped'`,
+    [jobId],
+  );
   if (latest.rows[0]?.fired_at && latest.rows[0].fired_at > firedAt) return skip('a later fire has already run');
   const inserted = await db.query(
     `INSERT INTO job_runs (run_id, job_id, fired_at, status) VALUES ($1, $2, $3, 'running') ON CONFLICT (job_id) WHERE status = 'running' DO NOTHING`,
     [runId, jobId, firedAt],
   );
   if ((inserted.rowCount ?? 0) === 0) {
-    const running = await db.query<{ run_id: string }>(`SELECT run_id FROM job_runs WHERE job_id = $1 AND status = 'running'`, [jobId]);
+    const running = await db.query<{ run_id: string }>(
+      `SELECT run_id FROM job_runs WHERE job_id = $1 AND status = 'running'`,
+      [jobId],
+    );
     return { kind: 'busy', runningRunId: running.rows[0]?.run_id ?? '' };
   }
   return { kind: 'run', job };
 }
 
-export async function skipRun(db: Queryable, runId: string, jobId: string, firedAt: Date, reason: string): Promise<void> {
-  await db.query(`INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now()) ON CONFLICT DO NOTHING`, [
-    runId,
-    jobId,
-    firedAt,
-    reason,
-  ]);
+export async function skipRun(
+  db: Queryable,
+  runId: string,
+  jobId: string,
+  firedAt: Date,
+  reason: string,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now()) ON CONFLICT DO NOTHING`,
+    [runId, jobId, firedAt, reason],
+  );
 }
 
 /** A running row whose workflow is gone (terminated outside Keel) no longer blocks the job's fires. */
 export async function abandonRun(db: Queryable, runId: string): Promise<void> {
-  await db.query(`UPDATE job_runs SET status = 'error', error = 'the run was abandoned (its workflow is closed)', finished_at = now() WHERE run_id = $1 AND status = 'running'`, [runId]);
+  await db.query(
+    `UPDATE job_runs SET status = 'error', error = 'the run was abandoned (its workflow is closed)', finished_at = now() WHERE run_id = $1 AND status = 'running'`,
+    [runId],
+  );
 }
 
 /**
  * One failed attempt: the run's attempt count and the job's consecutive errors, counted across fires, once per
  * attempt (a retried call counts nothing twice). Returns the job's error count and status (null: deleted).
  */
-export async function recordRunError(db: Queryable, runId: string, jobId: string, attempt: number, error: string): Promise<{ errors: number; status: JobStatus | null }> {
-  const counted = await db.query('UPDATE job_runs SET attempts = $3, error = $2 WHERE run_id = $1 AND attempts < $3', [runId, error, attempt]);
+export async function recordRunError(
+  db: Queryable,
+  runId: string,
+  jobId: string,
+  attempt: number,
+  error: string,
+): Promise<{ errors: number; status: JobStatus | null }> {
+  const counted = await db.query('UPDATE job_runs SET attempts = $3, error = $2 WHERE run_id = $1 AND attempts < $3', [
+    runId,
+    error,
+    attempt,
+  ]);
   const { rows } = await db.query<{ consecutive_errors: number; status: JobStatus }>(
     `UPDATE jobs SET consecutive_errors = consecutive_errors + $3, last_run_error = $2, updated_at = now() WHERE id = $1 RETURNING consecutive_errors, status`,
     [jobId, error, (counted.rowCount ?? 0) > 0 ? 1 : 0],
@@ -225,7 +295,14 @@ export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
   const booked = await db.query(
     `UPDATE job_runs SET status = $2, reply = $3, error = $4, delivery_outcome = $5, delivery_attempts = $6, attempts = GREATEST(attempts, 1), finished_at = now()
      WHERE run_id = $1 AND status = 'running'`,
-    [b.runId, b.status, b.reply ?? null, b.status === 'ok' ? null : (b.error ?? null), b.delivery?.outcome ?? null, b.delivery?.attempts ?? 0],
+    [
+      b.runId,
+      b.status,
+      b.reply ?? null,
+      b.status === 'ok' ? null : (b.error ?? null),
+      b.delivery?.outcome ?? null,
+      b.delivery?.attempts ?? 0,
+    ],
   );
   if ((booked.rowCount ?? 0) === 0) return;
   await db.query(
@@ -236,7 +313,16 @@ export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
        status = CASE WHEN status IN ('active', 'paused') AND $7::boolean THEN 'failed' WHEN status IN ('active', 'paused') AND $8::boolean THEN 'completed' ELSE status END,
        updated_at = now()
      WHERE id = $1`,
-    [b.jobId, b.status, Math.round(b.durationMs), b.status === 'ok' ? null : (b.error ?? null), b.delivery?.outcome ?? null, b.nextRunAt, b.fails, b.completes],
+    [
+      b.jobId,
+      b.status,
+      Math.round(b.durationMs),
+      b.status === 'ok' ? null : (b.error ?? null),
+      b.delivery?.outcome ?? null,
+      b.nextRunAt,
+      b.fails,
+      b.completes,
+    ],
   );
 }
 

@@ -38,47 +38,69 @@ const versionOf = (r: VersionRow): MemoryVersion => ({
 
 /** The current memory of an agent; version 1 (the defaults) comes into being on first use. */
 export async function currentMemory(db: Queryable, agentId: string): Promise<MemoryVersion> {
-  const { rows } = await db.query<VersionRow>('SELECT * FROM memory_versions WHERE agent_id = $1 ORDER BY version DESC LIMIT 1', [agentId]);
+  const { rows } = await db.query<VersionRow>(
+    'SELECT * FROM memory_versions WHERE agent_id = $1 ORDER BY version DESC LIMIT 1',
+    [agentId],
+  );
   if (rows[0]) return versionOf(rows[0]);
   await ensureAgent(db, agentId);
   const { rows: agent } = await db.query<{ name: string }>('SELECT name FROM agents WHERE id = $1', [agentId]);
-  await db.query(`INSERT INTO memory_versions (agent_id, version, files, kind) VALUES ($1, 1, $2, 'initial') ON CONFLICT DO NOTHING`, [
-    agentId,
-    JSON.stringify(initialMemory({ name: agent[0]?.name ?? agentId })),
-  ]);
+  await db.query(
+    `INSERT INTO memory_versions (agent_id, version, files, kind) VALUES ($1, 1, $2, 'initial') ON CONFLICT DO NOTHING`,
+    [agentId, JSON.stringify(initialMemory({ name: agent[0]?.name ?? agentId }))],
+  );
   return currentMemory(db, agentId);
 }
 
-export async function memoryVersion(db: Queryable, agentId: string, version: number): Promise<MemoryVersion | undefined> {
-  const { rows } = await db.query<VersionRow>('SELECT * FROM memory_versions WHERE agent_id = $1 AND version = $2', [agentId, version]);
+export async function memoryVersion(
+  db: Queryable,
+  agentId: string,
+  version: number,
+): Promise<MemoryVersion | undefined> {
+  const { rows } = await db.query<VersionRow>('SELECT * FROM memory_versions WHERE agent_id = $1 AND version = $2', [
+    agentId,
+    version,
+  ]);
   return rows[0] && versionOf(rows[0]);
 }
 
 export async function listVersions(db: Queryable, agentId: string): Promise<Omit<MemoryVersion, 'files'>[]> {
   await currentMemory(db, agentId);
-  const { rows } = await db.query<VersionRow>('SELECT * FROM memory_versions WHERE agent_id = $1 ORDER BY version', [agentId]);
+  const { rows } = await db.query<VersionRow>('SELECT * FROM memory_versions WHERE agent_id = $1 ORDER BY version', [
+    agentId,
+  ]);
   return rows.map(versionOf).map(({ files: _files, ...v }) => v);
 }
 
 /**
- * Writes the next version. The caller holds the agent's row lock (lockMemory), so versions are gapless and a
+ * Writes the next version. The caller holds the agent's row lock (lockAgent), so versions are gapless and a
  * proposal applies at most once (unique proposal_id).
  */
 export async function writeVersion(
   db: Queryable,
   agentId: string,
-  v: { files: MemoryFiles; kind: 'proposal' | 'rollback'; proposalId?: string; changes?: MemoryVersion['changes']; learnedFrom?: string[]; rollbackOf?: number },
+  v: {
+    files: MemoryFiles;
+    kind: 'proposal' | 'rollback';
+    proposalId?: string;
+    changes?: MemoryVersion['changes'];
+    learnedFrom?: string[];
+    rollbackOf?: number;
+  },
 ): Promise<MemoryVersion> {
   const current = await currentMemory(db, agentId);
   const { rows } = await db.query<VersionRow>(
     `INSERT INTO memory_versions (agent_id, version, files, kind, proposal_id, changes, learned_from, rollback_of) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-    [agentId, current.version + 1, JSON.stringify(v.files), v.kind, v.proposalId ?? null, JSON.stringify(v.changes ?? []), JSON.stringify(v.learnedFrom ?? []), v.rollbackOf ?? null],
+    [
+      agentId,
+      current.version + 1,
+      JSON.stringify(v.files),
+      v.kind,
+      v.proposalId ?? null,
+      JSON.stringify(v.changes ?? []),
+      JSON.stringify(v.learnedFrom ?? []),
+      v.rollbackOf ?? null,
+    ],
   );
   return versionOf(rows[0]!);
-}
-
-/** Serialises memory writes of one agent (inside a transaction). */
-export async function lockMemory(db: Queryable, agentId: string): Promise<void> {
-  await ensureAgent(db, agentId);
-  await db.query('SELECT 1 FROM agents WHERE id = $1 FOR UPDATE', [agentId]);
 }

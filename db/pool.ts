@@ -8,7 +8,12 @@ export type Queryable = pg.Pool | pg.PoolClient;
  * the next query reconnects, and the activity that needed it is retried by Temporal.
  */
 export function createPool(databaseUrl: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
   pool.on('error', () => {
     /* the client is discarded by pg; nothing else to do */
   });

@@ -55,12 +55,32 @@ const proposalOf = (r: Row): ProposalRow => ({
 /** Records a proposal once (a retried activity finds the first record). */
 export async function insertProposal(
   db: Queryable,
-  p: { id: string; agentId: string; workflowId: string; status: ProposalStatus; answer: ProposalAnswer; checks: Check[]; baseVersion: number; tier: string; conversationIds: string[] },
+  p: {
+    id: string;
+    agentId: string;
+    workflowId: string;
+    status: ProposalStatus;
+    answer: ProposalAnswer;
+    checks: Check[];
+    baseVersion: number;
+    tier: string;
+    conversationIds: string[];
+  },
 ): Promise<ProposalRow> {
   await db.query(
     `INSERT INTO proposals (id, agent_id, workflow_id, status, answer, checks, base_version, tier, conversation_ids, decided_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $4 = 'awaiting_approval' THEN NULL ELSE now() END) ON CONFLICT (id) DO NOTHING`,
-    [p.id, p.agentId, p.workflowId, p.status, JSON.stringify(p.answer), JSON.stringify(p.checks), p.baseVersion, p.tier, JSON.stringify(p.conversationIds)],
+    [
+      p.id,
+      p.agentId,
+      p.workflowId,
+      p.status,
+      JSON.stringify(p.answer),
+      JSON.stringify(p.checks),
+      p.baseVersion,
+      p.tier,
+      JSON.stringify(p.conversationIds),
+    ],
   );
   return (await getProposal(db, p.id))!;
 }
@@ -71,19 +91,37 @@ export async function getProposal(db: Queryable, id: string): Promise<ProposalRo
 }
 
 export async function listProposals(db: Queryable, agentId: string, limit = 100): Promise<ProposalRow[]> {
-  const { rows } = await db.query<Row>('SELECT * FROM proposals WHERE agent_id = $1 ORDER BY created_at DESC, id LIMIT $2', [agentId, limit]);
+  const { rows } = await db.query<Row>(
+    'SELECT * FROM proposals WHERE agent_id = $1 ORDER BY created_at DESC, id LIMIT $2',
+    [agentId, limit],
+  );
   return rows.map(proposalOf);
 }
 
 /** Settles a proposal: admitted with its version, or rejected (with the decision or the checks that rejected it). */
-export async function settleProposal(db: Queryable, id: string, s: { status: ProposalStatus; version?: number; checks?: Check[]; decision?: ProposalRow['decision'] }): Promise<void> {
+export async function settleProposal(
+  db: Queryable,
+  id: string,
+  s: { status: ProposalStatus; version?: number; checks?: Check[]; decision?: ProposalRow['decision'] },
+): Promise<void> {
   await db.query(
     `UPDATE proposals SET status = $2, version = coalesce($3, version), checks = coalesce($4, checks), decision = coalesce($5, decision), decided_at = coalesce(decided_at, now()) WHERE id = $1`,
-    [id, s.status, s.version ?? null, s.checks ? JSON.stringify(s.checks) : null, s.decision ? JSON.stringify(s.decision) : null],
+    [
+      id,
+      s.status,
+      s.version ?? null,
+      s.checks ? JSON.stringify(s.checks) : null,
+      s.decision ? JSON.stringify(s.decision) : null,
+    ],
   );
 }
 
-export async function poisonSummaries(db: Queryable, agentId: string, summaries: readonly QueuedSummary[], proposalId: string): Promise<void> {
+export async function poisonSummaries(
+  db: Queryable,
+  agentId: string,
+  summaries: readonly QueuedSummary[],
+  proposalId: string,
+): Promise<void> {
   for (const s of summaries) {
     await db.query(
       `INSERT INTO reflection_poison (agent_id, conversation_id, summary, failures, proposal_id)
@@ -93,47 +131,120 @@ export async function poisonSummaries(db: Queryable, agentId: string, summaries:
   }
 }
 
-export async function listPoisoned(db: Queryable, agentId: string): Promise<{ conversationId: string; summary: QueuedSummary; failures: number; proposalId: string | null; at: string }[]> {
-  const { rows } = await db.query<{ conversation_id: string; summary: QueuedSummary; failures: number; proposal_id: string | null; created_at: Date }>(
-    'SELECT * FROM reflection_poison WHERE agent_id = $1 ORDER BY created_at',
-    [agentId],
+export async function listPoisoned(
+  db: Queryable,
+  agentId: string,
+): Promise<
+  { conversationId: string; summary: QueuedSummary; failures: number; proposalId: string | null; at: string }[]
+> {
+  const { rows } = await db.query<{
+    conversation_id: string;
+    summary: QueuedSummary;
+    failures: number;
+    proposal_id: string | null;
+    created_at: Date;
+  }>('SELECT * FROM reflection_poison WHERE agent_id = $1 ORDER BY created_at', [agentId]);
+  return rows.map((r) => ({
+    conversationId: r.conversation_id,
+    summary: r.summary,
+    failures: r.failures,
+    proposalId: r.proposal_id,
+    at: r.created_at.toISOString(),
+  }));
+}
+
+export async function logGateDecision(
+  db: Queryable,
+  d: { agentId: string; conversationId: string; turnId: string; evolve: boolean; reason: string },
+): Promise<void> {
+  await db.query(
+    'INSERT INTO reflection_gate_log (agent_id, conversation_id, turn_id, evolve, reason) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+    [d.agentId, d.conversationId, d.turnId, d.evolve, d.reason],
   );
-  return rows.map((r) => ({ conversationId: r.conversation_id, summary: r.summary, failures: r.failures, proposalId: r.proposal_id, at: r.created_at.toISOString() }));
 }
 
-export async function logGateDecision(db: Queryable, d: { agentId: string; conversationId: string; turnId: string; evolve: boolean; reason: string }): Promise<void> {
-  await db.query('INSERT INTO reflection_gate_log (agent_id, conversation_id, turn_id, evolve, reason) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING', [
-    d.agentId,
-    d.conversationId,
-    d.turnId,
-    d.evolve,
-    d.reason,
-  ]);
+export async function gateLog(
+  db: Queryable,
+  agentId: string,
+  limit = 100,
+): Promise<{ conversationId: string; turnId: string; evolve: boolean; reason: string; at: string }[]> {
+  const { rows } = await db.query<{
+    conversation_id: string;
+    turn_id: string;
+    evolve: boolean;
+    reason: string;
+    created_at: Date;
+  }>('SELECT * FROM reflection_gate_log WHERE agent_id = $1 ORDER BY created_at DESC LIMIT $2', [agentId, limit]);
+  return rows.map((r) => ({
+    conversationId: r.conversation_id,
+    turnId: r.turn_id,
+    evolve: r.evolve,
+    reason: r.reason,
+    at: r.created_at.toISOString(),
+  }));
 }
 
-export async function gateLog(db: Queryable, agentId: string, limit = 100): Promise<{ conversationId: string; turnId: string; evolve: boolean; reason: string; at: string }[]> {
-  const { rows } = await db.query<{ conversation_id: string; turn_id: string; evolve: boolean; reason: string; created_at: Date }>(
-    'SELECT * FROM reflection_gate_log WHERE agent_id = $1 ORDER BY created_at DESC LIMIT $2',
-    [agentId, limit],
+export async function recordCost(
+  db: Queryable,
+  c: { callKey: string; agentId: string; purpose: string; model: string; usage: unknown; costUsd: number },
+): Promise<void> {
+  await db.query(
+    'INSERT INTO reflection_costs (call_key, agent_id, purpose, model, usage, cost_usd) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (call_key) DO NOTHING',
+    [c.callKey, c.agentId, c.purpose, c.model, JSON.stringify(c.usage), c.costUsd],
   );
-  return rows.map((r) => ({ conversationId: r.conversation_id, turnId: r.turn_id, evolve: r.evolve, reason: r.reason, at: r.created_at.toISOString() }));
-}
-
-export async function recordCost(db: Queryable, c: { callKey: string; agentId: string; purpose: string; model: string; usage: unknown; costUsd: number }): Promise<void> {
-  await db.query('INSERT INTO reflection_costs (call_key, agent_id, purpose, model, usage, cost_usd) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (call_key) DO NOTHING', [
-    c.callKey,
-    c.agentId,
-    c.purpose,
-    c.model,
-    JSON.stringify(c.usage),
-    c.costUsd,
-  ]);
 }
 
 /** Reflection spending of the agent since UTC midnight. */
 export async function spentToday(db: Queryable, agentId: string): Promise<number> {
-  const { rows } = await db.query<{ spent: string | null }>(`SELECT sum(cost_usd) AS spent FROM reflection_costs WHERE agent_id = $1 AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`, [
-    agentId,
-  ]);
+  const { rows } = await db.query<{ spent: string | null }>(
+    `SELECT sum(cost_usd) AS spent FROM reflection_costs WHERE agent_id = $1 AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`,
+    [agentId],
+  );
   return Number(rows[0]?.spent ?? 0);
+}
+
+/** A finished turn as reflection takes it up: whose it is, whether its agent reflects, and what the turn wrote. */
+export interface TurnToReflect {
+  agentId: string;
+  conversationId: string;
+  reflectionEnabled: boolean;
+  /** The turn's first and last transcript seqs; null when it wrote nothing. */
+  fromSeq: number | null;
+  toSeq: number | null;
+  /** The turn's assistant messages that begin `Error:`. */
+  errorReplies: number;
+}
+
+export async function turnToReflect(
+  db: Queryable,
+  conversationKey: string,
+  turnId: string,
+): Promise<TurnToReflect | undefined> {
+  const { rows } = await db.query<{
+    agent_id: string;
+    conversation_id: string;
+    reflection_enabled: boolean;
+    from_seq: number | null;
+    to_seq: number | null;
+    errors: string;
+  }>(
+    `SELECT c.agent_id, c.conversation_id, a.reflection_enabled,
+       (SELECT min(seq) FROM messages WHERE conversation_key = c.key AND turn_id = $2) AS from_seq,
+       (SELECT max(seq) FROM messages WHERE conversation_key = c.key AND turn_id = $2) AS to_seq,
+       (SELECT count(*) FROM messages
+         WHERE conversation_key = c.key AND turn_id = $2 AND role = 'assistant' AND text LIKE 'Error:%') AS errors
+     FROM conversations c JOIN agents a ON a.id = c.agent_id WHERE c.key = $1`,
+    [conversationKey, turnId],
+  );
+  const r = rows[0];
+  return (
+    r && {
+      agentId: r.agent_id,
+      conversationId: r.conversation_id,
+      reflectionEnabled: r.reflection_enabled,
+      fromSeq: r.from_seq,
+      toSeq: r.to_seq,
+      errorReplies: Number(r.errors),
+    }
+  );
 }

@@ -49,30 +49,60 @@ const routineOf = (r: RoutineDbRow): RoutineRow => ({
 });
 
 /** Creates or updates a routine's definition; its status (active or paused) is never changed by an edit. */
-export async function putRoutine(db: Queryable, agentId: string, appId: string, slug: string, def: RoutineDefinition, cron: string): Promise<{ routine: RoutineRow; created: boolean }> {
+export async function putRoutine(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  slug: string,
+  def: RoutineDefinition,
+  cron: string,
+): Promise<{ routine: RoutineRow; created: boolean }> {
   const { rows } = await db.query<RoutineDbRow & { created: boolean }>(
     `INSERT INTO routines (agent_id, app_id, slug, label, schedule, cron, prompt, playbook, delivery) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (agent_id, app_id, slug) DO UPDATE SET label = EXCLUDED.label, schedule = EXCLUDED.schedule, cron = EXCLUDED.cron,
        prompt = EXCLUDED.prompt, playbook = EXCLUDED.playbook, delivery = EXCLUDED.delivery, updated_at = now()
      RETURNING *, (xmax = 0) AS created`,
-    [agentId, appId, slug, def.label, JSON.stringify(def.schedule), cron, def.prompt ?? null, def.playbook ?? null, def.delivery ? JSON.stringify(def.delivery) : null],
+    [
+      agentId,
+      appId,
+      slug,
+      def.label,
+      JSON.stringify(def.schedule),
+      cron,
+      def.prompt ?? null,
+      def.playbook ?? null,
+      def.delivery ? JSON.stringify(def.delivery) : null,
+    ],
   );
   return { routine: routineOf(rows[0]!), created: rows[0]!.created };
 }
 
-export async function getRoutine(db: Queryable, agentId: string, appId: string, slug: string, forUpdate = false): Promise<RoutineRow | undefined> {
-  const { rows } = await db.query<RoutineDbRow>(`SELECT * FROM routines WHERE agent_id = $1 AND app_id = $2 AND slug = $3${forUpdate ? ' FOR UPDATE' : ''}`, [agentId, appId, slug]);
+export async function getRoutine(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  slug: string,
+  forUpdate = false,
+): Promise<RoutineRow | undefined> {
+  const { rows } = await db.query<RoutineDbRow>(
+    `SELECT * FROM routines WHERE agent_id = $1 AND app_id = $2 AND slug = $3${forUpdate ? ' FOR UPDATE' : ''}`,
+    [agentId, appId, slug],
+  );
   return rows[0] && routineOf(rows[0]);
 }
 
-export async function setRoutineStatus(db: Queryable, agentId: string, appId: string, slug: string, from: RoutineStatus, to: RoutineStatus): Promise<boolean> {
-  const { rowCount } = await db.query('UPDATE routines SET status = $5, updated_at = now() WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status = $4', [
-    agentId,
-    appId,
-    slug,
-    from,
-    to,
-  ]);
+export async function setRoutineStatus(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  slug: string,
+  from: RoutineStatus,
+  to: RoutineStatus,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'UPDATE routines SET status = $5, updated_at = now() WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status = $4',
+    [agentId, appId, slug, from, to],
+  );
   return rowCount === 1;
 }
 
@@ -125,8 +155,17 @@ export async function listTools(db: Queryable, agentId: string, appId: string): 
   return rows.map(toolOf);
 }
 
-export async function getTool(db: Queryable, agentId: string, appId: string, name: string, version: number): Promise<SavedToolRow | undefined> {
-  const { rows } = await db.query<ToolDbRow>('SELECT * FROM routine_tools WHERE agent_id = $1 AND app_id = $2 AND name = $3 AND version = $4', [agentId, appId, name, version]);
+export async function getTool(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  name: string,
+  version: number,
+): Promise<SavedToolRow | undefined> {
+  const { rows } = await db.query<ToolDbRow>(
+    'SELECT * FROM routine_tools WHERE agent_id = $1 AND app_id = $2 AND name = $3 AND version = $4',
+    [agentId, appId, name, version],
+  );
   return rows[0] && toolOf(rows[0]);
 }
 
@@ -134,7 +173,14 @@ export async function getTool(db: Queryable, agentId: string, appId: string, nam
  * Saves an authored tool as the next version of its name (earlier versions stay). Idempotent per run: a retried
  * save returns the version the run already saved.
  */
-export async function saveTool(db: Queryable, agentId: string, appId: string, tool: AuthoredTool, authoredBy: string, runId: string): Promise<SavedToolRow> {
+export async function saveTool(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  tool: AuthoredTool,
+  authoredBy: string,
+  runId: string,
+): Promise<SavedToolRow> {
   const saved = await db.query<ToolDbRow>('SELECT * FROM routine_tools WHERE authored_in_run = $1', [runId]);
   if (saved.rows[0]) return toolOf(saved.rows[0]);
   // Serialise versions of one app's tools on the app row.
@@ -215,7 +261,16 @@ export type BeginRun = { kind: 'begun'; run: RoutineRunRow } | { kind: 'busy'; r
 /** Opens a run; refused while another run of the routine is in flight (running or waiting for approval). */
 export async function beginRun(
   db: Queryable,
-  r: { runId: string; workflowId: string; agentId: string; appId: string; slug: string; firedAt: Date; prompt: string | null; sessionId: string },
+  r: {
+    runId: string;
+    workflowId: string;
+    agentId: string;
+    appId: string;
+    slug: string;
+    firedAt: Date;
+    prompt: string | null;
+    sessionId: string;
+  },
 ): Promise<BeginRun> {
   const existing = await getRun(db, r.runId);
   if (existing) return { kind: 'begun', run: existing };
@@ -232,12 +287,16 @@ export async function beginRun(
   return running ? { kind: 'busy', running } : beginRun(db, r);
 }
 
-export async function runInFlight(db: Queryable, agentId: string, appId: string, slug: string): Promise<RoutineRunRow | undefined> {
-  const { rows } = await db.query<RunDbRow>(`SELECT * FROM routine_runs WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status IN ('running', 'needs_approval')`, [
-    agentId,
-    appId,
-    slug,
-  ]);
+export async function runInFlight(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  slug: string,
+): Promise<RoutineRunRow | undefined> {
+  const { rows } = await db.query<RunDbRow>(
+    `SELECT * FROM routine_runs WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status IN ('running', 'needs_approval')`,
+    [agentId, appId, slug],
+  );
   return rows[0] && runOf(rows[0]);
 }
 
@@ -246,42 +305,60 @@ export async function getRun(db: Queryable, runId: string): Promise<RoutineRunRo
   return rows[0] && runOf(rows[0]);
 }
 
-export async function listRuns(db: Queryable, agentId: string, appId: string, slug: string, limit = 100): Promise<RoutineRunRow[]> {
-  const { rows } = await db.query<RunDbRow>('SELECT * FROM routine_runs WHERE agent_id = $1 AND app_id = $2 AND slug = $3 ORDER BY fired_at DESC, run_id LIMIT $4', [
-    agentId,
-    appId,
-    slug,
-    limit,
-  ]);
+export async function listRuns(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  slug: string,
+  limit = 100,
+): Promise<RoutineRunRow[]> {
+  const { rows } = await db.query<RunDbRow>(
+    'SELECT * FROM routine_runs WHERE agent_id = $1 AND app_id = $2 AND slug = $3 ORDER BY fired_at DESC, run_id LIMIT $4',
+    [agentId, appId, slug, limit],
+  );
   return rows.map(runOf);
 }
 
-export async function setRunTool(db: Queryable, runId: string, tool: { name: string; version: number; authored: boolean }): Promise<void> {
-  await db.query('UPDATE routine_runs SET tool_name = $2, tool_version = $3, authored = $4 WHERE run_id = $1', [runId, tool.name, tool.version, tool.authored]);
+export async function setRunTool(
+  db: Queryable,
+  runId: string,
+  tool: { name: string; version: number; authored: boolean },
+): Promise<void> {
+  await db.query('UPDATE routine_runs SET tool_name = $2, tool_version = $3, authored = $4 WHERE run_id = $1', [
+    runId,
+    tool.name,
+    tool.version,
+    tool.authored,
+  ]);
 }
 
 export async function markNeedsApproval(db: Queryable, runId: string, gate: Gate, digest: string): Promise<void> {
-  await db.query(`UPDATE routine_runs SET status = 'needs_approval', gate = $2, digest = $3 WHERE run_id = $1 AND status IN ('running', 'needs_approval')`, [
-    runId,
-    JSON.stringify(gate),
-    digest,
-  ]);
+  await db.query(
+    `UPDATE routine_runs SET status = 'needs_approval', gate = $2, digest = $3 WHERE run_id = $1 AND status IN ('running', 'needs_approval')`,
+    [runId, JSON.stringify(gate), digest],
+  );
 }
 
-export async function recordDecision(db: Queryable, runId: string, decision: { approved: boolean; note?: string }): Promise<void> {
-  await db.query(`UPDATE routine_runs SET status = 'running', decision = $2 WHERE run_id = $1 AND status = 'needs_approval'`, [
-    runId,
-    JSON.stringify({ ...decision, at: new Date().toISOString() }),
-  ]);
+export async function recordDecision(
+  db: Queryable,
+  runId: string,
+  decision: { approved: boolean; note?: string },
+): Promise<void> {
+  await db.query(
+    `UPDATE routine_runs SET status = 'running', decision = $2 WHERE run_id = $1 AND status = 'needs_approval'`,
+    [runId, JSON.stringify({ ...decision, at: new Date().toISOString() })],
+  );
 }
 
-export async function finishRun(db: Queryable, runId: string, f: { status: RoutineRunStatus; digest: string; artifactId: string | null }): Promise<void> {
-  await db.query(`UPDATE routine_runs SET status = $2, digest = $3, artifact_id = $4, finished_at = now() WHERE run_id = $1 AND finished_at IS NULL`, [
-    runId,
-    f.status,
-    f.digest,
-    f.artifactId,
-  ]);
+export async function finishRun(
+  db: Queryable,
+  runId: string,
+  f: { status: RoutineRunStatus; digest: string; artifactId: string | null },
+): Promise<void> {
+  await db.query(
+    `UPDATE routine_runs SET status = $2, digest = $3, artifact_id = $4, finished_at = now() WHERE run_id = $1 AND finished_at IS NULL`,
+    [runId, f.status, f.digest, f.artifactId],
+  );
 }
 
 // ---- the journal of capability calls ------------------------------------------------------------------------------
@@ -298,7 +375,10 @@ export interface JournalEntry {
 }
 
 export async function loadJournal(db: Queryable, runId: string): Promise<JournalEntry[]> {
-  const { rows } = await db.query<JournalEntry>('SELECT seq, capability, args, outcome, result, error FROM routine_calls WHERE run_id = $1 ORDER BY seq', [runId]);
+  const { rows } = await db.query<JournalEntry>(
+    'SELECT seq, capability, args, outcome, result, error FROM routine_calls WHERE run_id = $1 ORDER BY seq',
+    [runId],
+  );
   return rows;
 }
 
@@ -311,7 +391,15 @@ export async function journalCall(db: Queryable, runId: string, e: JournalEntry)
     `INSERT INTO routine_calls (run_id, seq, capability, args, outcome, result, error) VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (run_id, seq) DO UPDATE SET outcome = EXCLUDED.outcome, result = EXCLUDED.result, error = EXCLUDED.error
        WHERE routine_calls.outcome = 'gated' AND EXCLUDED.outcome <> 'gated'`,
-    [runId, e.seq, e.capability, JSON.stringify(e.args), e.outcome, e.result === undefined ? null : JSON.stringify(e.result), e.error],
+    [
+      runId,
+      e.seq,
+      e.capability,
+      JSON.stringify(e.args),
+      e.outcome,
+      e.result === undefined ? null : JSON.stringify(e.result),
+      e.error,
+    ],
   );
   return rowCount === 1;
 }
@@ -354,16 +442,22 @@ const artifactOf = (r: ArtifactDbRow): ArtifactRow => ({
  */
 export async function writeArtifact(
   db: Queryable,
-  a: { agentId: string; appId: string; runId: string; producedBy: string; content: string; title: (n: number) => string },
+  a: {
+    agentId: string;
+    appId: string;
+    runId: string;
+    producedBy: string;
+    content: string;
+    title: (n: number) => string;
+  },
 ): Promise<ArtifactRow> {
   const existing = await db.query<ArtifactDbRow>('SELECT * FROM routine_artifacts WHERE run_id = $1', [a.runId]);
   if (existing.rows[0]) return artifactOf(existing.rows[0]);
   await db.query('SELECT 1 FROM apps WHERE agent_id = $1 AND app_id = $2 FOR UPDATE', [a.agentId, a.appId]);
-  const { rows: top } = await db.query<{ n: number }>('SELECT coalesce(max(number), 0) + 1 AS n FROM routine_artifacts WHERE agent_id = $1 AND app_id = $2 AND produced_by = $3', [
-    a.agentId,
-    a.appId,
-    a.producedBy,
-  ]);
+  const { rows: top } = await db.query<{ n: number }>(
+    'SELECT coalesce(max(number), 0) + 1 AS n FROM routine_artifacts WHERE agent_id = $1 AND app_id = $2 AND produced_by = $3',
+    [a.agentId, a.appId, a.producedBy],
+  );
   const n = top[0]!.n;
   const { rows } = await db.query<ArtifactDbRow>(
     `INSERT INTO routine_artifacts (artifact_id, agent_id, app_id, run_id, produced_by, number, title, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
@@ -372,7 +466,15 @@ export async function writeArtifact(
   return artifactOf(rows[0]!);
 }
 
-export async function getArtifact(db: Queryable, agentId: string, appId: string, artifactId: string): Promise<ArtifactRow | undefined> {
-  const { rows } = await db.query<ArtifactDbRow>('SELECT * FROM routine_artifacts WHERE agent_id = $1 AND app_id = $2 AND artifact_id = $3', [agentId, appId, artifactId]);
+export async function getArtifact(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  artifactId: string,
+): Promise<ArtifactRow | undefined> {
+  const { rows } = await db.query<ArtifactDbRow>(
+    'SELECT * FROM routine_artifacts WHERE agent_id = $1 AND app_id = $2 AND artifact_id = $3',
+    [agentId, appId, artifactId],
+  );
   return rows[0] && artifactOf(rows[0]);
 }

@@ -87,25 +87,43 @@ const fail = (name: CheckName, detail: string): Check => ({ name, kind: 'hard', 
 const pass = (name: CheckName, kind: Check['kind'] = 'hard'): Check => ({ name, kind, passed: true });
 
 /** Runs every deterministic gate; the proposal is admitted only if every hard check passed. */
-export function checkProposal(current: MemoryFiles, proposal: Proposal, opts: { urlAllowlist: readonly string[] }): Check[] {
+export function checkProposal(
+  current: MemoryFiles,
+  proposal: Proposal,
+  opts: { urlAllowlist: readonly string[] },
+): Check[] {
   const next = applyEdits(current, proposal);
   const touched = [...new Set(proposal.edits.map((e) => e.file))];
   const checks: Check[] = [];
 
   const unwritable = touched.filter((f) => !isWritable(f) && !(f === CONSTITUTION && next[f] === current[f]));
-  checks.push(unwritable.length ? fail('writable_files', `not writable: ${unwritable.join(', ')}`) : pass('writable_files'));
+  checks.push(
+    unwritable.length ? fail('writable_files', `not writable: ${unwritable.join(', ')}`) : pass('writable_files'),
+  );
 
-  checks.push(next[CONSTITUTION] === current[CONSTITUTION] ? pass('constitution_unchanged') : fail('constitution_unchanged', `${CONSTITUTION} must stay byte-identical`));
+  checks.push(
+    next[CONSTITUTION] === current[CONSTITUTION]
+      ? pass('constitution_unchanged')
+      : fail('constitution_unchanged', `${CONSTITUTION} must stay byte-identical`),
+  );
 
   const deleted = CANONICAL_FILES.filter((f) => f in current && !(f in next));
-  checks.push(deleted.length ? fail('canonical_files_kept', `deleted: ${deleted.join(', ')}`) : pass('canonical_files_kept'));
+  checks.push(
+    deleted.length ? fail('canonical_files_kept', `deleted: ${deleted.join(', ')}`) : pass('canonical_files_kept'),
+  );
 
-  const growth = touched.map((f) => ({ f, added: Math.max(0, lines(next[f] ?? '').length - lines(current[f] ?? '').length) }));
+  const growth = touched.map((f) => ({
+    f,
+    added: Math.max(0, lines(next[f] ?? '').length - lines(current[f] ?? '').length),
+  }));
   const total = growth.reduce((s, g) => s + g.added, 0);
   const tooBig = growth.filter((g) => g.added > ADMISSION.maxGrowthLinesPerFile);
   checks.push(
     tooBig.length
-      ? fail('growth_limits', tooBig.map((g) => `${g.f} grows by ${g.added} lines (at most ${ADMISSION.maxGrowthLinesPerFile})`).join('; '))
+      ? fail(
+          'growth_limits',
+          tooBig.map((g) => `${g.f} grows by ${g.added} lines (at most ${ADMISSION.maxGrowthLinesPerFile})`).join('; '),
+        )
       : total > ADMISSION.maxGrowthLinesTotal
         ? fail('growth_limits', `the files grow by ${total} lines in total (at most ${ADMISSION.maxGrowthLinesTotal})`)
         : pass('growth_limits'),
@@ -120,33 +138,72 @@ export function checkProposal(current: MemoryFiles, proposal: Proposal, opts: { 
     // A delete is a shrink to nothing: only an empty file may go without a compaction.
     return e.action !== 'compact' && before > 0 && (before - after) / before > ADMISSION.maxShrinkWithoutCompact;
   });
-  checks.push(shrunk.length ? fail('shrink_needs_compact', `shrinks by more than 70% without action compact: ${shrunk.map((e) => e.file).join(', ')}`) : pass('shrink_needs_compact'));
+  checks.push(
+    shrunk.length
+      ? fail(
+          'shrink_needs_compact',
+          `shrinks by more than 70% without action compact: ${shrunk.map((e) => e.file).join(', ')}`,
+        )
+      : pass('shrink_needs_compact'),
+  );
 
   const unbalanced = touched.filter((f) => f.endsWith('.md') && f in next && openFence(next[f] ?? ''));
-  checks.push(unbalanced.length ? fail('balanced_fences', `unbalanced code fences in ${unbalanced.join(', ')}`) : pass('balanced_fences'));
+  checks.push(
+    unbalanced.length
+      ? fail('balanced_fences', `unbalanced code fences in ${unbalanced.join(', ')}`)
+      : pass('balanced_fences'),
+  );
 
   const credentials = touched.flatMap((f) =>
-    addedLines(current[f] ?? '', next[f] ?? '').flatMap((l) => CREDENTIAL_PATTERNS.filter((p) => p.pattern.test(l)).map((p) => `${f}: ${p.name}`)),
+    addedLines(current[f] ?? '', next[f] ?? '').flatMap((l) =>
+      CREDENTIAL_PATTERNS.filter((p) => p.pattern.test(l)).map((p) => `${f}: ${p.name}`),
+    ),
   );
-  checks.push(credentials.length ? fail('no_credentials', `credential patterns in new lines: ${[...new Set(credentials)].join(', ')}`) : pass('no_credentials'));
+  checks.push(
+    credentials.length
+      ? fail('no_credentials', `credential patterns in new lines: ${[...new Set(credentials)].join(', ')}`)
+      : pass('no_credentials'),
+  );
 
   // Soft checks: logged with the proposal, never blocking.
-  const urls = touched.flatMap((f) => addedLines(current[f] ?? '', next[f] ?? '').flatMap((l) => l.match(/https?:\/\/[^\s)>\]]+/g) ?? []));
+  const urls = touched.flatMap((f) =>
+    addedLines(current[f] ?? '', next[f] ?? '').flatMap((l) => l.match(/https?:\/\/[^\s)>\]]+/g) ?? []),
+  );
   const outside = urls.filter((u) => {
     const host = safeHost(u);
     return !host || !opts.urlAllowlist.some((allowed) => host === allowed || host.endsWith(`.${allowed}`));
   });
-  checks.push(outside.length ? { name: 'url_allowlist', kind: 'soft', passed: false, detail: `URLs outside the allowlist: ${outside.join(', ')}` } : pass('url_allowlist', 'soft'));
+  checks.push(
+    outside.length
+      ? {
+          name: 'url_allowlist',
+          kind: 'soft',
+          passed: false,
+          detail: `URLs outside the allowlist: ${outside.join(', ')}`,
+        }
+      : pass('url_allowlist', 'soft'),
+  );
 
   const duplicates = touched.flatMap((f) => {
     const bullets = lines(next[f] ?? '').filter((l) => /^\s*[-*] /.test(l));
     const pairs: string[] = [];
     for (let i = 0; i < bullets.length; i++) {
-      for (let j = i + 1; j < bullets.length; j++) if (jaccard(bullets[i]!, bullets[j]!) >= ADMISSION.nearDuplicateJaccard) pairs.push(`${f}: "${bullets[j]!.trim()}"`);
+      for (let j = i + 1; j < bullets.length; j++)
+        if (jaccard(bullets[i]!, bullets[j]!) >= ADMISSION.nearDuplicateJaccard)
+          pairs.push(`${f}: "${bullets[j]!.trim()}"`);
     }
     return pairs;
   });
-  checks.push(duplicates.length ? { name: 'near_duplicate_bullets', kind: 'soft', passed: false, detail: `near-duplicate bullets: ${duplicates.join('; ')}` } : pass('near_duplicate_bullets', 'soft'));
+  checks.push(
+    duplicates.length
+      ? {
+          name: 'near_duplicate_bullets',
+          kind: 'soft',
+          passed: false,
+          detail: `near-duplicate bullets: ${duplicates.join('; ')}`,
+        }
+      : pass('near_duplicate_bullets', 'soft'),
+  );
   return checks;
 }
 
@@ -174,13 +231,18 @@ function safeHost(url: string): string | undefined {
 export const hardFailures = (checks: readonly Check[]) => checks.filter((c) => c.kind === 'hard' && !c.passed);
 
 /** A judge's verdict; any failing judge with confidence ≥ 0.7 vetoes, and a judge that errs fails closed. */
-export type JudgeVerdict = { ok: true; pass: boolean; confidence: number; reason: string } | { ok: false; error: string };
+export type JudgeVerdict =
+  { ok: true; pass: boolean; confidence: number; reason: string } | { ok: false; error: string };
 
 export function judgesCheck(verdicts: readonly JudgeVerdict[]): Check {
   const vetoes = verdicts.flatMap((v, i) =>
-    !v.ok ? [`judge ${i + 1} failed to answer (${v.error})`] : !v.pass && v.confidence >= ADMISSION.judgeVetoConfidence ? [`judge ${i + 1}: ${v.reason} (confidence ${v.confidence})`] : [],
+    !v.ok
+      ? [`judge ${i + 1} failed to answer (${v.error})`]
+      : !v.pass && v.confidence >= ADMISSION.judgeVetoConfidence
+        ? [`judge ${i + 1}: ${v.reason} (confidence ${v.confidence})`]
+        : [],
   );
   if (!vetoes.length) return pass('judges');
-  const onlyErrors = verdicts.every((v) => v.ok ? v.pass || v.confidence < ADMISSION.judgeVetoConfidence : true);
+  const onlyErrors = verdicts.every((v) => (v.ok ? v.pass || v.confidence < ADMISSION.judgeVetoConfidence : true));
   return { ...fail('judges', vetoes.join('; ')), ...(onlyErrors ? { transient: true } : {}) };
 }

@@ -63,10 +63,16 @@ const Env = z.object({
   KEEL_REFLECTION_TIERS: z.string().default(DEFAULT_REFLECTION_SETTINGS.tiers.join(',')),
   KEEL_REFLECTION_JUDGES: z.coerce.number().int().min(0).max(9).default(DEFAULT_REFLECTION_SETTINGS.judges),
   KEEL_REFLECTION_APPROVAL_FILES: z.string().default(DEFAULT_REFLECTION_SETTINGS.approvalFiles.join(',')),
-  KEEL_REFLECTION_APPROVAL_WAIT_MS: z.coerce.number().int().positive().default(DEFAULT_REFLECTION_SETTINGS.approvalWaitMs),
+  KEEL_REFLECTION_APPROVAL_WAIT_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_REFLECTION_SETTINGS.approvalWaitMs),
   KEEL_REFLECTION_DAILY_COST_USD: z.coerce.number().min(0).default(DEFAULT_REFLECTION_SETTINGS.dailyCostCeilingUsd),
   /** USD per million input and output tokens, e.g. `3,15`. */
-  KEEL_REFLECTION_PRICES: z.string().default(`${DEFAULT_REFLECTION_SETTINGS.prices.input},${DEFAULT_REFLECTION_SETTINGS.prices.output}`),
+  KEEL_REFLECTION_PRICES: z
+    .string()
+    .default(`${DEFAULT_REFLECTION_SETTINGS.prices.input},${DEFAULT_REFLECTION_SETTINGS.prices.output}`),
   KEEL_REFLECTION_URL_ALLOWLIST: z.string().default(DEFAULT_REFLECTION_SETTINGS.urlAllowlist.join(',')),
   /** JSON object of HTTP integrations for routines' integrations.call: {"name": "https://…"}. */
   KEEL_INTEGRATIONS: z
@@ -74,7 +80,15 @@ const Env = z.object({
     .optional()
     .transform((raw, ctx) => {
       if (!raw) return {};
-      const parsed = z.record(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/), z.string().url().refine((u) => /^https?:\/\//i.test(u))).safeParse(safeJson(raw));
+      const parsed = z
+        .record(
+          z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+          z
+            .string()
+            .url()
+            .refine((u) => /^https?:\/\//i.test(u)),
+        )
+        .safeParse(safeJson(raw));
       if (!parsed.success) {
         ctx.addIssue({ code: 'custom', message: 'KEEL_INTEGRATIONS must be a JSON object of name → http(s) URL' });
         return z.NEVER;
@@ -92,7 +106,15 @@ const list = (raw: string) =>
 function prices(raw: string): ReflectionSettings['prices'] {
   const parts = raw.split(',').map((v) => v.trim());
   const [input, output] = parts.map(Number);
-  if (parts.length !== 2 || parts.some((p) => p === '') || !Number.isFinite(input) || !Number.isFinite(output) || input! < 0 || output! < 0) throw new Error('KEEL_REFLECTION_PRICES must be "<input>,<output>" USD per million tokens');
+  if (
+    parts.length !== 2 ||
+    parts.some((p) => p === '') ||
+    !Number.isFinite(input) ||
+    !Number.isFinite(output) ||
+    input! < 0 ||
+    output! < 0
+  )
+    throw new Error('KEEL_REFLECTION_PRICES must be "<input>,<output>" USD per million tokens');
   return { input: input!, output: output! };
 }
 
@@ -109,7 +131,12 @@ export interface KeelConfig {
   databaseUrl?: string;
   dataDir: string;
   api: { host: string; port: number; tokens: Map<string, string> | undefined };
-  model: { provider: 'anthropic' | 'scripted'; anthropicModel: string; anthropicApiKey?: string; anthropicBaseUrl?: string };
+  model: {
+    provider: 'anthropic' | 'scripted';
+    anthropicModel: string;
+    anthropicApiKey?: string;
+    anthropicBaseUrl?: string;
+  };
   slack: { token?: string; apiUrl?: string; owner?: string };
   temporalCliPath?: string;
   embeddedPgPort: number;
@@ -145,11 +172,19 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     logLevel: e.KEEL_LOG_LEVEL,
     workerMetricsAddress: e.KEEL_WORKER_METRICS_ADDRESS,
     workerMetricsUrl: e.KEEL_WORKER_METRICS_URL,
-    ...(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || e.OTEL_EXPORTER_OTLP_ENDPOINT ? { tracing: { endpoint: (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)! } } : {}),
+    ...(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || e.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? { tracing: { endpoint: (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)! } }
+      : {}),
     jobs: {
       everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
       catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,
-      ...(e.KEEL_JOB_BACKOFF_MS ? { backoffMs: e.KEEL_JOB_BACKOFF_MS.split(',').map((v) => Number(v.trim())).filter((n) => Number.isFinite(n) && n > 0) } : {}),
+      ...(e.KEEL_JOB_BACKOFF_MS
+        ? {
+            backoffMs: e.KEEL_JOB_BACKOFF_MS.split(',')
+              .map((v) => Number(v.trim()))
+              .filter((n) => Number.isFinite(n) && n > 0),
+          }
+        : {}),
     },
     routines: {
       floorMs: e.KEEL_ROUTINE_FLOOR_MS,
@@ -179,7 +214,10 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
 export function parseTokens(raw: string | undefined): Map<string, string> | undefined {
   if (!raw) return undefined;
   const tokens = new Map<string, string>();
-  const pairs = raw.split(',').map((p) => p.trim()).filter(Boolean);
+  const pairs = raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   pairs.forEach((pair, i) => {
     const eq = pair.lastIndexOf('=');
     const token = pair.slice(0, Math.max(eq, 0)).trim();
@@ -199,6 +237,8 @@ export function isLoopbackHost(host: string): boolean {
 /** Without tokens the API is for development only: it may listen on loopback and nowhere else. */
 export function assertSafeBind(host: string, tokens: Map<string, string> | undefined): void {
   if (!tokens && !isLoopbackHost(host)) {
-    throw new Error(`refusing to listen on ${host} without KEEL_API_TOKENS: without tokens the API binds to loopback only`);
+    throw new Error(
+      `refusing to listen on ${host} without KEEL_API_TOKENS: without tokens the API binds to loopback only`,
+    );
   }
 }

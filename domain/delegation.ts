@@ -89,9 +89,17 @@ export function settleOutcome(state: LiveLifecycle, event: EndEvent, hasTranscri
   if (event === 'success') return 'success';
   switch (state) {
     case 'running':
-      return ({ partial: 'partial', blocked: 'blocked', failure: 'failed', cancel: 'cancelled', timeout: 'timeout' } as const)[event];
+      return (
+        { partial: 'partial', blocked: 'blocked', failure: 'failed', cancel: 'cancelled', timeout: 'timeout' } as const
+      )[event];
     case 'completing':
-      return event === 'cancel' || event === 'timeout' ? 'partial' : event === 'failure' ? 'failed' : event === 'blocked' ? 'blocked' : 'partial';
+      return event === 'cancel' || event === 'timeout'
+        ? 'partial'
+        : event === 'failure'
+          ? 'failed'
+          : event === 'blocked'
+            ? 'blocked'
+            : 'partial';
     case 'cancelling':
       if (event === 'failure' || event === 'timeout') return hasTranscript ? 'partial' : 'cancelled';
       if (event === 'blocked' || event === 'partial') return 'partial';
@@ -104,7 +112,16 @@ export function settleOutcome(state: LiveLifecycle, event: EndEvent, hasTranscri
 
 /** The lifecycle column's terminal value for an outcome. */
 export function terminalLifecycle(kind: OutcomeKind): string {
-  return ({ success: 'succeeded', partial: 'partial', timeout: 'timed_out', blocked: 'blocked', cancelled: 'cancelled', failed: 'failed' } as const)[kind];
+  return (
+    {
+      success: 'succeeded',
+      partial: 'partial',
+      timeout: 'timed_out',
+      blocked: 'blocked',
+      cancelled: 'cancelled',
+      failed: 'failed',
+    } as const
+  )[kind];
 }
 
 /** A task moves to done when its delegate succeeded (fully or partly), to failed otherwise. */
@@ -122,13 +139,19 @@ export const DELEGATE_INSTRUCTIONS = [
   'outcome with blocked set to the reason.',
 ].join('\n');
 
-export const NUDGE_TEXT = 'You answered without setting an outcome. When every step of the task is done, call set_status with kind "outcome"; if not, keep working.';
+export const NUDGE_TEXT =
+  'You answered without setting an outcome. When every step of the task is done, call set_status with kind "outcome"; if not, keep working.';
 export const CONTINUE_TEXT = 'Continue where you left off. Do not repeat completed work.';
 export const TASK_PREFIX = 'Task: ';
 
-export function delegateSystemPrompt(p: { task: string; requiredSkills: { name: string; body: string }[]; skillIndex: string[] }): string {
+export function delegateSystemPrompt(p: {
+  task: string;
+  requiredSkills: { name: string; body: string }[];
+  skillIndex: string[];
+}): string {
   const parts = [DELEGATE_INSTRUCTIONS, `## Task\n${p.task}`];
-  if (p.skillIndex.length) parts.push(`## Skills you can read with read_skill\n${p.skillIndex.map((s) => `- ${s}`).join('\n')}`);
+  if (p.skillIndex.length)
+    parts.push(`## Skills you can read with read_skill\n${p.skillIndex.map((s) => `- ${s}`).join('\n')}`);
   for (const s of p.requiredSkills) parts.push(`## Required skill: ${s.name}\n${s.body}`);
   return parts.join('\n\n');
 }
@@ -149,7 +172,10 @@ export const RETRIGGER_PREFIX = 'background task';
 /** The synthetic message of a retrigger turn: the results, each under its delegate id and outcome. */
 export function retriggerText(results: readonly AdmittedResult[]): string {
   const head = `${results.length} ${RETRIGGER_PREFIX}${results.length === 1 ? '' : 's'} just completed. The user has NOT seen any of the results below.`;
-  const body = results.map((r) => `--- delegate ${r.delegateId} (${r.kind}${r.kind === 'success' ? '' : ', NOT a full success'}) ---\n${r.result}`);
+  const body = results.map(
+    (r) =>
+      `--- delegate ${r.delegateId} (${r.kind}${r.kind === 'success' ? '' : ', NOT a full success'}) ---\n${r.result}`,
+  );
   return [head, ...body, 'Relay these results to the user with the reply tool, in your own words.'].join('\n\n');
 }
 
@@ -165,7 +191,10 @@ const estimateTokens = (m: TranscriptMessage) => Math.ceil(JSON.stringify(m.cont
  * A forked history within a token budget: the oldest half is dropped until it fits, never leaving a tool result
  * (or an assistant message) first, and always keeping at least 4 messages. Returns how many were removed.
  */
-export function forkHistory(messages: readonly TranscriptMessage[], budgetTokens: number): { kept: TranscriptMessage[]; removed: number } {
+export function forkHistory(
+  messages: readonly TranscriptMessage[],
+  budgetTokens: number,
+): { kept: TranscriptMessage[]; removed: number } {
   const n = messages.length;
   const tokensFrom = (i: number) => messages.slice(i).reduce((sum, m) => sum + estimateTokens(m), 0);
   // A window may only open on a user message or a note: never on a tool result or an assistant message.
@@ -224,7 +253,10 @@ export function recoverProgress(messages: readonly TranscriptMessage[]): string 
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
     if (m.role !== 'assistant') continue;
-    const text = m.content.map((b) => (b.type === 'text' ? b.text : '')).join('').trim();
+    const text = m.content
+      .map((b) => (b.type === 'text' ? b.text : ''))
+      .join('')
+      .trim();
     if (text) return text;
   }
   return undefined;
@@ -237,4 +269,12 @@ export interface DelegateFinished {
   transcriptVersion: number;
   outcomeKind: OutcomeKind;
   terminalOwner: TerminalOwner;
+}
+
+/** A delegate's committed outcome, as the terminal commit returns it (the winner's, when another wrote first). */
+export interface CommittedOutcome extends DelegateFinished {
+  result: string;
+  conversationKey: string;
+  /** True when this call's write won; false when another writer had committed first (its outcome is returned). */
+  won: boolean;
 }

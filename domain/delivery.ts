@@ -7,11 +7,16 @@ const httpUrl = storableString()
   .regex(/^https?:\/\/[^\s/?#@]+(?::\d{1,5})?(?:[/?#]\S*)?$/i, 'must be an absolute http(s) URL');
 
 /** Where a reply goes. `owner` is the agent's owner; `C…` a Slack channel; `U…` a Slack user. */
-export const SlackTarget = z.union([z.literal('owner'), z.string().regex(/^[CU][A-Z0-9]{2,}$/, 'must be owner, C… or U…')]);
+export const SlackTarget = z.union([
+  z.literal('owner'),
+  z.string().regex(/^[CU][A-Z0-9]{2,}$/, 'must be owner, C… or U…'),
+]);
 
 export const Delivery = z.discriminatedUnion('channel', [
   z.object({ channel: z.literal('none') }).strict(),
-  z.object({ channel: z.literal('webhook'), url: httpUrl, secret: storableString().min(1).max(512).optional() }).strict(),
+  z
+    .object({ channel: z.literal('webhook'), url: httpUrl, secret: storableString().min(1).max(512).optional() })
+    .strict(),
   z.object({ channel: z.literal('slack'), target: SlackTarget }).strict(),
 ]);
 export type Delivery = z.infer<typeof Delivery>;
@@ -29,6 +34,4 @@ export function outcomeKind(outcome: DeliveryOutcome): 'delivered' | 'skipped' |
 }
 
 /** What a transport reports for one attempt. Retryable failures are retried by Temporal with the delivery policy. */
-export type SendResult =
-  | { ok: true; detail?: string }
-  | { ok: false; retryable: boolean; reason: string };
+export type SendResult = { ok: true; detail?: string } | { ok: false; retryable: boolean; reason: string };

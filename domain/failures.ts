@@ -6,6 +6,12 @@ export const FAILURE = {
   modelTurnError: 'KeelModelTurnError',
   /** The model call was retried and may be retried again: Temporal's retry policy absorbs it. */
   modelRetryable: 'KeelModelRetryable',
+  /** PostgreSQL refused the data of a message (SQLSTATE class 22): retrying would hold the conversation forever. */
+  invalidInput: 'KeelInvalidInput',
+  /** The turn a reply belongs to has no row: there is nothing to deliver. */
+  turnMissing: 'KeelTurnMissing',
+  /** A delivery attempt failed in a way the next attempt may not. */
+  deliveryRetryable: 'KeelDeliveryRetryable',
 } as const;
 
 export const NON_RETRYABLE_MODEL_FAILURES: string[] = [FAILURE.modelRequest, FAILURE.modelTurnError];

@@ -1,18 +1,76 @@
-/** Temporal workflow ids are what operators search for in the UI; they are built here only. */
-export function conversationWorkflowId(agentId: string, conversationId: string): string {
-  return `conv:${agentId}:${conversationId}`;
-}
-
-export function delegateWorkflowId(agentId: string, delegateId: string): string {
-  return `delegate:${agentId}:${delegateId}`;
-}
+/**
+ * Every Temporal workflow and Schedule id, every conversation id Keel makes up, and the keys derived from them are
+ * built here only: operators search for them in the UI, and PostgreSQL stores conversations under them.
+ */
 
 /** The key a conversation is stored under in PostgreSQL is its workflow id. */
 export type ConversationKey = string;
 
+export function conversationWorkflowId(agentId: string, conversationId: string): string {
+  return `conv:${agentId}:${conversationId}`;
+}
+
+/** A message is submitted by an Update whose id is its messageId's, so Temporal dedupes a retried submission too. */
+export function submitMessageUpdateId(messageId: string): string {
+  return `msg:${messageId}`;
+}
+
+/** The delegate's workflow, which is also the key of its own transcript. */
+export function delegateWorkflowId(agentId: string, delegateId: string): string {
+  return `delegate:${agentId}:${delegateId}`;
+}
+
+/** The conversation id recorded for a delegate's transcript. */
+export function delegateConversationId(delegateId: string): string {
+  return `delegate:${delegateId}`;
+}
+
+export function reflectionWorkflowId(agentId: string): string {
+  return `reflect:${agentId}`;
+}
+
+/** A job's Temporal Schedule, and the workflow id prefix of its runs (Temporal appends the fire time). */
+export function jobScheduleId(jobId: string): string {
+  return `job:${jobId}`;
+}
+
+/** Conversations Keel keeps for its own runs begin so; reflection learns from users' conversations only. */
+export const JOB_CONVERSATION_PREFIX = 'sched:';
+export const ROUTINE_CONVERSATION_PREFIX = 'routine:';
+
+/** The conversation a job's runs are turns of. */
+export function jobConversationId(jobId: string): string {
+  return `${JOB_CONVERSATION_PREFIX}${jobId}`;
+}
+
+/** A routine's Temporal Schedule, and the workflow id prefix of its runs (Temporal appends the fire time). */
+export function routineScheduleId(agentId: string, appId: string, slug: string): string {
+  return `routine:${agentId}:${appId}:${slug}`;
+}
+
+/** A routine run started by "run now": unique, so that it never collides with a fire of the same second. */
+export function routineRunNowWorkflowId(agentId: string, appId: string, slug: string, nonce: string): string {
+  return `${routineScheduleId(agentId, appId, slug)}-now-${nonce}`;
+}
+
+/** The conversation a routine's runs are recorded in (its transcript, the run's sessionId). */
+export function routineConversationId(appId: string, slug: string): string {
+  return `${ROUTINE_CONVERSATION_PREFIX}${appId}:${slug}`;
+}
+
 /** Idempotency key of the reply delivery of one turn; the same key on every retry and replay. */
 export function replyEffectKey(conversationKey: ConversationKey, turnId: string, modelCall: number): string {
   return `${conversationKey}/turn/${turnId}/reply/${modelCall}`;
+}
+
+/** Idempotency key of the delivery of a job run's result. */
+export function jobDeliveryEffectKey(runId: string): string {
+  return `${runId}/delivery`;
+}
+
+/** Idempotency key of the notice to a job's owner that the job failed for good. */
+export function jobFailedNoticeEffectKey(jobId: string, runId: string): string {
+  return `job:${jobId}/failed-notice/${runId}`;
 }
 
 /** Transcript rows carry an origin so that an activity retried after a crash appends nothing twice. */
@@ -22,7 +80,3 @@ export const transcriptOrigin = {
   toolResults: (turnId: string, call: number) => `turn:${turnId}:results:${call}`,
   note: (turnId: string, what: string) => `turn:${turnId}:note:${what}`,
 };
-
-export function reflectionWorkflowId(agentId: string): string {
-  return `reflect:${agentId}`;
-}

@@ -1,5 +1,5 @@
-import { Cron } from 'croner';
 import { z } from 'zod';
+import { canonicalTimeZone, cronRefusal, parseCron } from './cron';
 import { Delivery, outcomeKind, type DeliveryOutcome } from './delivery';
 import { utf8Bytes } from './messages';
 import { storableString } from './text';
@@ -60,74 +60,82 @@ export interface JobContext {
 
 export type JobVerdict = { ok: true; nextRunAt: Date; schedule: JobSchedule } | { ok: false; error: JobRuleError };
 
-const fail = (code: JobRuleCode, field: string, message: string, status: JobRuleError['status']): JobVerdict => ({ ok: false, error: { code, field, message, status } });
+const fail = (code: JobRuleCode, field: string, message: string, status: JobRuleError['status']): JobVerdict => ({
+  ok: false,
+  error: { code, field, message, status },
+});
 
 /**
  * The one validation of a job, used by the API and by the agent's tool alike. Rules in Phantom's order: the job
  * limit, the task size, the name, the schedule, the delivery target (checked by the Delivery schema).
  */
 export function validateNewJob(job: NewJob, ctx: JobContext): JobVerdict {
-  if (ctx.existingJobs >= JOBS.maxJobsPerAgent) return fail('job_limit', 'agent', `an agent may have at most ${JOBS.maxJobsPerAgent} jobs`, 429);
-  if (utf8Bytes(job.task) > JOBS.taskBytes) return fail('task_too_large', 'task', `task must be at most ${JOBS.taskBytes} UTF-8 bytes`, 413);
+  if (ctx.existingJobs >= JOBS.maxJobsPerAgent)
+    return fail('job_limit', 'agent', `an agent may have at most ${JOBS.maxJobsPerAgent} jobs`, 429);
+  if (utf8Bytes(job.task) > JOBS.taskBytes)
+    return fail('task_too_large', 'task', `task must be at most ${JOBS.taskBytes} UTF-8 bytes`, 413);
   if (!job.task.trim()) return fail('invalid_request', 'task', 'task must not be empty', 400);
   const name = job.name.trim();
-  if (name.length < 1 || name.length > JOBS.nameChars) return fail('invalid_request', 'name', `name must be 1–${JOBS.nameChars} characters`, 400);
-  if ((job.description ?? '').length > JOBS.descriptionChars) return fail('invalid_request', 'description', `description must be at most ${JOBS.descriptionChars} characters`, 400);
-  if (ctx.nameTaken) return fail('job_name_taken', 'name', `a job named "${name}" already exists (names are unique ignoring case)`, 409);
+  if (name.length < 1 || name.length > JOBS.nameChars)
+    return fail('invalid_request', 'name', `name must be 1–${JOBS.nameChars} characters`, 400);
+  if ((job.description ?? '').length > JOBS.descriptionChars)
+    return fail(
+      'invalid_request',
+      'description',
+      `description must be at most ${JOBS.descriptionChars} characters`,
+      400,
+    );
+  if (ctx.nameTaken)
+    return fail('job_name_taken', 'name', `a job named "${name}" already exists (names are unique ignoring case)`, 409);
   const schedule = checkSchedule(job.schedule, ctx.now, ctx.everyFloorMs ?? JOBS.defaultEveryFloorMs);
   if ('error' in schedule) return fail('invalid_schedule', schedule.field, schedule.error, 400);
   return { ok: true, nextRunAt: schedule.next, schedule: schedule.normalized };
 }
 
-function checkSchedule(s: JobSchedule, now: Date, floorMs: number): { next: Date; normalized: JobSchedule } | { field: string; error: string } {
+function checkSchedule(
+  s: JobSchedule,
+  now: Date,
+  floorMs: number,
+): { next: Date; normalized: JobSchedule } | { field: string; error: string } {
   switch (s.kind) {
     case 'at': {
       const m = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.exec(s.at);
       const at = m ? new Date(s.at) : undefined;
       // A date that does not exist (February 30) is refused, not rolled over into the next month.
       const exists = m ? new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!)).getUTCDate() === +m[3]! : false;
-      if (!at || !exists || Number.isNaN(at.getTime())) return { field: 'schedule.at', error: 'at must be an ISO-8601 time with a zone (e.g. 2027-01-01T09:00:00Z)' };
-      if (at.getUTCFullYear() > MAX_YEAR) return { field: 'schedule.at', error: `at must be before the year ${MAX_YEAR + 1}` };
+      if (!at || !exists || Number.isNaN(at.getTime()))
+        return { field: 'schedule.at', error: 'at must be an ISO-8601 time with a zone (e.g. 2027-01-01T09:00:00Z)' };
+      if (at.getUTCFullYear() > MAX_YEAR)
+        return { field: 'schedule.at', error: `at must be before the year ${MAX_YEAR + 1}` };
       if (at.getTime() <= now.getTime()) return { field: 'schedule.at', error: 'at must be strictly in the future' };
       return { next: at, normalized: { kind: 'at', at: at.toISOString() } };
     }
     case 'every':
-      if (!Number.isInteger(s.intervalMs) || s.intervalMs <= 0) return { field: 'schedule.intervalMs', error: 'intervalMs must be a positive whole number of milliseconds' };
-      if (s.intervalMs < floorMs) return { field: 'schedule.intervalMs', error: `intervalMs must be at least ${floorMs} ms` };
-      if (s.intervalMs > MAX_INTERVAL_MS) return { field: 'schedule.intervalMs', error: `intervalMs must be at most ${MAX_INTERVAL_MS} ms (10 years)` };
+      if (!Number.isInteger(s.intervalMs) || s.intervalMs <= 0)
+        return { field: 'schedule.intervalMs', error: 'intervalMs must be a positive whole number of milliseconds' };
+      if (s.intervalMs < floorMs)
+        return { field: 'schedule.intervalMs', error: `intervalMs must be at least ${floorMs} ms` };
+      if (s.intervalMs > MAX_INTERVAL_MS)
+        return { field: 'schedule.intervalMs', error: `intervalMs must be at most ${MAX_INTERVAL_MS} ms (10 years)` };
       return { next: new Date(now.getTime() + s.intervalMs), normalized: s };
     case 'cron': {
       const tz = canonicalTimeZone(s.tz ?? 'UTC');
       if (!tz) return { field: 'schedule.tz', error: `"${s.tz}" is not an IANA time zone` };
       const expr = s.expr.trim();
-      if (expr.startsWith('@')) return { field: 'schedule.expr', error: 'cron nicknames such as @daily are not accepted: write the 5 fields' };
-      const fields = expr.split(/\s+/);
-      if (fields.length !== 5) return { field: 'schedule.expr', error: 'cron must have exactly 5 fields (minute hour day-of-month month day-of-week)' };
-      // Only what Temporal's Schedules read the same way: numbers, names, *, ranges, steps and lists.
-      if (/[LW#?]/i.test(expr.replace(/\b(JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SUN|MON|TUE|WED|THU|FRI|SAT)\b/gi, ''))) {
-        return { field: 'schedule.expr', error: 'cron may use numbers, month and weekday names, *, -, / and , (not L, W, # or ?)' };
-      }
-      if (fields[2] !== '*' && fields[4] !== '*') {
-        return { field: 'schedule.expr', error: 'cron may restrict day-of-month or day-of-week, not both (cron and Temporal combine them differently)' };
-      }
+      const refusal = cronRefusal(expr);
+      if (refusal) return { field: 'schedule.expr', error: refusal };
       let next: Date | null;
       try {
-        next = new Cron(expr, { timezone: tz, mode: '5-part', paused: true }).nextRun(now);
+        next = parseCron(expr, tz).nextRun(now);
       } catch (err) {
-        return { field: 'schedule.expr', error: `cron does not parse: ${err instanceof Error ? err.message : String(err)}` };
+        return {
+          field: 'schedule.expr',
+          error: `cron does not parse: ${err instanceof Error ? err.message : String(err)}`,
+        };
       }
       if (!next) return { field: 'schedule.expr', error: 'cron has no future fire' };
       return { next, normalized: { kind: 'cron', expr, tz } };
     }
-  }
-}
-
-/** The IANA zone as Temporal spells it (`america/new_york` → `America/New_York`), or undefined. */
-export function canonicalTimeZone(tz: string): string | undefined {
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
-  } catch {
-    return undefined;
   }
 }
 
@@ -143,7 +151,7 @@ export function nextFire(s: JobSchedule, after: Date): Date | null {
     case 'every':
       return new Date(after.getTime() + s.intervalMs);
     case 'cron':
-      return new Cron(s.expr, { timezone: s.tz ?? 'UTC', mode: '5-part', paused: true }).nextRun(after);
+      return parseCron(s.expr, s.tz ?? 'UTC').nextRun(after);
   }
 }
 
@@ -151,7 +159,11 @@ export function nextFire(s: JobSchedule, after: Date): Date | null {
  * The delay before retry `n` (1-based) of a failed run: 30 s, 1 min, 5 min, 15 min, then 60 min; a cron job retries
  * no later than its next fire (which then takes over).
  */
-export function retryDelayMs(retry: number, untilNextFireMs?: number, backoff: readonly number[] = JOBS.backoffMs): number {
+export function retryDelayMs(
+  retry: number,
+  untilNextFireMs?: number,
+  backoff: readonly number[] = JOBS.backoffMs,
+): number {
   const step = backoff[Math.min(retry, backoff.length) - 1] ?? backoff[backoff.length - 1]!;
   return untilNextFireMs !== undefined ? Math.min(step, Math.max(0, untilNextFireMs)) : step;
 }

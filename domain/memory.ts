@@ -9,7 +9,14 @@ export const CONSTITUTION = 'constitution.md';
 export const PERSONA = 'persona.md';
 
 /** The files every agent has; none of them may be deleted. */
-export const CANONICAL_FILES = [CONSTITUTION, PERSONA, 'user-profile.md', 'domain-knowledge.md', 'memory/corrections.md', 'memory/principles.md'] as const;
+export const CANONICAL_FILES = [
+  CONSTITUTION,
+  PERSONA,
+  'user-profile.md',
+  'domain-knowledge.md',
+  'memory/corrections.md',
+  'memory/principles.md',
+] as const;
 
 const STRATEGY = /^strategies\/[a-z0-9][a-z0-9-]{0,63}\.md$/;
 

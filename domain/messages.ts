@@ -35,7 +35,10 @@ export const MessageText = storableString()
     params: { keelCode: TEXT_TOO_LARGE },
   });
 
-export const MessageId = storableString().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+export const MessageId = storableString()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 /** The body of POST .../messages, and the argument of the `submitMessage` Update (after defaults). */
 export const SubmitMessageBody = z

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { JOB_CONVERSATION_PREFIX, ROUTINE_CONVERSATION_PREFIX } from './ids';
 import type { ModelMessage, ModelUsage } from './model';
 
 /** Phantom's reflection numbers, kept. */
@@ -32,7 +33,7 @@ export interface QueuedSummary extends TurnSummary {
 
 /** Reflection learns from user conversations only: not from jobs (`sched:`) or routines (`routine:`). */
 export function isUserConversation(conversationId: string): boolean {
-  return !conversationId.startsWith('sched:') && !conversationId.startsWith('routine:');
+  return !conversationId.startsWith(JOB_CONVERSATION_PREFIX) && !conversationId.startsWith(ROUTINE_CONVERSATION_PREFIX);
 }
 
 /**
@@ -41,7 +42,10 @@ export function isUserConversation(conversationId: string): boolean {
  */
 export function enqueue(queue: readonly QueuedSummary[], s: TurnSummary): QueuedSummary[] {
   const earlier = queue.find((q) => q.conversationId === s.conversationId);
-  return [...queue.filter((q) => q.conversationId !== s.conversationId), { ...s, fromSeq: Math.min(s.fromSeq, earlier?.fromSeq ?? s.fromSeq), failures: earlier?.failures ?? 0 }];
+  return [
+    ...queue.filter((q) => q.conversationId !== s.conversationId),
+    { ...s, fromSeq: Math.min(s.fromSeq, earlier?.fromSeq ?? s.fromSeq), failures: earlier?.failures ?? 0 },
+  ];
 }
 
 export const ProposalEdit = z.object({
@@ -73,7 +77,10 @@ export function parseProposal(reply: string): { ok: true; proposal: ProposalAnsw
       }
       const parsed = Proposal.safeParse(raw);
       if (parsed.success) return { ok: true, proposal: parsed.data };
-      return { ok: false, error: parsed.error.issues.map((i) => `${i.path.join('.') || 'proposal'}: ${i.message}`).join('; ') };
+      return {
+        ok: false,
+        error: parsed.error.issues.map((i) => `${i.path.join('.') || 'proposal'}: ${i.message}`).join('; '),
+      };
     }
   }
   return { ok: false, error: 'the answer holds no JSON proposal' };
@@ -95,17 +102,29 @@ export const REFLECTION_SYSTEM = [
   'or {"status":"ok","edits":[{"file":…,"action":"edit"|"compact"|"new","content":<the whole new file>,"summary":…,"rationale":…,"conversationIds":[…]}]}.',
 ].join('\n');
 
-export function reflectionMessage(files: Record<string, string>, conversations: readonly { conversationId: string; messages: readonly { role: string; text: string }[] }[]): string {
+export function reflectionMessage(
+  files: Record<string, string>,
+  conversations: readonly { conversationId: string; messages: readonly { role: string; text: string }[] }[],
+): string {
   const memory = Object.entries(files)
     .map(([f, c]) => `--- ${f}\n${c}`)
     .join('\n');
-  const talk = conversations.map((c) => `=== conversation ${c.conversationId}\n${c.messages.map((m) => `${m.role}: ${m.text}`).join('\n')}`).join('\n\n');
+  const talk = conversations
+    .map((c) => `=== conversation ${c.conversationId}\n${c.messages.map((m) => `${m.role}: ${m.text}`).join('\n')}`)
+    .join('\n\n');
   return `Current memory:\n${memory}\n\nConversations:\n${talk}`;
 }
 
 export const GATE_SYSTEM = `${GATE_MARKER}\nDecide whether this turn is worth learning from: preferences, corrections, new facts, workflow rules or agent errors. Always yes on failure; if in doubt, yes. Answer {"evolve": true|false, "reason": "…"}.`;
 
-export function gateMessage(g: { turns: number; outcome: string; errorReplies: number; firstUser: string; lastUser: string; lastReply: string }): string {
+export function gateMessage(g: {
+  turns: number;
+  outcome: string;
+  errorReplies: number;
+  firstUser: string;
+  lastUser: string;
+  lastReply: string;
+}): string {
   return [
     `Turns: ${g.turns}; outcome: ${g.outcome}; error replies: ${g.errorReplies}`,
     `First user message: ${g.firstUser.slice(0, REFLECTION.gateFirstUserChars)}`,
@@ -136,7 +155,11 @@ export interface Prices {
 }
 
 export function costUsd(usage: ModelUsage, prices: Prices): number {
-  return ((usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens) * prices.input + usage.outputTokens * prices.output) / 1_000_000;
+  return (
+    ((usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens) * prices.input +
+      usage.outputTokens * prices.output) /
+    1_000_000
+  );
 }
 
 // ---- the scripted model's answers ---------------------------------------------------------------------------------
@@ -146,10 +169,17 @@ export function costUsd(usage: ModelUsage, prices: Prices): number {
  * it reads (skip when there is none); the gate always says yes; a judge fails a proposal whose text holds `/veto`.
  */
 export function scriptedReflectionAnswer(system: string, messages: readonly ModelMessage[]): string | undefined {
-  const text = messages.flatMap((m) => m.content).map((b) => (b.type === 'text' ? b.text : '')).join('\n');
+  const text = messages
+    .flatMap((m) => m.content)
+    .map((b) => (b.type === 'text' ? b.text : ''))
+    .join('\n');
   if (system.startsWith(GATE_MARKER)) return JSON.stringify({ evolve: true, reason: 'scripted: always learn' });
   if (system.startsWith(JUDGE_MARKER)) {
-    return JSON.stringify(text.includes('/veto') ? { pass: false, confidence: 0.9, reason: 'scripted veto' } : { pass: true, confidence: 0.9, reason: 'scripted pass' });
+    return JSON.stringify(
+      text.includes('/veto')
+        ? { pass: false, confidence: 0.9, reason: 'scripted veto' }
+        : { pass: true, confidence: 0.9, reason: 'scripted pass' },
+    );
   }
   if (!system.startsWith(REFLECTION_MARKER)) return undefined;
   const newest = text

@@ -29,7 +29,11 @@ export function checkReply(text: string): GuardVerdict {
   if (trimmed.length === 0) return { ok: false, rule: 'tool_syntax', detail: 'the reply is empty' };
   const lower = trimmed.toLowerCase();
   if (TOOL_SYNTAX_PREFIXES.some((p) => lower.startsWith(p))) {
-    return { ok: false, rule: 'tool_syntax', detail: `the reply starts with "${trimmed.slice(0, 1)}", which looks like tool-call syntax` };
+    return {
+      ok: false,
+      rule: 'tool_syntax',
+      detail: `the reply starts with "${trimmed.slice(0, 1)}", which looks like tool-call syntax`,
+    };
   }
   if (lower.replace(/[^a-z]/g, '') === 'skip') {
     return { ok: false, rule: 'tool_syntax', detail: 'the reply is the word "skip"; call the skip tool instead' };
@@ -37,7 +41,11 @@ export function checkReply(text: string): GuardVerdict {
   for (const form of decodedForms(visible)) {
     for (const { name, pattern } of SECRET_PATTERNS) {
       if (pattern.test(form.text)) {
-        return { ok: false, rule: 'secret', detail: `the reply contains what looks like a secret (${name}${form.how === 'raw' ? '' : `, ${form.how}-encoded`})` };
+        return {
+          ok: false,
+          rule: 'secret',
+          detail: `the reply contains what looks like a secret (${name}${form.how === 'raw' ? '' : `, ${form.how}-encoded`})`,
+        };
       }
     }
   }

@@ -1,7 +1,6 @@
-import { Cron } from 'croner';
 import { z } from 'zod';
+import { canonicalTimeZone, cronRefusal, parseCron } from './cron';
 import { Delivery } from './delivery';
-import { canonicalTimeZone } from './jobs';
 import { storableString } from './text';
 
 /** Wuphf's routine numbers, kept, and the floor Keel adds. */
@@ -50,10 +49,15 @@ export const NO_PROMPT = 'Routine has no prompt — set the prompt in Edit';
 export type RoutineScheduleVerdict = { ok: true; cron: string; tz: string; next: Date } | { ok: false; error: string };
 
 /**
- * A routine's schedule: strict 5-field cron, or the shorthands `daily` (09:00), `hourly` and `Nh` (every N hours,
- * N from 1 to 24), with no two fires closer than the floor.
+ * A routine's schedule: strict 5-field cron (refused as a job's would be), or the shorthands `daily` (09:00), `hourly`
+ * and `Nh` (every N hours, N from 1 to 24), with no two fires closer than the floor.
  */
-export function checkRoutineSchedule(expr: string, tz: string, now: Date, floorMs: number = ROUTINES.defaultFloorMs): RoutineScheduleVerdict {
+export function checkRoutineSchedule(
+  expr: string,
+  tz: string,
+  now: Date,
+  floorMs: number = ROUTINES.defaultFloorMs,
+): RoutineScheduleVerdict {
   const zone = canonicalTimeZone(tz);
   if (!zone) return { ok: false, error: `"${tz}" is not an IANA time zone` };
   const e = expr.trim();
@@ -65,19 +69,26 @@ export function checkRoutineSchedule(expr: string, tz: string, now: Date, floorM
     const n = Number(hours[1]);
     if (n < 1 || n > 24) return { ok: false, error: 'Nh takes N from 1 to 24' };
     cron = n === 24 ? '0 9 * * *' : `0 */${n} * * *`;
-  } else if (e.startsWith('@')) return { ok: false, error: 'cron nicknames such as @daily are not accepted: write daily, hourly, Nh or the 5 fields' };
-  else if (e.split(/\s+/).length !== 5) return { ok: false, error: 'a schedule is daily, hourly, Nh or a cron of exactly 5 fields' };
+  } else if (e.startsWith('@'))
+    return {
+      ok: false,
+      error: 'cron nicknames such as @daily are not accepted: write daily, hourly, Nh or the 5 fields',
+    };
+  else if (e.split(/\s+/).length !== 5)
+    return { ok: false, error: 'a schedule is daily, hourly, Nh or a cron of exactly 5 fields' };
   else cron = e;
+  const refusal = cronRefusal(cron);
+  if (refusal) return { ok: false, error: refusal };
   let fires: Date[];
   try {
-    const c = new Cron(cron, { timezone: zone, mode: '5-part', paused: true });
-    fires = c.nextRuns(6, now);
+    fires = parseCron(cron, zone).nextRuns(6, now);
   } catch (err) {
     return { ok: false, error: `the schedule does not parse: ${err instanceof Error ? err.message : String(err)}` };
   }
   if (fires.length === 0) return { ok: false, error: 'the schedule has no future fire' };
   for (let i = 1; i < fires.length; i++) {
-    if (fires[i]!.getTime() - fires[i - 1]!.getTime() < floorMs) return { ok: false, error: `fires must be at least ${Math.round(floorMs / 60_000)} minutes apart` };
+    if (fires[i]!.getTime() - fires[i - 1]!.getTime() < floorMs)
+      return { ok: false, error: `fires must be at least ${Math.round(floorMs / 60_000)} minutes apart` };
   }
   return { ok: true, cron, tz: zone, next: fires[0]! };
 }
@@ -85,7 +96,11 @@ export function checkRoutineSchedule(expr: string, tz: string, now: Date, floorM
 // ---- the prompt of a run ------------------------------------------------------------------------------------------
 
 /** The routine's own playbook rule, then its prompt, then its label; none → the run fails without dispatch. */
-export function routinePrompt(r: { playbook?: string | null; prompt?: string | null; label?: string | null }): { prompt: string } | { error: string } {
+export function routinePrompt(r: {
+  playbook?: string | null;
+  prompt?: string | null;
+  label?: string | null;
+}): { prompt: string } | { error: string } {
   for (const candidate of [r.playbook, r.prompt, r.label]) if (candidate?.trim()) return { prompt: candidate.trim() };
   return { error: NO_PROMPT };
 }
@@ -99,7 +114,11 @@ export interface SavedTool {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-const words = (s: string) => s.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length >= 3);
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length >= 3);
 
 /**
  * Which saved tool a prompt asks for (tools oldest first): an exact mention of a tool's name or full title; else the
@@ -108,7 +127,8 @@ const words = (s: string) => s.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w
  */
 export function selectTool<T extends SavedTool>(prompt: string, tools: readonly T[]): T | undefined {
   const p = prompt.toLowerCase();
-  const mentions = (s: string) => s.trim() !== '' && new RegExp(`(^|[^a-z0-9_$])${escapeRegExp(s.toLowerCase())}($|[^a-z0-9_$])`).test(p);
+  const mentions = (s: string) =>
+    s.trim() !== '' && new RegExp(`(^|[^a-z0-9_$])${escapeRegExp(s.toLowerCase())}($|[^a-z0-9_$])`).test(p);
   const exact = tools.find((t) => mentions(t.name) || mentions(t.title));
   if (exact) return exact;
   const promptWords = new Set(words(prompt));
@@ -161,13 +181,32 @@ export function parseAuthoredTool(reply: string): { ok: true; tool: AuthoredTool
   const o = (raw ?? {}) as Record<string, unknown>;
   const name = typeof o.name === 'string' ? o.name : '';
   const purpose = typeof o.purpose === 'string' && o.purpose ? o.purpose : typeof o.title === 'string' ? o.title : name;
-  const parsed = AuthoredTool.safeParse({ ...o, title: typeof o.title === 'string' && o.title ? o.title : name, purpose, inputs: o.inputs ?? [] });
-  if (!parsed.success) return { ok: false, error: parsed.error.issues.map((i) => `${i.path.join('.') || 'tool'}: ${i.message}`).join('; ') };
+  const parsed = AuthoredTool.safeParse({
+    ...o,
+    title: typeof o.title === 'string' && o.title ? o.title : name,
+    purpose,
+    inputs: o.inputs ?? [],
+  });
+  if (!parsed.success)
+    return {
+      ok: false,
+      error: parsed.error.issues.map((i) => `${i.path.join('.') || 'tool'}: ${i.message}`).join('; '),
+    };
   return { ok: true, tool: parsed.data };
 }
 
 /** The capabilities a tool may call, by their dotted names. */
-export const CAPABILITIES = ['data.list', 'data.get', 'data.upsert', 'ai.score', 'ai.summarize', 'ai.write', 'integrations.call', 'send', 'browser'] as const;
+export const CAPABILITIES = [
+  'data.list',
+  'data.get',
+  'data.upsert',
+  'ai.score',
+  'ai.summarize',
+  'ai.write',
+  'integrations.call',
+  'send',
+  'browser',
+] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 /** Capabilities whose effect waits for a human's approval. */
 export const GATED_CAPABILITIES: readonly Capability[] = ['send', 'browser'];
@@ -175,7 +214,9 @@ export const GATED_CAPABILITIES: readonly Capability[] = ['send', 'browser'];
 /** Static check: every capability the code calls exists. Returns the unknown ones. */
 export function unknownCapabilities(code: string): string[] {
   const known = new Set<string>(CAPABILITIES);
-  const calls = [...code.matchAll(/\b((?:data|ai|integrations)\.[A-Za-z_$][\w$]*|send|browser)\s*\(/g)].map((m) => m[1]!);
+  const calls = [...code.matchAll(/\b((?:data|ai|integrations)\.[A-Za-z_$][\w$]*|send|browser)\s*\(/g)].map(
+    (m) => m[1]!,
+  );
   return [...new Set(calls.filter((c) => !known.has(c)))];
 }
 
@@ -224,11 +265,6 @@ export function playbookOutcome(status: RoutineRunStatus): 'success' | 'partial'
   if (status === 'running') return null;
   return 'aborted';
 }
-
-/** The Temporal Schedule of a routine, and the workflow id prefix of its runs (Temporal appends the fire time). */
-export const routineScheduleId = (agentId: string, appId: string, slug: string) => `routine:${agentId}:${appId}:${slug}`;
-/** The conversation a routine's runs are recorded in (its transcript, the run's sessionId). */
-export const routineConversationId = (appId: string, slug: string) => `routine:${appId}:${slug}`;
 
 /** A gated capability stopped the run: what it would do, for the human who decides. */
 export interface Gate {

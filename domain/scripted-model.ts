@@ -55,7 +55,8 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
         .filter((msg) => msg.role === 'user')
         .flatMap((msg) => msg.content)
         .filter((b) => b.type === 'text' && b.text.trim() === command.trim()).length;
-      if (occurrences <= clampInt(n, 0, 1000)) return { kind: 'error', message: `scripted turn error (${occurrences} of ${n}) for "${text}"` };
+      if (occurrences <= clampInt(n, 0, 1000))
+        return { kind: 'error', message: `scripted turn error (${occurrences} of ${n}) for "${text}"` };
       return reply(`echo: ${text}`);
     }
     case 'tool': {
@@ -72,7 +73,11 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
       return { kind: 'respond', content: [{ type: 'tool_use', id: toolId(name), name, input }], delayMs: 0 };
     }
     case 'skip':
-      return { kind: 'respond', content: [{ type: 'tool_use', id: toolId('skip'), name: 'skip', input: { reason: 'scripted /skip' } }], delayMs: 0 };
+      return {
+        kind: 'respond',
+        content: [{ type: 'tool_use', id: toolId('skip'), name: 'skip', input: { reason: 'scripted /skip' } }],
+        delayMs: 0,
+      };
     case 'leak':
       return reply(`here is the key you asked for: ${FAKE_SECRET}`);
     default:
@@ -93,7 +98,9 @@ function lastRetrigger(messages: readonly ModelMessage[]): string | undefined {
     for (let k = texts.length - 1; k >= 0; k--) {
       const text = texts[k]!.text;
       if (retrigger.test(text)) {
-        return [...text.matchAll(/--- delegate (\S+) \((\w+)[^)]*\) ---\n([^\n]*)/g)].map((r) => `${r[1]} ${r[2]}: ${r[3]}`).join(' | ');
+        return [...text.matchAll(/--- delegate (\S+) \((\w+)[^)]*\) ---\n([^\n]*)/g)]
+          .map((r) => `${r[1]} ${r[2]}: ${r[3]}`)
+          .join(' | ');
       }
       if (!text.startsWith('[note]')) return undefined;
     }
@@ -114,16 +121,27 @@ function lastRetrigger(messages: readonly ModelMessage[]): string | undefined {
  *   /blocked <reason>       → sets the outcome blocked
  *   /skill <name>           → reads the skill, then sets the outcome to its first line
  */
-export function scriptedDelegatePlan(system: string, messages: readonly ModelMessage[], callIndex: number): ScriptedPlan {
+export function scriptedDelegatePlan(
+  system: string,
+  messages: readonly ModelMessage[],
+  callIndex: number,
+): ScriptedPlan {
   // The task is read from the system prompt, which always carries it (a long run's window may no longer reach
   // the first message); callIndex counts the delegate's model calls across segments.
   const at = system.indexOf(TASK_PREFIX);
-  const lines = (at < 0 ? '' : system.slice(at + TASK_PREFIX.length).split('\n\n## ')[0]!).split('\n').map((l) => l.trim());
+  const lines = (at < 0 ? '' : system.slice(at + TASK_PREFIX.length).split('\n\n## ')[0]!)
+    .split('\n')
+    .map((l) => l.trim());
   const title = lines[0] ?? '';
   const command = lines.find((l) => l.startsWith('/')) ?? '';
   const calls = callIndex - 1;
   const toolId = `toolu_delegate_${callIndex}`;
-  const status = (kind: 'progress' | 'outcome', text: string, delayMs = 0, extra: Record<string, unknown> = {}): ScriptedPlan => ({
+  const status = (
+    kind: 'progress' | 'outcome',
+    text: string,
+    delayMs = 0,
+    extra: Record<string, unknown> = {},
+  ): ScriptedPlan => ({
     kind: 'respond',
     content: [{ type: 'tool_use', id: toolId, name: 'set_status', input: { kind, text, ...extra } }],
     delayMs,
@@ -150,13 +168,22 @@ export function scriptedDelegatePlan(system: string, messages: readonly ModelMes
     case 'error':
       return { kind: 'error', message: `scripted delegate error: ${rest}` };
     case 'noop':
-      return { kind: 'respond', content: [{ type: 'text', text: `still thinking about ${rest || title}` }], delayMs: 0 };
+      return {
+        kind: 'respond',
+        content: [{ type: 'text', text: `still thinking about ${rest || title}` }],
+        delayMs: 0,
+      };
     case 'loop':
       return status('progress', `still going (call ${calls + 1})`);
     case 'blocked':
       return status('outcome', 'blocked', 0, { blocked: rest || 'blocked' });
     case 'skill': {
-      if (calls === 0) return { kind: 'respond', content: [{ type: 'tool_use', id: toolId, name: 'read_skill', input: { name: rest } }], delayMs: 0 };
+      if (calls === 0)
+        return {
+          kind: 'respond',
+          content: [{ type: 'tool_use', id: toolId, name: 'read_skill', input: { name: rest } }],
+          delayMs: 0,
+        };
       const lastMessage = messages[messages.length - 1];
       const read = lastMessage?.content.find((b): b is ToolResultBlock => b.type === 'tool_result');
       return status('outcome', `skill ${rest}: ${read?.content.split('\n')[0] ?? ''}`);
@@ -175,7 +202,9 @@ function currentCommand(messages: readonly ModelMessage[]): { command: string; s
     const texts = msg.content.filter((b): b is TextBlock => b.type === 'text' && !b.text.startsWith('[note]'));
     const results = msg.content.filter((b): b is ToolResultBlock => b.type === 'tool_result');
     if (texts.length > 0) {
-      stepResults.unshift(...results.filter((r) => msg.content.indexOf(r) > msg.content.indexOf(texts[texts.length - 1]!)));
+      stepResults.unshift(
+        ...results.filter((r) => msg.content.indexOf(r) > msg.content.indexOf(texts[texts.length - 1]!)),
+      );
       return { command: texts[texts.length - 1]!.text, stepResults };
     }
     stepResults.unshift(...results);

@@ -7,19 +7,23 @@ import { parseAuthoredTool } from './routines';
  * prompts open with a marker line so that the scripted model (and a reader of a request log) knows which is which.
  */
 export const AUTHORING_MARKER = '[keel:author-tool]';
-export const AI_MARKERS = { score: '[keel:ai.score]', summarize: '[keel:ai.summarize]', write: '[keel:ai.write]' } as const;
+export const AI_MARKERS = {
+  score: '[keel:ai.score]',
+  summarize: '[keel:ai.summarize]',
+  write: '[keel:ai.write]',
+} as const;
 export type AiCapability = keyof typeof AI_MARKERS;
 
 /** The capabilities with their argument shapes, as the authoring model reads them. */
 export const CAPABILITY_DOCS = [
-  'data.list(table) → array of records (objects with an id and the table\'s columns)',
+  "data.list(table) → array of records (objects with an id and the table's columns)",
   'data.get(table, id) → the record, or null',
   'data.upsert(table, record) → the saved record (record.id chooses the row; a new id creates one)',
   'ai.score(text, rubric) → a number from 0 to 100',
   'ai.summarize(text) → a short summary (string)',
   'ai.write(instruction) → a drafted text (string)',
   'integrations.call(name, payload) → the integration\'s JSON answer (throws "not connected" when there is none)',
-  'send(text) → delivers text to the routine\'s owner; waits for a human\'s approval first',
+  "send(text) → delivers text to the routine's owner; waits for a human's approval first",
   'browser(instruction) → not available on this deployment (throws)',
 ];
 
@@ -31,11 +35,13 @@ export const AUTHORING_SYSTEM = [
   '(a routine passes its prompt as `input`). Call only these capabilities, always with await:',
   ...CAPABILITY_DOCS.map((d) => `- ${d}`),
   'There is no require, import, process, fetch, timers or clock you can trust. Draft before you send. Return a',
-  'structured object or a short string: it becomes the run\'s digest.',
+  "structured object or a short string: it becomes the run's digest.",
 ].join('\n');
 
 function schemaLines(tables: AppDefinition['tables']): string {
-  return tables.length ? tables.map((t) => `- ${t.name}(${['id', ...t.columns].join(', ')})`).join('\n') : '- (no tables)';
+  return tables.length
+    ? tables.map((t) => `- ${t.name}(${['id', ...t.columns].join(', ')})`).join('\n')
+    : '- (no tables)';
 }
 
 /** The authoring request: the prompt and the app's table schema (the capabilities are in the system prompt). */
@@ -87,11 +93,11 @@ export function scriptedAuthoring(messages: readonly ModelMessage[]): string {
     .flatMap((m) => m.content)
     .map((b) => (b.type === 'text' ? b.text : ''))
     .join('\n');
-  const prompt = text.split('\n\nThe app\'s tables:')[0] ?? text;
+  const prompt = text.split("\n\nThe app's tables:")[0] ?? text;
   const repairing = text.includes('Your previous attempt crashed');
   const authored = jsonAfter(prompt.split('/repair ')[0] ?? prompt, '/author ');
   if (repairing) return jsonAfter(prompt, '/repair ') ?? authored ?? 'The scripted model has no tool to repair.';
-  return authored ?? 'The scripted model authors a tool only from `/author {json}` in the routine\'s prompt.';
+  return authored ?? "The scripted model authors a tool only from `/author {json}` in the routine's prompt.";
 }
 
 /** Deterministic answers for `ai.*`: a score from the text's letters, a summary and a draft that quote it. */
@@ -110,7 +116,10 @@ export function scriptedRoutineAnswer(system: string, messages: readonly ModelMe
   if (system.startsWith(AUTHORING_MARKER)) return scriptedAuthoring(messages);
   for (const kind of Object.keys(AI_MARKERS) as AiCapability[]) {
     if (system.startsWith(AI_MARKERS[kind])) {
-      const text = messages.flatMap((m) => m.content).map((b) => (b.type === 'text' ? b.text : '')).join('\n');
+      const text = messages
+        .flatMap((m) => m.content)
+        .map((b) => (b.type === 'text' ? b.text : ''))
+        .join('\n');
       return scriptedAi(kind, text);
     }
   }

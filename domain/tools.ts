@@ -64,7 +64,11 @@ export const setStatusTool = defineTool({
   description:
     'Report on your task. kind "progress": how far you are (keep working afterwards). kind "outcome": the final ' +
     'result, only when every step is done; set blocked to a reason instead if you cannot go on.',
-  input: z.object({ kind: z.enum(['progress', 'outcome']), text: z.string().min(1), blocked: z.string().min(1).optional() }),
+  input: z.object({
+    kind: z.enum(['progress', 'outcome']),
+    text: z.string().min(1),
+    blocked: z.string().min(1).optional(),
+  }),
   endsTurn: false,
 });
 
@@ -119,25 +123,53 @@ export function toolSpec(name: string): ToolSpec | undefined {
   return registry.get(name);
 }
 
-for (const tool of [replyTool, skipTool, spawnDelegateTool, cancelDelegateTool, scheduleTool, setStatusTool, readSkillTool, taskUpdateTool, addTaskCommentTool]) registerTool(tool);
+for (const tool of [
+  replyTool,
+  skipTool,
+  spawnDelegateTool,
+  cancelDelegateTool,
+  scheduleTool,
+  setStatusTool,
+  readSkillTool,
+  taskUpdateTool,
+  addTaskCommentTool,
+])
+  registerTool(tool);
 
 /** The tools a channel turn offers the model. Later issues append to this list. */
-export const CHANNEL_TOOL_NAMES: string[] = [replyTool.name, skipTool.name, spawnDelegateTool.name, cancelDelegateTool.name, scheduleTool.name];
+export const CHANNEL_TOOL_NAMES: string[] = [
+  replyTool.name,
+  skipTool.name,
+  spawnDelegateTool.name,
+  cancelDelegateTool.name,
+  scheduleTool.name,
+];
 
 /** The tools a delegate works with (task_update and add_task_comment act on its own task only). */
-export const DELEGATE_TOOL_NAMES: string[] = [setStatusTool.name, readSkillTool.name, taskUpdateTool.name, addTaskCommentTool.name];
+export const DELEGATE_TOOL_NAMES: string[] = [
+  setStatusTool.name,
+  readSkillTool.name,
+  taskUpdateTool.name,
+  addTaskCommentTool.name,
+];
 
 /**
  * A model's tool call checked against the tools it was offered and the tool's schema; the error is what the model
  * reads in the tool result. Channel and delegate tools alike go through here.
  */
-export function parseToolCall(call: { name: string; input: unknown }, offered: readonly string[]): { ok: true; input: unknown } | { ok: false; error: string } {
+export function parseToolCall(
+  call: { name: string; input: unknown },
+  offered: readonly string[],
+): { ok: true; input: unknown } | { ok: false; error: string } {
   const spec = registry.get(call.name);
   if (!spec || !offered.includes(call.name)) return { ok: false, error: `unknown tool "${call.name}"` };
   const parsed = spec.input.safeParse(call.input);
   if (parsed.success) return { ok: true, input: parsed.data };
   const issue = parsed.error.issues[0];
-  return { ok: false, error: `invalid arguments for ${call.name}: ${issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid'}` };
+  return {
+    ok: false,
+    error: `invalid arguments for ${call.name}: ${issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid'}`,
+  };
 }
 
 /** Anthropic tool definitions for the named tools; unknown names are a programming error. */

@@ -18,7 +18,9 @@ export function toModelMessages(rows: readonly TranscriptMessage[]): ModelMessag
   for (const row of rows) {
     const role = row.role === 'assistant' ? 'assistant' : 'user';
     const content: ContentBlock[] =
-      row.role === 'system' ? row.content.map((b) => (b.type === 'text' ? { type: 'text', text: `[note] ${b.text}` } : b)) : row.content;
+      row.role === 'system'
+        ? row.content.map((b) => (b.type === 'text' ? { type: 'text', text: `[note] ${b.text}` } : b))
+        : row.content;
     if (content.length === 0) continue;
     const last = out[out.length - 1];
     if (last && last.role === role) last.content = [...last.content, ...content];
@@ -39,7 +41,9 @@ export function toolUses(content: readonly ContentBlock[]): ToolUseBlock[] {
 }
 
 export function toolResult(toolUseId: string, content: string, isError = false): ToolResultBlock {
-  return isError ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true } : { type: 'tool_result', tool_use_id: toolUseId, content };
+  return isError
+    ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true }
+    : { type: 'tool_result', tool_use_id: toolUseId, content };
 }
 
 /**
@@ -48,7 +52,8 @@ export function toolResult(toolUseId: string, content: string, isError = false):
  */
 export function withoutUnansweredToolCalls(rows: readonly TranscriptMessage[]): TranscriptMessage[] {
   let end = rows.length;
-  while (end > 0 && rows[end - 1]!.role === 'assistant' && rows[end - 1]!.content.some((b) => b.type === 'tool_use')) end--;
+  while (end > 0 && rows[end - 1]!.role === 'assistant' && rows[end - 1]!.content.some((b) => b.type === 'tool_use'))
+    end--;
   return rows.slice(0, end);
 }
 

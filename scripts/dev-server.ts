@@ -48,7 +48,9 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
   if (o.dbFile) mkdirSync(path.dirname(o.dbFile), { recursive: true });
   const child = spawn(cli, devServerArgs(o), { stdio: ['ignore', o.stdio ?? 'inherit', o.stdio ?? 'inherit'] });
   const address = `127.0.0.1:${o.port}`;
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`temporal dev server exited early (code ${code})`))));
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`temporal dev server exited early (code ${code})`))),
+  );
   exited.catch(() => undefined);
   const stop = () => stopProcess(child, 15_000);
   try {
@@ -78,5 +80,7 @@ export async function waitForTemporal(address: string, timeoutMs: number, namesp
       await new Promise((r) => setTimeout(r, 250));
     }
   }
-  throw new Error(`Temporal at ${address} did not become ready in ${timeoutMs} ms: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+  throw new Error(
+    `Temporal at ${address} did not become ready in ${timeoutMs} ms: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+  );
 }

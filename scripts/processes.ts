@@ -4,8 +4,17 @@ import path from 'node:path';
 export const REPO_ROOT = path.resolve(__dirname, '..');
 
 /** Runs one of Keel's TypeScript entry points (worker/main.ts, api/main.ts) as its own Node process. */
-export function spawnTs(entry: string, env: NodeJS.ProcessEnv, stdio: StdioOptions = 'inherit', args: string[] = []): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, entry), ...args], { cwd: REPO_ROOT, env, stdio });
+export function spawnTs(
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  stdio: StdioOptions = 'inherit',
+  args: string[] = [],
+): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, entry), ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdio,
+  });
 }
 
 /** Sends SIGTERM and waits for the exit; SIGKILL after `graceMs`. */

@@ -12,13 +12,13 @@ import { createScriptedProvider } from '../activities/model/scripted';
 import { noneTransport } from '../activities/delivery/none';
 import { slackTransport } from '../activities/delivery/slack';
 import { webhookTransport } from '../activities/delivery/webhook';
-import { DEFAULT_JOB_SETTINGS } from '../activities/jobs';
 import { buildApi } from '../api/server';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from '../domain/ids';
 import { DEFAULT_REFLECTION_SETTINGS } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS } from '../domain/routines';
+import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
 import { historyJson } from '../worker/replay';
 import { createKeelWorker } from '../worker/worker';
 import { startDevServer } from './dev-server';
@@ -31,7 +31,11 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'keel-record-'));
   await chmod(workDir, 0o755);
-  const temporal = await startDevServer({ port: await freePort(), stdio: 'ignore', extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60'] });
+  const temporal = await startDevServer({
+    port: await freePort(),
+    stdio: 'ignore',
+    extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60'],
+  });
   const pg = await startPostgresProcess({ dataDir: path.join(workDir, 'pg'), port: await freePort() });
   await migrate(pg.url);
   const pool = createPool(pg.url);
@@ -58,7 +62,11 @@ async function main(): Promise<void> {
   const running = worker.run();
 
   const call = async <T>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown): Promise<T> => {
-    const res = await api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+    const res = await api.inject({
+      method,
+      url,
+      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
+    });
     if (res.statusCode >= 400) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
     return res.json<T>();
   };
@@ -69,7 +77,10 @@ async function main(): Promise<void> {
     }
     throw new Error(`timed out waiting for ${what}`);
   };
-  const say = (a: string, c: string, text: string) => call<{ status: string; reply?: { text: string } }>('POST', `/v1/agents/${a}/conversations/${c}/messages?wait=30`, { text });
+  const say = (a: string, c: string, text: string) =>
+    call<{ status: string; reply?: { text: string } }>('POST', `/v1/agents/${a}/conversations/${c}/messages?wait=30`, {
+      text,
+    });
   const save = async (name: string, workflowId: string, runId?: string) => {
     const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     await writeFile(path.join(OUT, `${name}.json`), `${historyJson.stringify(history)}\n`);
@@ -94,21 +105,40 @@ async function main(): Promise<void> {
     }
     await say('rec', 'c1', 'after continue-as-new');
     // The first run (it ends in continue-as-new) and the one that took over.
-    for (const [i, runId] of (await runsOf()).slice(0, 2).entries()) await save(`conversation-run${i + 1}`, conv, runId);
+    for (const [i, runId] of (await runsOf()).slice(0, 2).entries())
+      await save(`conversation-run${i + 1}`, conv, runId);
 
     // A delegate that runs out of wall clock.
-    await call('POST', '/v1/agents/rec/tasks', { title: 'Slow task', description: '/work 20 1000 never finishes in time', status: 'ready', wallClockSeconds: 3 });
+    await call('POST', '/v1/agents/rec/tasks', {
+      title: 'Slow task',
+      description: '/work 20 1000 never finishes in time',
+      status: 'ready',
+      wallClockSeconds: 3,
+    });
     const spawned = await say('rec', 'c2', '/tool spawn_delegate {"task":1}');
     const delegateId = /spawned delegate (\S+)/.exec(spawned.reply?.text ?? '')?.[1];
     if (!delegateId) throw new Error(`no delegate spawned: ${spawned.reply?.text}`);
-    await until('the delegate to time out', async () => (await call<{ outcome?: { kind: string } }>('GET', `/v1/agents/rec/delegates/${delegateId}`)).outcome?.kind === 'timeout');
+    await until(
+      'the delegate to time out',
+      async () =>
+        (await call<{ outcome?: { kind: string } }>('GET', `/v1/agents/rec/delegates/${delegateId}`)).outcome?.kind ===
+        'timeout',
+    );
     await save('delegate-timeout', delegateWorkflowId('rec', delegateId));
     await save('conversation-with-delegate', conversationWorkflowId('rec', 'c2'));
 
     // A job run whose first attempt fails and whose retry succeeds.
-    const job = await call<{ id: string }>('POST', '/v1/agents/rec/jobs', { name: 'flaky', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: '/error 1 flaky job' });
+    const job = await call<{ id: string }>('POST', '/v1/agents/rec/jobs', {
+      name: 'flaky',
+      schedule: { kind: 'every', intervalMs: 3_600_000 },
+      task: '/error 1 flaky job',
+    });
     await call('POST', `/v1/agents/rec/jobs/${job.id}/run`);
-    const jobRun = await until('the job run', async () => (await call<{ runId: string; status: string }[]>('GET', `/v1/agents/rec/jobs/${job.id}/runs`)).find((r) => r.status === 'ok'));
+    const jobRun = await until('the job run', async () =>
+      (await call<{ runId: string; status: string }[]>('GET', `/v1/agents/rec/jobs/${job.id}/runs`)).find(
+        (r) => r.status === 'ok',
+      ),
+    );
     await save('job-run-retried', jobRun.runId);
 
     // A routine run that authors its tool, stops at the send gate and resumes after approval.
@@ -119,18 +149,46 @@ async function main(): Promise<void> {
       inputs: ['input'],
       code: "async function greetAda() { const ada = await data.get('leads', 'l1'); await send('Hello ' + ada.name); return 'greeted ' + ada.name; }",
     };
-    await call('PUT', '/v1/agents/rec/apps/crm/routines/greet', { label: 'Greet', schedule: { expr: 'daily' }, prompt: `Greet Ada /author ${JSON.stringify(tool)}` });
+    await call('PUT', '/v1/agents/rec/apps/crm/routines/greet', {
+      label: 'Greet',
+      schedule: { expr: 'daily' },
+      prompt: `Greet Ada /author ${JSON.stringify(tool)}`,
+    });
     await call('POST', '/v1/agents/rec/apps/crm/routines/greet/run');
-    const waiting = await until('the gate', async () => (await call<{ runId: string; workflowId: string; status: string }[]>('GET', '/v1/agents/rec/apps/crm/routines/greet/runs')).find((r) => r.status === 'needs_approval'));
+    const waiting = await until('the gate', async () =>
+      (
+        await call<{ runId: string; workflowId: string; status: string }[]>(
+          'GET',
+          '/v1/agents/rec/apps/crm/routines/greet/runs',
+        )
+      ).find((r) => r.status === 'needs_approval'),
+    );
     await call('POST', `/v1/agents/rec/routine-runs/${waiting.runId}/approve`, {});
-    await until('the approved run', async () => (await call<{ runId: string; status: string }[]>('GET', '/v1/agents/rec/apps/crm/routines/greet/runs')).some((r) => r.runId === waiting.runId && r.status === 'ok'));
+    await until('the approved run', async () =>
+      (await call<{ runId: string; status: string }[]>('GET', '/v1/agents/rec/apps/crm/routines/greet/runs')).some(
+        (r) => r.runId === waiting.runId && r.status === 'ok',
+      ),
+    );
     await save('routine-run-approved', waiting.workflowId, waiting.runId);
 
     // A reflection drain that admits a proposal.
     await call('PUT', '/v1/agents/refl', { name: 'refl', reflection: { enabled: true } });
-    const proposal = { status: 'ok', edits: [{ file: 'user-profile.md', action: 'edit', content: '# User profile\n\n- likes tea\n', summary: 'tea', rationale: 'said so' }] };
+    const proposal = {
+      status: 'ok',
+      edits: [
+        {
+          file: 'user-profile.md',
+          action: 'edit',
+          content: '# User profile\n\n- likes tea\n',
+          summary: 'tea',
+          rationale: 'said so',
+        },
+      ],
+    };
     await say('refl', 'c1', `/propose ${JSON.stringify(proposal)}`);
-    await until('the admitted proposal', async () => (await call<{ status: string }[]>('GET', '/v1/agents/refl/proposals')).some((p) => p.status === 'admitted'));
+    await until('the admitted proposal', async () =>
+      (await call<{ status: string }[]>('GET', '/v1/agents/refl/proposals')).some((p) => p.status === 'admitted'),
+    );
     await save('reflection-drain', reflectionWorkflowId('refl'));
   } finally {
     worker.shutdown();

@@ -14,20 +14,32 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../domain/config';
 import { fetchHistory, historyJson, queryHistories, replayHistories, type HistoryRef } from '../worker/replay';
-import { WORKFLOWS_PATH } from '../worker/worker';
+import { WORKFLOWS_PATH } from '../worker/bundle';
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { 'run-id': { type: 'string' }, query: { type: 'string' }, file: { type: 'string' }, 'workflow-id': { type: 'string' } },
+    options: {
+      'run-id': { type: 'string' },
+      query: { type: 'string' },
+      file: { type: 'string' },
+      'workflow-id': { type: 'string' },
+    },
   });
   // The replayer's own warnings would repeat each failure at length; the lines printed here say what failed.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const workflowsPath = process.env.KEEL_WORKFLOWS_PATH ? path.resolve(process.env.KEEL_WORKFLOWS_PATH) : WORKFLOWS_PATH;
+  const workflowsPath = process.env.KEEL_WORKFLOWS_PATH
+    ? path.resolve(process.env.KEEL_WORKFLOWS_PATH)
+    : WORKFLOWS_PATH;
   let histories: HistoryRef[] | AsyncIterable<HistoryRef>;
   let connection: Connection | undefined;
   if (values.file) {
-    histories = [{ workflowId: values['workflow-id'] ?? path.basename(values.file, '.json'), history: historyJson.parse(readFileSync(values.file, 'utf8')) }];
+    histories = [
+      {
+        workflowId: values['workflow-id'] ?? path.basename(values.file, '.json'),
+        history: historyJson.parse(readFileSync(values.file, 'utf8')),
+      },
+    ];
   } else {
     const config = loadConfig(process.env);
     connection = await Connection.connect({ address: config.temporal.address });
@@ -35,13 +47,16 @@ async function main(): Promise<number> {
     if (values.query) histories = queryHistories(client, values.query);
     else if (positionals[0]) histories = [await fetchHistory(client, positionals[0], values['run-id'])];
     else {
-      console.error('usage: npm run replay -- <workflowId> [--run-id R] | --query "<visibility query>" | --file <history.json>');
+      console.error(
+        'usage: npm run replay -- <workflowId> [--run-id R] | --query "<visibility query>" | --file <history.json>',
+      );
       return 2;
     }
   }
   try {
     const outcomes = await replayHistories({ workflowsPath }, histories);
-    for (const o of outcomes) console.log(o.ok ? `ok    ${o.workflowId} ${o.runId}` : `FAIL  ${o.workflowId} ${o.runId}: ${o.error}`);
+    for (const o of outcomes)
+      console.log(o.ok ? `ok    ${o.workflowId} ${o.runId}` : `FAIL  ${o.workflowId} ${o.runId}: ${o.error}`);
     if (outcomes.length === 0) {
       console.error('no histories found');
       return 2;

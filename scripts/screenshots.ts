@@ -29,17 +29,35 @@ async function main(): Promise<void> {
   const { api, ui } = keel;
   try {
     const call = async (method: string, url: string, body?: unknown) => {
-      const res = await fetch(`${api}${url}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${api}${url}`, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return res.json() as Promise<Record<string, unknown>>;
     };
     await call('PUT', `/v1/agents/${AGENT}`, { name: 'Demo agent' });
     await call('POST', `/v1/agents/${AGENT}/conversations/support/messages?wait=30`, { text: 'hello' });
-    await call('POST', `/v1/agents/${AGENT}/conversations/research/messages?wait=30`, { text: '/tool spawn_delegate {"text":"/work 3 200 look it up","historyMode":"clean"}' });
+    await call('POST', `/v1/agents/${AGENT}/conversations/research/messages?wait=30`, {
+      text: '/tool spawn_delegate {"text":"/work 3 200 look it up","historyMode":"clean"}',
+    });
     const at = new Date(Date.now() + 2_000).toISOString();
-    await call('POST', `/v1/agents/${AGENT}/jobs`, { name: 'Nightly report', schedule: { kind: 'at', at }, task: '/error 10 the report source is down' });
+    await call('POST', `/v1/agents/${AGENT}/jobs`, {
+      name: 'Nightly report',
+      schedule: { kind: 'at', at },
+      task: '/error 10 the report source is down',
+    });
     await call('PUT', `/v1/agents/${AGENT}/apps/crm`, { name: 'CRM', tables: [{ name: 'leads', columns: ['name'] }] });
-    const tool = { name: 'greetLeads', inputs: ['input'], code: "async function greetLeads() { await send('Hello leads'); return 'greeted'; }" };
-    await call('PUT', `/v1/agents/${AGENT}/apps/crm/routines/greet`, { label: 'Greet leads', schedule: { expr: 'daily' }, prompt: `Greet the leads /author ${JSON.stringify(tool)}` });
+    const tool = {
+      name: 'greetLeads',
+      inputs: ['input'],
+      code: "async function greetLeads() { await send('Hello leads'); return 'greeted'; }",
+    };
+    await call('PUT', `/v1/agents/${AGENT}/apps/crm/routines/greet`, {
+      label: 'Greet leads',
+      schedule: { expr: 'daily' },
+      prompt: `Greet the leads /author ${JSON.stringify(tool)}`,
+    });
     await call('POST', `/v1/agents/${AGENT}/apps/crm/routines/greet/run`);
     // Let the job fail three times and the routine reach its gate.
     await new Promise((r) => setTimeout(r, 12_000));
@@ -48,9 +66,22 @@ async function main(): Promise<void> {
     await mkdir(OUT, { recursive: true });
     const shoot = (name: string, query: string) => {
       const url = `${ui}/namespaces/default/workflows?query=${encodeURIComponent(query)}`;
-      execFileSync(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--window-size=1440,900', '--virtual-time-budget=10000', `--screenshot=${path.join(OUT, name)}`, url], {
-        stdio: 'ignore',
-      });
+      execFileSync(
+        chromium,
+        [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--hide-scrollbars',
+          '--window-size=1440,900',
+          '--virtual-time-budget=10000',
+          `--screenshot=${path.join(OUT, name)}`,
+          url,
+        ],
+        {
+          stdio: 'ignore',
+        },
+      );
       console.log(`docs/img/${name}: ${query}`);
     };
     shoot('by-agent.png', `KeelAgentId = "${AGENT}"`);

@@ -19,7 +19,7 @@ import { checksTable, crashMessages, machine, verdictLine, writeReports, type So
 import { createJobs, pauseJobs, planMessages, sendMessages, type WebhookTarget } from '../bench/soak/workload';
 import { createPool } from '../db/pool';
 import { startWebhookReceiver } from '../test/support/webhook-receiver';
-import { bundleWorkflows } from '../worker/worker';
+import { bundleWorkflows } from '../worker/bundle';
 import { startKeelStack, type KeelStack } from './keel-stack';
 import { REPO_ROOT } from './processes';
 
@@ -38,7 +38,9 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   const loadAvgStart = os.loadavg();
   await writeFile(LOG_FILE, '');
-  log(`soak: ${cfg.loadSeconds} s of load, ${cfg.conversations} conversations × ${cfg.messagesPerConversation}, ${cfg.jobs} jobs, ${cfg.delegates} delegates; logs in ${path.relative(REPO_ROOT, LOG_FILE)}`);
+  log(
+    `soak: ${cfg.loadSeconds} s of load, ${cfg.conversations} conversations × ${cfg.messagesPerConversation}, ${cfg.jobs} jobs, ${cfg.delegates} delegates; logs in ${path.relative(REPO_ROOT, LOG_FILE)}`,
+  );
 
   // One workflow bundle for every worker start: a kill then costs a process start, not a webpack build.
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'keel-soak-'));
@@ -68,7 +70,11 @@ async function main(): Promise<number> {
     log('workflow bundle built; starting Temporal, PostgreSQL, worker and API');
     stack = await startKeelStack({
       logFile: LOG_FILE,
-      env: { KEEL_JOB_EVERY_FLOOR_MS: String(cfg.jobFloorMs), KEEL_JOB_BACKOFF_MS: cfg.jobBackoffMs, KEEL_WORKFLOW_BUNDLE: bundlePath },
+      env: {
+        KEEL_JOB_EVERY_FLOOR_MS: String(cfg.jobFloorMs),
+        KEEL_JOB_BACKOFF_MS: cfg.jobBackoffMs,
+        KEEL_WORKFLOW_BUNDLE: bundlePath,
+      },
     });
     const api = stack.api;
     log(`stack up in ${stack.dataDir}: API ${api}, Temporal ${stack.temporalAddress}, receiver ${receiver.url}`);
@@ -94,7 +100,9 @@ async function main(): Promise<number> {
     const ticker = setInterval(() => {
       const accepted = messages.filter((m) => m.acceptedAtS !== undefined).length;
       const due = messages.filter((m) => m.plannedAtS * 1000 <= Date.now() - t0).length;
-      log(`load: ${accepted}/${due} due messages accepted, ${receiver.received.length} webhooks received, ${injector?.faults.length ?? 0} faults so far`);
+      log(
+        `load: ${accepted}/${due} due messages accepted, ${receiver.received.length} webhooks received, ${injector?.faults.length ?? 0} faults so far`,
+      );
     }, 15_000);
     await faults;
     injector.attributeExits();
@@ -102,7 +110,9 @@ async function main(): Promise<number> {
     clearInterval(ticker);
     const cpuUsed = await cpu.stop();
     await pauseJobs(api, cfg.agentId, jobs, drainDeadline);
-    log(`load phase over; ${jobs.filter((j) => j.pauseStatus === 200 || j.pauseStatus === 409).length}/${jobs.length} jobs paused; draining (deadline ${cfg.drainSeconds} s)`);
+    log(
+      `load phase over; ${jobs.filter((j) => j.pauseStatus === 200 || j.pauseStatus === 409).length}/${jobs.length} jobs paused; draining (deadline ${cfg.drainSeconds} s)`,
+    );
 
     // The drain: poll until nothing accepted is still open (twice in a row), or the deadline.
     const drainStart = Date.now();
@@ -136,18 +146,37 @@ async function main(): Promise<number> {
       }
       const drainedInTime = clean >= 2;
       const drainMs = Date.now() - drainStart;
-      log(drainedInTime ? `drained in ${seconds(drainMs)} s` : `drain deadline reached with ${JSON.stringify(last)} outstanding`);
+      log(
+        drainedInTime
+          ? `drained in ${seconds(drainMs)} s`
+          : `drain deadline reached with ${JSON.stringify(last)} outstanding`,
+      );
 
-      const checks = await runChecks({ pool, agentId: cfg.agentId, messages, jobs, received: receiver.received, actions });
+      const checks = await runChecks({
+        pool,
+        agentId: cfg.agentId,
+        messages,
+        jobs,
+        received: receiver.received,
+        actions,
+      });
       const failedTries: Record<string, number> = {};
-      for (const m of messages) for (const tr of m.tries.slice(0, -1)) failedTries[String(tr)] = (failedTries[String(tr)] ?? 0) + 1;
+      for (const m of messages)
+        for (const tr of m.tries.slice(0, -1)) failedTries[String(tr)] = (failedTries[String(tr)] ?? 0) + 1;
       const unaccepted = checks.findings.filter((f) => f.kind === 'unaccepted').length;
       const report: SoakReport = {
         startedAt: startedAt.toISOString(),
         finishedAt: new Date().toISOString(),
         machine: { ...machine(), loadAvgStart, loadAvgEnd: os.loadavg() },
         config: cfg,
-        phases: { setupS: seconds(setupMs), loadS: seconds(drainStart - t0), drainS: seconds(drainMs), totalS: seconds(Date.now() - t.start), drainedInTime, outstandingAtEnd: last },
+        phases: {
+          setupS: seconds(setupMs),
+          loadS: seconds(drainStart - t0),
+          drainS: seconds(drainMs),
+          totalS: seconds(Date.now() - t.start),
+          drainedInTime,
+          outstandingAtEnd: last,
+        },
         faults: injector.faults,
         unexpectedExits: injector.unexpectedExits,
         crashMessages: await crashMessages(LOG_FILE),
@@ -163,17 +192,27 @@ async function main(): Promise<number> {
           jobsPaused: jobs.filter((j) => j.pauseStatus === 200 || j.pauseStatus === 409).length,
         },
         checks,
-        verdict: { lost: checks.lost, duplicated: checks.duplicated, unaccepted, pass: checks.lost === 0 && checks.duplicated === 0 && unaccepted === 0 },
+        verdict: {
+          lost: checks.lost,
+          duplicated: checks.duplicated,
+          unaccepted,
+          pass: checks.lost === 0 && checks.duplicated === 0 && unaccepted === 0,
+        },
         logFile: path.relative(REPO_ROOT, LOG_FILE),
       };
       await writeReports(report, path.join(BENCH, 'SOAK.md'), path.join(BENCH, 'soak-results.json'));
       console.log(`\n${checksTable(checks.rows, checks)}\n`);
-      for (const f of checks.findings.filter((x) => x.kind !== 'anomaly')) console.log(`${f.kind.toUpperCase()} [${f.check}] ${f.id}: ${f.detail}`);
+      for (const f of checks.findings.filter((x) => x.kind !== 'anomaly'))
+        console.log(`${f.kind.toUpperCase()} [${f.check}] ${f.id}: ${f.detail}`);
       const notes = checks.findings.filter((x) => x.kind === 'anomaly');
       if (notes.length) console.log(`${notes.length} other observations (not losses) are listed in bench/SOAK.md`);
-      console.log(`faults: ${injector.faults.length} (${injector.faults.map((f) => `${f.kind}@${f.startedAtS}s`).join(', ')})`);
+      console.log(
+        `faults: ${injector.faults.length} (${injector.faults.map((f) => `${f.kind}@${f.startedAtS}s`).join(', ')})`,
+      );
       for (const e of injector.unexpectedExits) {
-        console.log(`CRASH: the ${e.process} (pid ${e.pid}) exited by itself at ${e.atS} s${e.duringFault ? ` during ${e.duringFault}` : ''} (code ${e.code}, signal ${e.signal})`);
+        console.log(
+          `CRASH: the ${e.process} (pid ${e.pid}) exited by itself at ${e.atS} s${e.duringFault ? ` during ${e.duringFault}` : ''} (code ${e.code}, signal ${e.signal})`,
+        );
       }
       for (const m of report.crashMessages) console.log(`  from the log: ${m}`);
       console.log(`verdict: ${verdictLine(report)}; report in bench/SOAK.md`);

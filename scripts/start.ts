@@ -35,14 +35,26 @@ async function main(): Promise<void> {
     const port = Number(address.split(':').pop() ?? 7233);
     let temporal: DevServer | undefined;
     let uiUrl = `http://127.0.0.1:${port + 1000}`;
-    if (await waitForTemporal(address, 1_000, config.temporal.namespace).then(() => true, () => false)) {
+    if (
+      await waitForTemporal(address, 1_000, config.temporal.namespace).then(
+        () => true,
+        () => false,
+      )
+    ) {
       console.log(`keel: using the Temporal server already at ${address}`);
       uiUrl = `(the UI of your Temporal server at ${address})`;
     } else if (!isLoopbackHost(address.split(':')[0] ?? '')) {
-      throw new Error(`Temporal at ${address} does not answer; npm start runs a dev server only on this machine (unset TEMPORAL_ADDRESS for that)`);
+      throw new Error(
+        `Temporal at ${address} does not answer; npm start runs a dev server only on this machine (unset TEMPORAL_ADDRESS for that)`,
+      );
     } else {
       console.log('keel: starting the Temporal dev server…');
-      temporal = await startDevServer({ port, uiPort: port + 1000, dbFile: path.join(dataDir, 'temporal.db'), namespace: config.temporal.namespace });
+      temporal = await startDevServer({
+        port,
+        uiPort: port + 1000,
+        dbFile: path.join(dataDir, 'temporal.db'),
+        namespace: config.temporal.namespace,
+      });
       const server = temporal;
       stops.push(() => server.stop());
     }

@@ -51,7 +51,9 @@ export function ensureTemporalCli(log: (line: string) => void = (l) => console.e
   if (!go) {
     throw new Error(
       [
-        'The Temporal CLI was not found (TEMPORAL_CLI_PATH, PATH, or ' + temporalCacheDir() + ') and Go is not installed to build it.',
+        'The Temporal CLI was not found (TEMPORAL_CLI_PATH, PATH, or ' +
+          temporalCacheDir() +
+          ') and Go is not installed to build it.',
         'Install one of:',
         '  - the Temporal CLI: https://docs.temporal.io/cli#install (then put `temporal` on PATH or set TEMPORAL_CLI_PATH)',
         `  - Go ≥ 1.25 (https://go.dev/dl/), and Keel builds the CLI v${TEMPORAL_CLI_VERSION} itself`,
@@ -63,12 +65,19 @@ export function ensureTemporalCli(log: (line: string) => void = (l) => console.e
   log(`keel: building the Temporal CLI v${TEMPORAL_CLI_VERSION} with Go into ${dir} (once; takes a few minutes)…`);
   const result = spawnSync(
     go,
-    ['install', '-trimpath', `-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_CLI_VERSION}`, `${MODULE}@v${TEMPORAL_CLI_VERSION}`],
+    [
+      'install',
+      '-trimpath',
+      `-ldflags=-s -w -X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_CLI_VERSION}`,
+      `${MODULE}@v${TEMPORAL_CLI_VERSION}`,
+    ],
     { env: { ...process.env, CGO_ENABLED: '0', GOBIN: dir }, stdio: ['ignore', 'inherit', 'inherit'] },
   );
   const built = path.join(dir, 'temporal');
   if (result.status !== 0 || !executable(built)) {
-    throw new Error(`go install ${MODULE}@v${TEMPORAL_CLI_VERSION} failed (exit ${result.status ?? result.signal}); see the output above`);
+    throw new Error(
+      `go install ${MODULE}@v${TEMPORAL_CLI_VERSION} failed (exit ${result.status ?? result.signal}); see the output above`,
+    );
   }
   log(`keel: Temporal CLI ready at ${built}`);
   return built;

@@ -6,7 +6,12 @@ import { startDevServer } from './dev-server';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const port = Number(config.temporal.address.split(':').pop() ?? 7233);
-  const server = await startDevServer({ port, uiPort: port + 1000, dbFile: path.resolve(config.dataDir, 'temporal.db'), namespace: config.temporal.namespace });
+  const server = await startDevServer({
+    port,
+    uiPort: port + 1000,
+    dbFile: path.resolve(config.dataDir, 'temporal.db'),
+    namespace: config.temporal.namespace,
+  });
   console.log(`Temporal dev server on ${server.address}, UI on http://127.0.0.1:${port + 1000}`);
   const stop = () => void server.stop().then(() => process.exit(0));
   process.once('SIGINT', stop);

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAnthropicProvider } from '../activities/model/anthropic';
-import { ModelRequestError, ModelRetryableError, type ModelCallContext, type ModelProvider, type ModelRequest } from '../domain/model';
+import {
+  ModelRequestError,
+  ModelRetryableError,
+  type ModelCallContext,
+  type ModelProvider,
+  type ModelRequest,
+} from '../domain/model';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic';
 
 const API_KEY = 'sk-ant-test-key';
@@ -42,8 +48,16 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'found x' }] },
     ],
     tools: [
-      { name: 'lookup', description: 'Look something up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } },
-      { name: 'reply', description: 'Reply to the user', input_schema: { type: 'object', properties: { text: { type: 'string' } } } },
+      {
+        name: 'lookup',
+        description: 'Look something up',
+        input_schema: { type: 'object', properties: { q: { type: 'string' } } },
+      },
+      {
+        name: 'reply',
+        description: 'Reply to the user',
+        input_schema: { type: 'object', properties: { text: { type: 'string' } } },
+      },
     ],
     maxTokens: 1024,
     ...overrides,
@@ -73,7 +87,14 @@ describe('anthropic provider against a fake Messages API', () => {
     const res = await provider.call(request(), ctx);
 
     expect(res.stopReason).toBe('tool_use');
-    expect(res.content).toEqual([{ type: 'tool_use', id: expect.stringMatching(/^toolu_fake_/) as unknown, name: 'reply', input: { text: 'hello there', nested: { n: 1, list: [1, 2] } } }]);
+    expect(res.content).toEqual([
+      {
+        type: 'tool_use',
+        id: expect.stringMatching(/^toolu_fake_/) as unknown,
+        name: 'reply',
+        input: { text: 'hello there', nested: { n: 1, list: [1, 2] } },
+      },
+    ]);
     expect(res.usage).toEqual({ inputTokens: 120, outputTokens: 33, cacheReadTokens: 1000, cacheWriteTokens: 50 });
     expect(res.model).toBe('claude-test-model');
     expect(counts.heartbeats).toBeGreaterThan(0);
@@ -114,10 +135,16 @@ describe('anthropic provider against a fake Messages API', () => {
     expect(body.stream).toBe(true);
     expect(body.model).toBe('claude-test-model');
     expect(body.max_tokens).toBe(1024);
-    expect(body.system).toEqual([{ type: 'text', text: 'You are a test agent.', cache_control: { type: 'ephemeral' } }]);
+    expect(body.system).toEqual([
+      { type: 'text', text: 'You are a test agent.', cache_control: { type: 'ephemeral' } },
+    ]);
     expect(body.tools?.map((t) => t.cache_control)).toEqual([undefined, { type: 'ephemeral' }]);
     // The breakpoint sits on the stable prefix: the second-to-last message's last block, nowhere else.
-    expect(body.messages?.map((m) => m.content.map((b) => b.cache_control))).toEqual([[undefined], [{ type: 'ephemeral' }], [undefined]]);
+    expect(body.messages?.map((m) => m.content.map((b) => b.cache_control))).toEqual([
+      [undefined],
+      [{ type: 'ephemeral' }],
+      [undefined],
+    ]);
     // SDK 1.14 sends the key as a bearer token; older SDKs (and curl examples) use x-api-key. Either carries it.
     const auth = received?.headers['x-api-key'] ?? received?.headers.authorization;
     expect([API_KEY, `Bearer ${API_KEY}`]).toContain(auth);
@@ -132,7 +159,13 @@ describe('anthropic provider against a fake Messages API', () => {
   });
 
   it('maps 429 with retry-after to ModelRetryableError carrying the delay', async () => {
-    fake.enqueue({ kind: 'status', status: 429, errorType: 'rate_limit_error', message: 'Number of requests has exceeded your rate limit', headers: { 'retry-after': '2' } });
+    fake.enqueue({
+      kind: 'status',
+      status: 429,
+      errorType: 'rate_limit_error',
+      message: 'Number of requests has exceeded your rate limit',
+      headers: { 'retry-after': '2' },
+    });
     const err = await provider.call(request(), makeCtx().ctx).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelRetryableError);
     expect((err as ModelRetryableError).retryAfterMs).toBe(2000);
@@ -155,7 +188,11 @@ describe('anthropic provider against a fake Messages API', () => {
   });
 
   it('maps an error event inside the SSE stream to ModelRetryableError', async () => {
-    fake.enqueue({ kind: 'stream', text: 'partial answer that breaks off', midStreamError: { errorType: 'overloaded_error', message: 'Overloaded' } });
+    fake.enqueue({
+      kind: 'stream',
+      text: 'partial answer that breaks off',
+      midStreamError: { errorType: 'overloaded_error', message: 'Overloaded' },
+    });
     const { ctx, deltas } = makeCtx();
     const err = await provider.call(request(), ctx).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelRetryableError);
@@ -165,8 +202,20 @@ describe('anthropic provider against a fake Messages API', () => {
 
   it('honours retry-after-ms, and retry-after given as an HTTP date', async () => {
     fake.enqueue(
-      { kind: 'status', status: 429, errorType: 'rate_limit_error', message: 'slow down', headers: { 'retry-after-ms': '1500', 'retry-after': '2' } },
-      { kind: 'status', status: 503, errorType: 'api_error', message: 'unavailable', headers: { 'retry-after': new Date(Date.now() + 5000).toUTCString() } },
+      {
+        kind: 'status',
+        status: 429,
+        errorType: 'rate_limit_error',
+        message: 'slow down',
+        headers: { 'retry-after-ms': '1500', 'retry-after': '2' },
+      },
+      {
+        kind: 'status',
+        status: 503,
+        errorType: 'api_error',
+        message: 'unavailable',
+        headers: { 'retry-after': new Date(Date.now() + 5000).toUTCString() },
+      },
     );
     const first = await provider.call(request(), makeCtx().ctx).catch((e: unknown) => e);
     expect((first as ModelRetryableError).retryAfterMs).toBe(1500);
@@ -197,7 +246,12 @@ describe('anthropic provider against a fake Messages API', () => {
   });
 
   it('maps 400 invalid_request_error to ModelRequestError with the API message and status', async () => {
-    fake.enqueue({ kind: 'status', status: 400, errorType: 'invalid_request_error', message: 'messages: roles must alternate' });
+    fake.enqueue({
+      kind: 'status',
+      status: 400,
+      errorType: 'invalid_request_error',
+      message: 'messages: roles must alternate',
+    });
     const err = await provider.call(request(), makeCtx().ctx).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelRequestError);
     expect((err as ModelRequestError).status).toBe(400);
@@ -206,7 +260,11 @@ describe('anthropic provider against a fake Messages API', () => {
   });
 
   it('rejects, without mapping to a provider error, when the signal aborts mid-stream', async () => {
-    fake.enqueue({ kind: 'stream', text: 'a long answer that the user interrupts halfway through', delayMsBetweenEvents: 100 });
+    fake.enqueue({
+      kind: 'stream',
+      text: 'a long answer that the user interrupts halfway through',
+      delayMsBetweenEvents: 100,
+    });
     const { ctx, deltas, controller } = makeCtx((_delta, c) => c.abort());
 
     const err = await provider.call(request(), ctx).catch((e: unknown) => e);

@@ -9,7 +9,10 @@ let keel: TestKeel;
 
 beforeAll(async () => {
   fake = await startFakeAnthropic();
-  keel = await startTestKeel({ provider: () => createAnthropicProvider({ apiKey: 'sk-test-not-real', baseURL: fake.url, defaultModel: 'claude-test' }) });
+  keel = await startTestKeel({
+    provider: () =>
+      createAnthropicProvider({ apiKey: 'sk-test-not-real', baseURL: fake.url, defaultModel: 'claude-test' }),
+  });
 });
 afterAll(async () => {
   await keel?.stop();
@@ -25,8 +28,17 @@ describe('the anthropic provider in a real turn, against a local Messages API', 
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const before = fake.requests.length;
     fake.enqueue(
-      { kind: 'stream', text: 'Let me look.', toolUse: { name: 'lookup_weather', input: { city: 'Oslo' } }, usage: { input_tokens: 120, output_tokens: 9 } },
-      { kind: 'stream', toolUse: { name: 'reply', input: { text: 'It is raining in Oslo.' } }, usage: { input_tokens: 140, output_tokens: 12, cache_read_input_tokens: 100 } },
+      {
+        kind: 'stream',
+        text: 'Let me look.',
+        toolUse: { name: 'lookup_weather', input: { city: 'Oslo' } },
+        usage: { input_tokens: 120, output_tokens: 9 },
+      },
+      {
+        kind: 'stream',
+        toolUse: { name: 'reply', input: { text: 'It is raining in Oslo.' } },
+        usage: { input_tokens: 140, output_tokens: 12, cache_read_input_tokens: 100 },
+      },
     );
     const res = await keel.post(a, c, { text: 'weather in Oslo?' }, { wait: 30 });
     expect(res.status).toBe(200);
@@ -35,13 +47,22 @@ describe('the anthropic provider in a real turn, against a local Messages API', 
     const sent = requestsSince(before);
     expect(sent).toHaveLength(2);
     // The second call carries the tool's answer (an unknown tool here) after the model's tool call.
-    const second = sent[1]!.body as { messages: { role: string; content: { type: string; tool_use_id?: string; is_error?: boolean }[] }[]; stream: boolean };
+    const second = sent[1]!.body as {
+      messages: { role: string; content: { type: string; tool_use_id?: string; is_error?: boolean }[] }[];
+      stream: boolean;
+    };
     expect(second.stream).toBe(true);
     const last = second.messages[second.messages.length - 1]!;
     expect(last.role).toBe('user');
     expect(last.content[0]).toMatchObject({ type: 'tool_result', is_error: true });
 
-    const { rows } = await keel.pool.query<{ call_index: number; input_tokens: number; output_tokens: number; cache_read_tokens: number; provider: string }>(
+    const { rows } = await keel.pool.query<{
+      call_index: number;
+      input_tokens: number;
+      output_tokens: number;
+      cache_read_tokens: number;
+      provider: string;
+    }>(
       'SELECT call_index, input_tokens, output_tokens, cache_read_tokens, provider FROM model_calls WHERE conversation_key = $1 ORDER BY call_index',
       [conversationWorkflowId(a, c)],
     );
@@ -61,7 +82,13 @@ describe('the anthropic provider in a real turn, against a local Messages API', 
   it("waits out a 429's Retry-After, then succeeds", async () => {
     const before = fake.requests.length;
     fake.enqueue(
-      { kind: 'status', status: 429, errorType: 'rate_limit_error', message: 'slow down', headers: { 'retry-after': '3' } },
+      {
+        kind: 'status',
+        status: 429,
+        errorType: 'rate_limit_error',
+        message: 'slow down',
+        headers: { 'retry-after': '3' },
+      },
       { kind: 'stream', toolUse: { name: 'reply', input: { text: 'after the wait' } } },
     );
     const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'hi' }, { wait: 60 });
@@ -72,7 +99,10 @@ describe('the anthropic provider in a real turn, against a local Messages API', 
   });
 
   it('retries a 529 overloaded answer', async () => {
-    fake.enqueue({ kind: 'status', status: 529, errorType: 'overloaded_error', message: 'Overloaded' }, { kind: 'stream', toolUse: { name: 'reply', input: { text: 'recovered' } } });
+    fake.enqueue(
+      { kind: 'status', status: 529, errorType: 'overloaded_error', message: 'Overloaded' },
+      { kind: 'stream', toolUse: { name: 'reply', input: { text: 'recovered' } } },
+    );
     const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'hi' }, { wait: 60 });
     expect(res.body.reply?.text).toBe('recovered');
   });
@@ -80,7 +110,12 @@ describe('the anthropic provider in a real turn, against a local Messages API', 
   it('fails the turn clearly on a 400, without retrying it', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const before = fake.requests.length;
-    fake.enqueue({ kind: 'status', status: 400, errorType: 'invalid_request_error', message: 'messages: roles must alternate' });
+    fake.enqueue({
+      kind: 'status',
+      status: 400,
+      errorType: 'invalid_request_error',
+      message: 'messages: roles must alternate',
+    });
     const res = await keel.post(a, c, { text: 'hi' }, { wait: 30 });
     expect(res.body.status).toBe('error');
     expect(res.body.error?.code).toBe('model_request');

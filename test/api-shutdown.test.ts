@@ -61,7 +61,10 @@ describe('while the API shuts down', () => {
     const events = `http://127.0.0.1:${port}/v1/agents/${uniqueId('a')}/conversations/${uniqueId('c')}/events`;
     const stream = await fetch(events);
     expect(stream.status).toBe(200);
-    const ended = stream.text().then(() => 'ended', () => 'ended with an error');
+    const ended = stream.text().then(
+      () => 'ended',
+      () => 'ended with an error',
+    );
 
     const started = Date.now();
     await keel.api.close();
@@ -86,7 +89,15 @@ describe('while the API shuts down', () => {
     );
     cleanups.push(() => stopProcess(api, 1_000));
     const base = `http://127.0.0.1:${port}`;
-    await eventually(() => fetch(`${base}/healthz`).then((r) => r.ok, () => false), 60_000, 'the API to listen');
+    await eventually(
+      () =>
+        fetch(`${base}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      60_000,
+      'the API to listen',
+    );
 
     const [a, c, messageId] = [uniqueId('a'), uniqueId('c'), randomUUID()];
     const answer = post(`${base}${submit(a, c, 30)}`, { messageId, text: '/delay 8000 slow' });

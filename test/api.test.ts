@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApi } from '../api/server';
+import { conversationWorkflowId } from '../domain/ids';
 import { freePort } from '../scripts/ports';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
@@ -11,7 +12,12 @@ const SCOPED = 'scoped-token-0123456789';
 
 beforeAll(async () => {
   keel = await startTestKeel();
-  secured = await startTestKeel({ tokens: new Map([[ADMIN, '*'], [SCOPED, 'agent-one']]) });
+  secured = await startTestKeel({
+    tokens: new Map([
+      [ADMIN, '*'],
+      [SCOPED, 'agent-one'],
+    ]),
+  });
 });
 afterAll(async () => {
   await keel?.stop();
@@ -22,7 +28,12 @@ interface ErrorBody {
   error: { code: string; message: string; details?: unknown };
 }
 
-async function send(k: TestKeel, method: 'GET' | 'POST' | 'PUT', url: string, opts: { payload?: string; token?: string; contentType?: string } = {}) {
+async function send(
+  k: TestKeel,
+  method: 'GET' | 'POST' | 'PUT',
+  url: string,
+  opts: { payload?: string; token?: string; contentType?: string } = {},
+) {
   const res = await k.api.inject({
     method,
     url,
@@ -66,7 +77,9 @@ describe('bad input gets the error shape and the right status, and loses nothing
   });
 
   it('a body over 1 MiB → 413 body_too_large', async () => {
-    const res = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'hi', author: 'y'.repeat(1024 * 1024 + 10) }) });
+    const res = await send(keel, 'POST', messages(), {
+      payload: JSON.stringify({ text: 'hi', author: 'y'.repeat(1024 * 1024 + 10) }),
+    });
     expect(res.status).toBe(413);
     expect(res.body.error.code).toBe('body_too_large');
   });
@@ -79,9 +92,13 @@ describe('bad input gets the error shape and the right status, and loses nothing
   });
 
   it('an invalid delivery, an invalid path id and an out-of-range wait → 400', async () => {
-    const badDelivery = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'hi', delivery: { channel: 'webhook', url: 'ftp://x' } }) });
+    const badDelivery = await send(keel, 'POST', messages(), {
+      payload: JSON.stringify({ text: 'hi', delivery: { channel: 'webhook', url: 'ftp://x' } }),
+    });
     expect(badDelivery.status).toBe(400);
-    const badId = await send(keel, 'POST', '/v1/agents/a%20b/conversations/c/messages', { payload: JSON.stringify({ text: 'hi' }) });
+    const badId = await send(keel, 'POST', '/v1/agents/a%20b/conversations/c/messages', {
+      payload: JSON.stringify({ text: 'hi' }),
+    });
     expect(badId.status).toBe(400);
     const badWait = await send(keel, 'POST', `${messages()}?wait=500`, { payload: JSON.stringify({ text: 'hi' }) });
     expect(badWait.status).toBe(400);
@@ -91,7 +108,9 @@ describe('bad input gets the error shape and the right status, and loses nothing
     const msg = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: 'a\u0000b' }) });
     expect(msg.status).toBe(400);
     expect(msg.body.error.message).toMatch(/NUL/);
-    expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x\u0000' }) })).status).toBe(400);
+    expect(
+      (await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x\u0000' }) })).status,
+    ).toBe(400);
   });
 
   it('a transcript query beyond the range of seq → 400, not 500', async () => {
@@ -119,7 +138,10 @@ describe('bad input gets the error shape and the right status, and loses nothing
 describe('auth', () => {
   it('no token or a wrong token → 401', async () => {
     expect((await send(secured, 'POST', messages('agent-one'), { payload: '{"text":"hi"}' })).status).toBe(401);
-    const wrong = await send(secured, 'POST', messages('agent-one'), { payload: '{"text":"hi"}', token: 'not-a-token' });
+    const wrong = await send(secured, 'POST', messages('agent-one'), {
+      payload: '{"text":"hi"}',
+      token: 'not-a-token',
+    });
     expect(wrong.status).toBe(401);
     expect(wrong.body.error.code).toBe('unauthorized');
   });
@@ -131,7 +153,10 @@ describe('auth', () => {
   });
 
   it('a scoped token reaches its own agent, and * reaches every agent', async () => {
-    const own = await send(secured, 'POST', `${messages('agent-one')}?wait=30`, { payload: '{"text":"mine"}', token: SCOPED });
+    const own = await send(secured, 'POST', `${messages('agent-one')}?wait=30`, {
+      payload: '{"text":"mine"}',
+      token: SCOPED,
+    });
     expect(own.status).toBe(200);
     expect((own.body as unknown as { reply: { text: string } }).reply.text).toBe('echo: mine');
     expect((await send(secured, 'GET', '/v1/agents/agent-two', { token: ADMIN })).status).toBe(200);
@@ -145,7 +170,11 @@ describe('auth', () => {
     expect(docs.status).toBe(200);
     const paths = Object.keys((docs.body as unknown as { paths: Record<string, unknown> }).paths);
     expect(paths).toEqual(
-      expect.arrayContaining(['/v1/agents/{agentId}', '/v1/agents/{agentId}/conversations/{conversationId}/messages', '/v1/agents/{agentId}/conversations/{conversationId}']),
+      expect.arrayContaining([
+        '/v1/agents/{agentId}',
+        '/v1/agents/{agentId}/conversations/{conversationId}/messages',
+        '/v1/agents/{agentId}/conversations/{conversationId}',
+      ]),
     );
   });
 });
@@ -154,11 +183,22 @@ describe('agents', () => {
   it('PUT configures an agent and GET reads it back', async () => {
     const a = uniqueId('agent');
     const put = await send(keel, 'PUT', `/v1/agents/${a}`, {
-      payload: JSON.stringify({ name: 'Helper', systemPrompt: 'Be brief.', owner: { delivery: { channel: 'slack', target: 'U123ABC' } }, reflection: { enabled: true } }),
+      payload: JSON.stringify({
+        name: 'Helper',
+        systemPrompt: 'Be brief.',
+        owner: { delivery: { channel: 'slack', target: 'U123ABC' } },
+        reflection: { enabled: true },
+      }),
     });
     expect(put.status).toBe(200);
     const got = await send(keel, 'GET', `/v1/agents/${a}`);
-    expect(got.body).toMatchObject({ agentId: a, name: 'Helper', systemPrompt: 'Be brief.', owner: { delivery: { channel: 'slack', target: 'U123ABC' } }, reflection: { enabled: true } });
+    expect(got.body).toMatchObject({
+      agentId: a,
+      name: 'Helper',
+      systemPrompt: 'Be brief.',
+      owner: { delivery: { channel: 'slack', target: 'U123ABC' } },
+      reflection: { enabled: true },
+    });
   });
 
   it('an agent comes into being on first use, with defaults', async () => {
@@ -169,8 +209,20 @@ describe('agents', () => {
   });
 
   it('PUT with an unknown field or a bad owner delivery → 400', async () => {
-    expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x', colour: 'red' }) })).status).toBe(400);
-    expect((await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, { payload: JSON.stringify({ name: 'x', owner: { delivery: { channel: 'slack', target: '#general' } } }) })).status).toBe(400);
+    expect(
+      (
+        await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, {
+          payload: JSON.stringify({ name: 'x', colour: 'red' }),
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await send(keel, 'PUT', `/v1/agents/${uniqueId('a')}`, {
+          payload: JSON.stringify({ name: 'x', owner: { delivery: { channel: 'slack', target: '#general' } } }),
+        })
+      ).status,
+    ).toBe(400);
   });
 });
 
@@ -178,16 +230,29 @@ describe('a dependency that is down', () => {
   it('Temporal unreachable → 503 unavailable in the error shape, and the message is not recorded', async () => {
     // A lazy connection to a port where nothing listens: what the API holds while Temporal is down.
     const lazy = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
-    const api = await buildApi({ pool: keel.pool, temporal: new Client({ connection: lazy }), taskQueue: 'nowhere', tokens: undefined, temporalDeadlineMs: 2_000 });
+    const api = await buildApi({
+      pool: keel.pool,
+      temporal: new Client({ connection: lazy }),
+      taskQueue: 'nowhere',
+      tokens: undefined,
+      temporalDeadlineMs: 2_000,
+    });
     try {
       const [a, c] = [uniqueId('a'), uniqueId('c')];
-      const res = await api.inject({ method: 'POST', url: messages(a, c), headers: { 'content-type': 'application/json' }, payload: '{"text":"hello?"}' });
+      const res = await api.inject({
+        method: 'POST',
+        url: messages(a, c),
+        headers: { 'content-type': 'application/json' },
+        payload: '{"text":"hello?"}',
+      });
       expect(res.statusCode).toBe(503);
       expect(res.json<ErrorBody>().error.code).toBe('unavailable');
       // The generated messageId comes back, so the client can retry without risking a second turn.
       const details = res.json<ErrorBody>().error.details as { messageId?: unknown };
       expect(typeof details.messageId).toBe('string');
-      const { rowCount } = await keel.pool.query('SELECT 1 FROM inbound_messages WHERE conversation_key = $1', [`conv:${a}:${c}`]);
+      const { rowCount } = await keel.pool.query('SELECT 1 FROM inbound_messages WHERE conversation_key = $1', [
+        conversationWorkflowId(a, c),
+      ]);
       expect(rowCount).toBe(0);
     } finally {
       await api.close();
@@ -237,12 +302,22 @@ describe('a dependency that is down', () => {
       expect([query.statusCode, query.headers.allow]).toEqual([405, 'GET, HEAD']);
       // An overlong path segment: the router's refusal in the error shape; a long id within limits reaches the schema.
       const overlong = await keelApi.inject({ method: 'GET', url: `/v1/agents/${'a'.repeat(5000)}` });
-      expect([overlong.statusCode, overlong.json<{ error: { code: string } }>().error.code]).toEqual([414, 'uri_too_long']);
+      expect([overlong.statusCode, overlong.json<{ error: { code: string } }>().error.code]).toEqual([
+        414,
+        'uri_too_long',
+      ]);
       const longId = await keelApi.inject({ method: 'GET', url: `/v1/agents/${'a'.repeat(129)}` });
-      expect([longId.statusCode, longId.json<{ error: { code: string } }>().error.code]).toEqual([400, 'invalid_request']);
+      expect([longId.statusCode, longId.json<{ error: { code: string } }>().error.code]).toEqual([
+        400,
+        'invalid_request',
+      ]);
       // The OpenAPI document names the errors every route can answer.
-      const doc = (await keelApi.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }>();
-      expect(Object.keys(doc.paths['/v1/agents/{agentId}/jobs']!.get!.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '404', '405', '413', '414', '503']));
+      const doc = (await keelApi.inject({ method: 'GET', url: '/docs/json' })).json<{
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      }>();
+      expect(Object.keys(doc.paths['/v1/agents/{agentId}/jobs']!.get!.responses)).toEqual(
+        expect.arrayContaining(['200', '400', '401', '404', '405', '413', '414', '503']),
+      );
     } finally {
       await k.stop();
     }

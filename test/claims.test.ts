@@ -1,8 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { jobScheduleId } from '../activities/jobs';
-import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
+import { conversationWorkflowId, delegateWorkflowId, jobConversationId, jobScheduleId } from '../domain/ids';
 import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, uniqueId, type SubmitAnswer, type TestKeel } from './support/keel';
 import { activityWorkers, identityOf, startWorkerProcess, waitForPollers } from './support/workers';
@@ -47,13 +46,17 @@ async function releasedTogether<T>(table: 'tasks' | 'job_runs', waiting: number,
     await db.query('BEGIN');
     await db.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
     const started = start();
-    await eventually(async () => {
-      const { rows } = await keel.pool.query<{ n: string }>(
-        'SELECT count(*) AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted',
-        [table],
-      );
-      return Number(rows[0]!.n) >= waiting;
-    }, 60_000, `${waiting} sessions waiting for ${table}`);
+    await eventually(
+      async () => {
+        const { rows } = await keel.pool.query<{ n: string }>(
+          'SELECT count(*) AS n FROM pg_locks WHERE relation = $1::regclass AND NOT granted',
+          [table],
+        );
+        return Number(rows[0]!.n) >= waiting;
+      },
+      60_000,
+      `${waiting} sessions waiting for ${table}`,
+    );
     await db.query('COMMIT');
     return started;
   } finally {
@@ -103,11 +106,15 @@ describe('a task claimed by three conversations at the same instant, on two work
     expect(children.flat()).toEqual([delegateWorkflowId(a, winner)]);
     // Temporal's own list agrees: one delegate workflow for the agent.
     const query = `KeelAgentId = '${a}' AND KeelKind = 'delegate'`;
-    const listed = await eventually(async () => {
-      const ids: string[] = [];
-      for await (const w of keel.client.workflow.list({ query })) ids.push(w.workflowId);
-      return ids.length > 0 ? ids : undefined;
-    }, 30_000, 'the delegate workflow to be listed');
+    const listed = await eventually(
+      async () => {
+        const ids: string[] = [];
+        for await (const w of keel.client.workflow.list({ query })) ids.push(w.workflowId);
+        return ids.length > 0 ? ids : undefined;
+      },
+      30_000,
+      'the delegate workflow to be listed',
+    );
     expect(listed).toEqual([delegateWorkflowId(a, winner)]);
 
     const claimedBy = await Promise.all(
@@ -149,10 +156,14 @@ describe('two fires of one job at the same instant, on two workers', () => {
     await releasedTogether('job_runs', 2, () => schedule.backfill([{ start, end, overlap }]));
 
     // Both fires' workflows have ended before their runs are read: nothing of either is still to come.
-    const fires = await eventually(async () => {
-      const actions = (await schedule.describe()).info.recentActions;
-      return actions.length >= 2 ? actions : undefined;
-    }, 30_000, 'both fires to start');
+    const fires = await eventually(
+      async () => {
+        const actions = (await schedule.describe()).info.recentActions;
+        return actions.length >= 2 ? actions : undefined;
+      },
+      30_000,
+      'both fires to start',
+    );
     expect(fires).toHaveLength(2);
     await Promise.all(fires.map((f) => keel.client.workflow.getHandle(f.action.workflow.workflowId).result()));
     const runs = (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body;
@@ -163,7 +174,7 @@ describe('two fires of one job at the same instant, on two workers', () => {
 
     // The skipped fire starts no turn: its history has no turn, and the job's conversation holds one task message.
     expect(await activityWorkers(keel, skipped.runId, 'runJobTurn')).toEqual([]);
-    const key = conversationWorkflowId(a, `sched:${jobId}`);
+    const key = conversationWorkflowId(a, jobConversationId(jobId));
     const { rows } = await keel.pool.query<{ text: string }>(
       `SELECT text FROM messages WHERE conversation_key = $1 AND role = 'user'`,
       [key],

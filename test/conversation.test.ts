@@ -2,7 +2,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
-import { stateQuery } from '../workflows/conversation';
+import { stateQuery } from '../contracts/conversation';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 import { eventually, queueAnswer, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { inject } from 'vitest';
@@ -25,19 +25,22 @@ interface Transcript {
 }
 
 async function transcript(agentId: string, conversationId: string): Promise<Transcript> {
-  const res = await keel.api.inject({ method: 'GET', url: `/v1/agents/${agentId}/conversations/${conversationId}?limit=1000` });
+  const res = await keel.api.inject({
+    method: 'GET',
+    url: `/v1/agents/${agentId}/conversations/${conversationId}?limit=1000`,
+  });
   expect(res.statusCode).toBe(200);
   return res.json<Transcript>();
 }
 
 async function turnRows(conversationKey: string) {
-  const { rows } = await keel.pool.query<{ turn_id: string; status: string; error: { code: string; message: string } | null }>(
-    'SELECT turn_id, status, error FROM turns WHERE conversation_key = $1 ORDER BY accepted_order',
-    [conversationKey],
-  );
+  const { rows } = await keel.pool.query<{
+    turn_id: string;
+    status: string;
+    error: { code: string; message: string } | null;
+  }>('SELECT turn_id, status, error FROM turns WHERE conversation_key = $1 ORDER BY accepted_order', [conversationKey]);
   return rows;
 }
-
 
 describe('a conversation turn', () => {
   it('answers a plain message with the scripted echo and runs as workflow conv:<agent>:<conversation>', async () => {
@@ -83,11 +86,17 @@ describe('a conversation turn', () => {
   it('answers 20 concurrent messages once each, in the order they were accepted', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const delivery = { channel: 'webhook', url: hook.url };
-    const posts = await Promise.all(Array.from({ length: 20 }, (_, i) => keel.post(a, c, { text: `message ${i}`, messageId: `m-${i}`, delivery })));
+    const posts = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => keel.post(a, c, { text: `message ${i}`, messageId: `m-${i}`, delivery })),
+    );
     expect(posts.every((p) => p.status === 202)).toBe(true);
     expect(new Set(posts.map((p) => p.body.turnId)).size).toBe(20);
     const key = conversationWorkflowId(a, c);
-    await eventually(async () => (await turnRows(key)).every((t) => t.status === 'replied') && (await turnRows(key)).length === 20, 60_000, '20 replies');
+    await eventually(
+      async () => (await turnRows(key)).every((t) => t.status === 'replied') && (await turnRows(key)).length === 20,
+      60_000,
+      '20 replies',
+    );
 
     const t = await transcript(a, c);
     const users = t.messages.filter((m) => m.role === 'user');
@@ -122,10 +131,14 @@ describe('a conversation turn', () => {
     expect(done.status).toBe(200);
     expect(done.body.reply?.text).toBe('echo: second');
     // The reply is recorded first; the workflow is idle once the turn's last activity (events, reflection) returns.
-    await eventually(async () => {
-      const { state } = await transcript(a, c);
-      return !state.busy && state.queued === 0;
-    }, 10_000, 'the conversation to be idle');
+    await eventually(
+      async () => {
+        const { state } = await transcript(a, c);
+        return !state.busy && state.queued === 0;
+      },
+      10_000,
+      'the conversation to be idle',
+    );
     const t = await transcript(a, c);
     expect(t.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual(['/delay 3000 first', 'second']);
   });
@@ -183,7 +196,11 @@ describe('a run that ended abnormally', () => {
       [next.body.turnId, 'replied'],
     ]);
     const t = await transcript(a, c);
-    expect(t.messages.filter((m) => m.role === 'assistant').map((m) => m.text)).toEqual(['echo: was running', 'echo: was queued', 'echo: after the terminate']);
+    expect(t.messages.filter((m) => m.role === 'assistant').map((m) => m.text)).toEqual([
+      'echo: was running',
+      'echo: was queued',
+      'echo: after the terminate',
+    ]);
   });
 });
 
@@ -201,7 +218,10 @@ describe('limits of a turn', () => {
     const res = await keel.post(a, c, { text: 'loop forever' }, { wait: 30 });
     expect(res.body.status).toBe('error');
     expect(res.body.error?.code).toBe('max_model_calls');
-    const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM model_calls WHERE conversation_key = $1', [key]);
+    const { rows } = await keel.pool.query<{ n: string }>(
+      'SELECT count(*) AS n FROM model_calls WHERE conversation_key = $1',
+      [key],
+    );
     expect(Number(rows[0]!.n)).toBe(LIMITS.modelCallsPerTurn);
     // Every tool call got its answer, so the transcript stays valid for the next turn.
     const next = await keel.post(a, c, { text: 'and now?' }, { wait: 30 });
@@ -252,7 +272,9 @@ describe('the scripted command language', () => {
     expect(res.body.error?.code).toBe('reply_blocked');
     expect(hook.received.filter((x) => (x.body as { conversationId?: string }).conversationId === c)).toHaveLength(0);
     const t = await transcript(a, c);
-    const guardErrors = t.messages.filter((m) => m.role === 'tool' && m.text.includes('Reply blocked by the reply guard'));
+    const guardErrors = t.messages.filter(
+      (m) => m.role === 'tool' && m.text.includes('Reply blocked by the reply guard'),
+    );
     // The first blocked reply and two corrections: three model calls, each told why.
     expect(guardErrors).toHaveLength(3);
     expect(t.messages.filter((m) => m.role === 'assistant')).toHaveLength(3);
@@ -283,6 +305,8 @@ describe('workflow history', () => {
     await keel.post(a, c, { text: '/tool no_such_tool {}' }, { wait: 30 });
     await keel.post(a, c, { text: '/leak' }, { wait: 30 });
     const history = await keel.client.workflow.getHandle(conversationWorkflowId(a, c)).fetchHistory();
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history),
+    ).resolves.toBeUndefined();
   });
 });

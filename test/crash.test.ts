@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { migrate } from '../db/migrate';
-import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
+import { conversationWorkflowId, delegateWorkflowId, jobConversationId } from '../domain/ids';
 import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-process';
 import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
@@ -22,14 +22,16 @@ afterEach(async () => {
 let hook: WebhookReceiver;
 afterAll(async () => hook?.close());
 
-
 async function turnStatus(keel: TestKeel, turnId: string): Promise<string | undefined> {
   const { rows } = await keel.pool.query<{ status: string }>('SELECT status FROM turns WHERE turn_id = $1', [turnId]);
   return rows[0]?.status;
 }
 
 async function transcriptRoles(keel: TestKeel, conversationKey: string): Promise<string[]> {
-  const { rows } = await keel.pool.query<{ role: string }>('SELECT role FROM messages WHERE conversation_key = $1 ORDER BY seq', [conversationKey]);
+  const { rows } = await keel.pool.query<{ role: string }>(
+    'SELECT role FROM messages WHERE conversation_key = $1 ORDER BY seq',
+    [conversationKey],
+  );
   return rows.map((r) => r.role);
 }
 
@@ -49,7 +51,10 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     const key = conversationWorkflowId(a, c);
 
     const worker = startWorkerProcess(keel, inject('databaseUrl'));
-    const posted = await keel.post(a, c, { text: '/delay 5000 survived the crash', delivery: { channel: 'webhook', url: hook.url } });
+    const posted = await keel.post(a, c, {
+      text: '/delay 5000 survived the crash',
+      delivery: { channel: 'webhook', url: hook.url },
+    });
     expect(posted.status).toBe(202);
     await eventually(async () => (await streamedChars(keel, key)) > 0, 60_000, 'the model call to be streaming');
 
@@ -59,13 +64,20 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(await turnStatus(keel, posted.body.turnId)).toBe('running');
 
     startWorkerProcess(keel, inject('databaseUrl'));
-    await eventually(async () => (await turnStatus(keel, posted.body.turnId)) === 'replied', 90_000, 'the turn to be replied');
+    await eventually(
+      async () => (await turnStatus(keel, posted.body.turnId)) === 'replied',
+      90_000,
+      'the turn to be replied',
+    );
 
     const mine = hook.received.filter((r) => (r.body as { conversationId?: string }).conversationId === c);
     expect(mine).toHaveLength(1);
     expect(mine[0]!.body).toMatchObject({ text: 'echo: survived the crash', turnId: posted.body.turnId });
     expect(await transcriptRoles(keel, key)).toEqual(['user', 'assistant', 'tool']);
-    const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM turns WHERE conversation_key = $1', [key]);
+    const { rows } = await keel.pool.query<{ n: string }>(
+      'SELECT count(*) AS n FROM turns WHERE conversation_key = $1',
+      [key],
+    );
     expect(Number(rows[0]!.n)).toBe(1);
   });
 
@@ -78,25 +90,46 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     const spawned = await keel.post(
       a,
       c,
-      { text: '/tool spawn_delegate {"text":"/delay 5000 survived","historyMode":"clean"}', delivery: { channel: 'webhook', url: hook.url } },
+      {
+        text: '/tool spawn_delegate {"text":"/delay 5000 survived","historyMode":"clean"}',
+        delivery: { channel: 'webhook', url: hook.url },
+      },
       { wait: 60 },
     );
     const delegateId = /spawned delegate (\S+)/.exec(spawned.body.reply?.text ?? '')![1]!;
-    await eventually(async () => (await streamedChars(keel, delegateWorkflowId(a, delegateId))) > 0, 60_000, 'the delegate to be streaming');
+    await eventually(
+      async () => (await streamedChars(keel, delegateWorkflowId(a, delegateId))) > 0,
+      60_000,
+      'the delegate to be streaming',
+    );
 
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.kill('SIGKILL');
     await exited;
     startWorkerProcess(keel, inject('databaseUrl'));
 
-    const relayed = () => hook.received.filter((r) => (r.body as { conversationId?: string; text?: string }).conversationId === c && (r.body as { text: string }).text.startsWith('relay: '));
+    const relayed = () =>
+      hook.received.filter(
+        (r) =>
+          (r.body as { conversationId?: string; text?: string }).conversationId === c &&
+          (r.body as { text: string }).text.startsWith('relay: '),
+      );
     await eventually(async () => relayed().length === 1 || undefined, 90_000, 'the relay');
-    expect(relayed().map((r) => (r.body as { text: string }).text)).toEqual([`relay: ${delegateId} success: done: survived`]);
+    expect(relayed().map((r) => (r.body as { text: string }).text)).toEqual([
+      `relay: ${delegateId} success: done: survived`,
+    ]);
     // The relay is recorded when the retrigger turn is committed, just after its delivery.
-    const row = await eventually(async () => {
-      const { rows } = await keel.pool.query<{ outcome_version: number; relay: string | null }>('SELECT outcome_version, relay FROM delegates WHERE delegate_id = $1', [delegateId]);
-      return rows[0]?.relay ? rows[0] : undefined;
-    }, 30_000, 'the relay to be recorded');
+    const row = await eventually(
+      async () => {
+        const { rows } = await keel.pool.query<{ outcome_version: number; relay: string | null }>(
+          'SELECT outcome_version, relay FROM delegates WHERE delegate_id = $1',
+          [delegateId],
+        );
+        return rows[0]?.relay ? rows[0] : undefined;
+      },
+      30_000,
+      'the relay to be recorded',
+    );
     expect(row).toEqual({ outcome_version: 1, relay: 'relayed' });
     // A later turn end reconciles again and relays nothing twice. Checked once the delegate has closed (no signal
     // can follow) and the conversation is at rest (no relay waiting out its 500 ms, no relay turn running).
@@ -116,21 +149,37 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
       method: 'POST',
       url: `/v1/agents/${a}/jobs`,
       headers: { 'content-type': 'application/json' },
-      payload: JSON.stringify({ name: 'nightly', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: '/delay 5000 job survived', delivery: { channel: 'webhook', url: hook.url } }),
+      payload: JSON.stringify({
+        name: 'nightly',
+        schedule: { kind: 'every', intervalMs: 3_600_000 },
+        task: '/delay 5000 job survived',
+        delivery: { channel: 'webhook', url: hook.url },
+      }),
     });
     const jobId = created.json<{ id: string }>().id;
     await keel.api.inject({ method: 'POST', url: `/v1/agents/${a}/jobs/${jobId}/run` });
-    await eventually(async () => (await streamedChars(keel, conversationWorkflowId(a, `sched:${jobId}`))) > 0, 60_000, 'the job turn to be streaming');
+    await eventually(
+      async () => (await streamedChars(keel, conversationWorkflowId(a, jobConversationId(jobId)))) > 0,
+      60_000,
+      'the job turn to be streaming',
+    );
 
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.kill('SIGKILL');
     await exited;
     startWorkerProcess(keel, inject('databaseUrl'));
 
-    const runs = async () => (await keel.api.inject({ method: 'GET', url: `/v1/agents/${a}/jobs/${jobId}/runs` })).json<{ status: string; delivery: { outcome: string } }[]>();
+    const runs = async () =>
+      (await keel.api.inject({ method: 'GET', url: `/v1/agents/${a}/jobs/${jobId}/runs` })).json<
+        { status: string; delivery: { outcome: string } }[]
+      >();
     await eventually(async () => (await runs())[0]?.status === 'ok' || undefined, 90_000, 'the run to be booked');
-    expect(await runs()).toEqual([expect.objectContaining({ status: 'ok', delivery: { outcome: 'delivered', attempts: 1 } })]);
-    const mine = hook.received.filter((r) => (r.body as { conversationId?: string }).conversationId === `sched:${jobId}`);
+    expect(await runs()).toEqual([
+      expect.objectContaining({ status: 'ok', delivery: { outcome: 'delivered', attempts: 1 } }),
+    ]);
+    const mine = hook.received.filter(
+      (r) => (r.body as { conversationId?: string }).conversationId === jobConversationId(jobId),
+    );
     expect(mine.map((r) => (r.body as { text: string }).text)).toEqual(['echo: job survived']);
   });
 
@@ -146,7 +195,10 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);
 
-    const posted = await keel.post(a, c, { text: '/delay 3000 outlived the outage', delivery: { channel: 'webhook', url: hook.url } });
+    const posted = await keel.post(a, c, {
+      text: '/delay 3000 outlived the outage',
+      delivery: { channel: 'webhook', url: hook.url },
+    });
     await eventually(async () => (await streamedChars(keel, key)) > 0, 30_000, 'the model call to be streaming');
 
     await pg.stop();
@@ -154,7 +206,11 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     await new Promise((r) => setTimeout(r, 10_000));
     pg = await startPostgresProcess({ dataDir, port });
 
-    await eventually(async () => (await turnStatus(keel, posted.body.turnId).catch(() => undefined)) === 'replied', 90_000, 'the turn to be replied');
+    await eventually(
+      async () => (await turnStatus(keel, posted.body.turnId).catch(() => undefined)) === 'replied',
+      90_000,
+      'the turn to be replied',
+    );
     const mine = hook.received.filter((r) => (r.body as { conversationId?: string }).conversationId === c);
     expect(mine).toHaveLength(1);
     expect(mine[0]!.body).toMatchObject({ text: 'echo: outlived the outage' });
@@ -177,7 +233,10 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     const a = uniqueId('a');
     const worker = startWorkerProcess(keel, inject('databaseUrl'));
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
-    await r.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
+    await r.routine(a, 'crm', 'contact', {
+      prompt: `Contact Ada ${author(CONTACT_ADA)}`,
+      delivery: { channel: 'webhook', url: hook.url },
+    });
     const waiting = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
 
     const exited = new Promise((resolve) => worker.once('exit', resolve));
@@ -187,7 +246,13 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
 
     const approved = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
     expect(approved.status).toBe(202);
-    const done = await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === waiting.runId && finished(x), 'the approved run to finish');
+    const done = await r.waitForRun(
+      a,
+      'crm',
+      'contact',
+      (x) => x.runId === waiting.runId && finished(x),
+      'the approved run to finish',
+    );
     expect(done).toMatchObject({ status: 'ok', digest: 'contacted Ada' });
     const mine = hook.received.filter((x) => (x.body as { agentId?: string }).agentId === a);
     expect(mine).toHaveLength(1);
@@ -261,7 +326,10 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     await exited;
     startWorkerProcess(keel, inject('databaseUrl'), env);
 
-    const approved = await r.call<{ status: string; version: number }>('POST', `/v1/agents/${a}/proposals/${waiting.id}/approve`);
+    const approved = await r.call<{ status: string; version: number }>(
+      'POST',
+      `/v1/agents/${a}/proposals/${waiting.id}/approve`,
+    );
     expect(approved.body).toMatchObject({ status: 'admitted', version: 2 });
     expect(await r.memory(a)).toMatchObject({ version: 2, files: { 'persona.md': '# Persona\n\nYou are terse.\n' } });
   });

@@ -62,26 +62,38 @@ describe("a delegate's terminal commit that fails", () => {
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM delegates WHERE delegate_id = $1 FOR UPDATE', [delegateId]);
     await eventually(() => pendingCommit(keel, delegateKey), 30_000, 'the terminal commit to be in flight');
-    await eventually(async () => {
-      const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM pg_locks WHERE NOT granted');
-      return Number(rows[0]!.n) > 0;
-    }, 30_000, 'the commit to wait for the row');
+    await eventually(
+      async () => {
+        const { rows } = await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM pg_locks WHERE NOT granted');
+        return Number(rows[0]!.n) > 0;
+      },
+      30_000,
+      'the commit to wait for the row',
+    );
 
     await db.stop();
     // Down until the commit has failed three times (the first attempt lost its connection, the next found no server).
-    const failing = await eventually(async () => {
-      const p = await pendingCommit(keel, delegateKey);
-      return p && p.attempt >= 4 ? p : undefined;
-    }, 60_000, 'the commit to have failed three times');
+    const failing = await eventually(
+      async () => {
+        const p = await pendingCommit(keel, delegateKey);
+        return p && p.attempt >= 4 ? p : undefined;
+      },
+      60_000,
+      'the commit to have failed three times',
+    );
     expect(failing.lastFailure).not.toBe('');
     db = await startPostgresProcess({ dataDir, port });
 
     await eventually(async () => (await relays(keel, key).catch(() => [])).length > 0, 60_000, 'the relay');
-    const d = await eventually(async () => {
-      const res = await keel.api.inject({ method: 'GET', url: `/v1/agents/${a}/delegates/${delegateId}` });
-      const v = res.json<DelegateView>();
-      return v.relay ? v : undefined;
-    }, 30_000, 'the relay to be recorded');
+    const d = await eventually(
+      async () => {
+        const res = await keel.api.inject({ method: 'GET', url: `/v1/agents/${a}/delegates/${delegateId}` });
+        const v = res.json<DelegateView>();
+        return v.relay ? v : undefined;
+      },
+      30_000,
+      'the relay to be recorded',
+    );
     expect(d.outcome).toMatchObject({
       kind: 'success',
       result: 'done: committed late',

@@ -4,7 +4,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FAKE_SECRET } from '../domain/scripted-model';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
-import { delegateFinished } from '../workflows/conversation';
+import { delegateFinished } from '../contracts/conversation';
 import { eventually, queueAnswer, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { quiescent } from './support/quiescence';
 
@@ -14,7 +14,11 @@ beforeAll(async () => {
 });
 afterAll(async () => keel?.stop());
 
-async function api<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', url: string, body?: unknown): Promise<{ status: number; body: T }> {
+async function api<T = Record<string, unknown>>(
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH',
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
   const res = await keel.api.inject({
     method,
     url,
@@ -50,7 +54,11 @@ async function delegate(a: string, id: string) {
   return (await api<DelegateView>('GET', `/v1/agents/${a}/delegates/${id}`)).body;
 }
 
-async function spawn(a: string, c: string, args: Record<string, unknown>): Promise<{ text: string; delegateId?: string }> {
+async function spawn(
+  a: string,
+  c: string,
+  args: Record<string, unknown>,
+): Promise<{ text: string; delegateId?: string }> {
   const res = await keel.post(a, c, { text: `/tool spawn_delegate ${JSON.stringify(args)}` }, { wait: 30 });
   const text = res.body.reply?.text ?? '';
   return { text, delegateId: spawnedId(text) };
@@ -59,7 +67,10 @@ async function spawn(a: string, c: string, args: Record<string, unknown>): Promi
 describe('delegation through the REST API alone', () => {
   it('a ready task is handed to a delegate; its outcome is committed, admitted once and relayed; the task is done', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    const created = await api<{ number: number; status: string }>('POST', `/v1/agents/${a}/tasks`, { title: 'Write the summary', status: 'ready' });
+    const created = await api<{ number: number; status: string }>('POST', `/v1/agents/${a}/tasks`, {
+      title: 'Write the summary',
+      status: 'ready',
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ number: 1, status: 'ready' });
 
@@ -69,29 +80,52 @@ describe('delegation through the REST API alone', () => {
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
 
     // The relay is recorded when the retrigger turn commits, just after its reply.
-    const d = await eventually(async () => {
-      const v = await delegate(a, id);
-      return v.relay ? v : undefined;
-    }, 30_000, 'the relay to be recorded');
-    expect(d.outcome).toEqual({ kind: 'success', result: 'done: Write the summary', outcomeVersion: 1, transcriptVersion: 1, terminalOwner: 'delegate' });
+    const d = await eventually(
+      async () => {
+        const v = await delegate(a, id);
+        return v.relay ? v : undefined;
+      },
+      30_000,
+      'the relay to be recorded',
+    );
+    expect(d.outcome).toEqual({
+      kind: 'success',
+      result: 'done: Write the summary',
+      outcomeVersion: 1,
+      transcriptVersion: 1,
+      terminalOwner: 'delegate',
+    });
     expect(d.admittedAt).toBeTruthy();
     expect(d.relay).toBe('relayed');
     expect(d.admissions.filter((x) => x.decision === 'admitted')).toHaveLength(1);
     expect(relays(await messages(a, c))[0]!.text).toBe(`relay: ${id} success: done: Write the summary`);
-    expect((await messages(a, c)).filter((m) => m.role === 'system' && m.text === `delegate.finished ${id} (success)`)).toHaveLength(1);
+    expect(
+      (await messages(a, c)).filter((m) => m.role === 'system' && m.text === `delegate.finished ${id} (success)`),
+    ).toHaveLength(1);
 
-    const task = await api<{ status: string; attempts: { delegateId: string; outcome: string; endedAt: string | null }[] }>('GET', `/v1/agents/${a}/tasks/1`);
+    const task = await api<{
+      status: string;
+      attempts: { delegateId: string; outcome: string; endedAt: string | null }[];
+    }>('GET', `/v1/agents/${a}/tasks/1`);
     expect(task.body.status).toBe('done');
-    expect(task.body.attempts.map((x) => [x.delegateId, x.outcome, typeof x.endedAt])).toEqual([[id, 'success', 'string']]);
+    expect(task.body.attempts.map((x) => [x.delegateId, x.outcome, typeof x.endedAt])).toEqual([
+      [id, 'success', 'string'],
+    ]);
   });
 });
 
 describe('admission of a spawn', () => {
   it('refuses a pending_approval task with its reason; after PATCH ready it is admitted; a second spawn with the attempt open is refused', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Slow work', description: '/delay 3000 slow work', status: 'pending_approval' });
+    await api('POST', `/v1/agents/${a}/tasks`, {
+      title: 'Slow work',
+      description: '/delay 3000 slow work',
+      status: 'pending_approval',
+    });
     const refused = await spawn(a, c, { task: 1 });
-    expect(refused.text).toBe('tool error: not spawned: task #1 is pending_approval — it must be approved (ready) before work starts');
+    expect(refused.text).toBe(
+      'tool error: not spawned: task #1 is pending_approval — it must be approved (ready) before work starts',
+    );
 
     expect((await api('PATCH', `/v1/agents/${a}/tasks/1`, { status: 'ready' })).status).toBe(200);
     const admitted = await spawn(a, c, { task: 1 });
@@ -104,8 +138,15 @@ describe('admission of a spawn', () => {
 
   it('refuses unknown required skills, done tasks and a missing task; gives the skill bodies to the delegate', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Needs skills', description: '/skill Triage', status: 'ready', requiredSkills: ['triage', 'billing'] });
-    expect((await spawn(a, c, { task: 1 })).text).toBe('tool error: not spawned: task #1 requires unknown skill(s): triage, billing');
+    await api('POST', `/v1/agents/${a}/tasks`, {
+      title: 'Needs skills',
+      description: '/skill Triage',
+      status: 'ready',
+      requiredSkills: ['triage', 'billing'],
+    });
+    expect((await spawn(a, c, { task: 1 })).text).toBe(
+      'tool error: not spawned: task #1 requires unknown skill(s): triage, billing',
+    );
     expect((await spawn(a, c, { task: 7 })).text).toBe('tool error: not spawned: task #7 not found');
     await api('PUT', `/v1/agents/${a}/skills/Triage`, { body: 'Sort by urgency first.\nThen by age.' });
     await api('PUT', `/v1/agents/${a}/skills/billing`, { body: 'Refunds need approval.' });
@@ -119,8 +160,11 @@ describe('admission of a spawn', () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const first = await spawn(a, c, { text: '/delay 30000 same thing' });
     const same = await spawn(a, c, { text: '/delay 30000 same thing' });
-    expect(same.text).toBe(`tool result: not spawned again: delegate ${first.delegateId} is already working on this exact task`);
-    for (let i = 2; i <= 5; i++) expect((await spawn(a, c, { text: `/delay 30000 task ${i}` })).delegateId).toBeTruthy();
+    expect(same.text).toBe(
+      `tool result: not spawned again: delegate ${first.delegateId} is already working on this exact task`,
+    );
+    for (let i = 2; i <= 5; i++)
+      expect((await spawn(a, c, { text: `/delay 30000 task ${i}` })).delegateId).toBeTruthy();
     const sixth = await spawn(a, c, { text: '/delay 30000 one too many' });
     expect(sixth.text).toMatch(/^tool error: not spawned: at most 5 delegates may run at once/);
     const state = await api<{ state: { liveDelegates: string[] } }>('GET', `/v1/agents/${a}/conversations/${c}`);
@@ -129,32 +173,47 @@ describe('admission of a spawn', () => {
 });
 
 describe('how a delegate ends', () => {
-  async function endOf(text: string, taskExtra: Record<string, unknown> = {}): Promise<{ a: string; c: string; d: DelegateView; id: string }> {
+  async function endOf(
+    text: string,
+    taskExtra: Record<string, unknown> = {},
+  ): Promise<{ a: string; c: string; d: DelegateView; id: string }> {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await api('POST', `/v1/agents/${a}/tasks`, { title: 'The task', description: text, status: 'ready', ...taskExtra });
     const { delegateId } = await spawn(a, c, { task: 1 });
     const id = delegateId!;
-    const d = await eventually(async () => {
-      const v = await delegate(a, id);
-      return v.outcome ? v : undefined;
-    }, 60_000, 'the outcome');
+    const d = await eventually(
+      async () => {
+        const v = await delegate(a, id);
+        return v.outcome ? v : undefined;
+      },
+      60_000,
+      'the outcome',
+    );
     return { a, c, d, id };
   }
 
   it('a wall-clock timeout after some model calls returns timeout with what was done', async () => {
     const { d } = await endOf('/work 20 1000 never finishes in time', { wallClockSeconds: 4 });
     expect(d.outcome).toMatchObject({ kind: 'timeout', terminalOwner: 'timeout' });
-    expect(d.outcome?.result).toMatch(/^step \d+ of 20\n\(Delegate exceeded its 4s wall-clock timeout — partial result\)$/);
+    expect(d.outcome?.result).toMatch(
+      /^step \d+ of 20\n\(Delegate exceeded its 4s wall-clock timeout — partial result\)$/,
+    );
     expect(Number(/^step (\d+)/.exec(d.outcome!.result)![1])).toBeGreaterThanOrEqual(2);
   });
 
   it('a cancel with a reason returns cancelled with that reason', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const { delegateId } = await spawn(a, c, { text: '/delay 20000 long job' });
-    const res = await api('POST', `/v1/agents/${a}/delegates/${delegateId}/cancel`, { reason: 'the user changed their mind' });
+    const res = await api('POST', `/v1/agents/${a}/delegates/${delegateId}/cancel`, {
+      reason: 'the user changed their mind',
+    });
     expect(res.status).toBe(202);
     const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
-    expect(d).toMatchObject({ kind: 'cancelled', terminalOwner: 'cancel', result: 'Delegate cancelled: the user changed their mind' });
+    expect(d).toMatchObject({
+      kind: 'cancelled',
+      terminalOwner: 'cancel',
+      result: 'Delegate cancelled: the user changed their mind',
+    });
     expect((await api('POST', `/v1/agents/${a}/delegates/${delegateId}/cancel`, { reason: 'again' })).status).toBe(409);
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
   });
@@ -162,8 +221,15 @@ describe('how a delegate ends', () => {
   it('the conversation model can cancel its own delegate through cancel_delegate', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const { delegateId } = await spawn(a, c, { text: '/delay 20000 long job' });
-    const res = await keel.post(a, c, { text: `/tool cancel_delegate ${JSON.stringify({ delegateId, reason: 'not needed any more' })}` }, { wait: 30 });
-    expect(res.body.reply?.text).toBe(`tool result: cancel requested for delegate ${delegateId}; its outcome will come back`);
+    const res = await keel.post(
+      a,
+      c,
+      { text: `/tool cancel_delegate ${JSON.stringify({ delegateId, reason: 'not needed any more' })}` },
+      { wait: 30 },
+    );
+    expect(res.body.reply?.text).toBe(
+      `tool result: cancel requested for delegate ${delegateId}; its outcome will come back`,
+    );
     const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
     expect(d.result).toBe('Delegate cancelled: not needed any more');
   });
@@ -172,7 +238,10 @@ describe('how a delegate ends', () => {
     const { d, id, a } = await endOf('/noop thinking', { historyMode: 'clean' });
     expect(d.outcome).toMatchObject({ kind: 'failed', terminalOwner: 'delegate' });
     expect(d.outcome?.result).toBe('Delegate failed: finished without setting an outcome after 2 nudges');
-    const { rows } = await keel.pool.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE conversation_key = $1 AND role = 'assistant'`, [delegateWorkflowId(a, id)]);
+    const { rows } = await keel.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM messages WHERE conversation_key = $1 AND role = 'assistant'`,
+      [delegateWorkflowId(a, id)],
+    );
     expect(Number(rows[0]!.n)).toBe(3);
     expect((await api<{ status: string }>('GET', `/v1/agents/${a}/tasks/1`)).body.status).toBe('failed');
   });
@@ -180,11 +249,13 @@ describe('how a delegate ends', () => {
   it('ten exhausted segments of fifteen model calls end partial', async () => {
     const { d, id, a } = await endOf('/loop');
     expect(d.outcome).toMatchObject({ kind: 'partial', terminalOwner: 'delegate' });
-    expect(d.outcome?.result).toBe('still going (call 150)\n(reached max segments after 150 model calls — partial result)');
-    const { rows } = await keel.pool.query<{ n: string }>(`SELECT count(*) AS n FROM messages WHERE conversation_key = $1 AND text = $2`, [
-      delegateWorkflowId(a, id),
-      'Continue where you left off. Do not repeat completed work.',
-    ]);
+    expect(d.outcome?.result).toBe(
+      'still going (call 150)\n(reached max segments after 150 model calls — partial result)',
+    );
+    const { rows } = await keel.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM messages WHERE conversation_key = $1 AND text = $2`,
+      [delegateWorkflowId(a, id), 'Continue where you left off. Do not repeat completed work.'],
+    );
     expect(Number(rows[0]!.n)).toBe(9);
   });
 
@@ -207,13 +278,23 @@ describe('admission in the conversation', () => {
     const id = delegateId!;
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
     const handle = keel.client.workflow.getHandle(conversationWorkflowId(a, c));
-    const claim = { delegateId: id, outcomeVersion: 1, transcriptVersion: 1, outcomeKind: 'success' as const, terminalOwner: 'delegate' as const };
+    const claim = {
+      delegateId: id,
+      outcomeVersion: 1,
+      transcriptVersion: 1,
+      outcomeKind: 'success' as const,
+      terminalOwner: 'delegate' as const,
+    };
     await handle.signal(delegateFinished, claim);
     await handle.signal(delegateFinished, { ...claim, outcomeVersion: 2, outcomeKind: 'failed' });
-    const d = await eventually(async () => {
-      const v = await delegate(a, id);
-      return v.admissions.some((x) => x.decision === 'rejected:mismatch') ? v : undefined;
-    }, 30_000, 'the mismatching signal to be decided');
+    const d = await eventually(
+      async () => {
+        const v = await delegate(a, id);
+        return v.admissions.some((x) => x.decision === 'rejected:mismatch') ? v : undefined;
+      },
+      30_000,
+      'the mismatching signal to be decided',
+    );
     // Admitted once (by its signal or by reconciliation at a turn end, whichever came first). The delegate's own signal
     // may land after that (ignored:consumed too), so only the counts and the order of the two sent here are fixed.
     const decisions = d.admissions.map((x) => x.decision);
@@ -223,7 +304,9 @@ describe('admission in the conversation', () => {
     expect(decisions.lastIndexOf('ignored:consumed')).toBeLessThan(decisions.indexOf('rejected:mismatch'));
     // A user message afterwards still gets its answer, and no second relay happens: counted once the delegate has
     // closed (no signal of its own can follow) and the conversation is at rest (nothing admitted waits to be relayed).
-    expect((await keel.post(a, c, { text: 'anything new?' }, { wait: 30 })).body.reply?.text).toBe('echo: anything new?');
+    expect((await keel.post(a, c, { text: 'anything new?' }, { wait: 30 })).body.reply?.text).toBe(
+      'echo: anything new?',
+    );
     await keel.client.workflow.getHandle(delegateWorkflowId(a, id)).result();
     await eventually(() => quiescent(keel.client, conversationWorkflowId(a, c)), 30_000, 'the conversation at rest');
     expect(relays(await messages(a, c))).toHaveLength(1);
@@ -234,31 +317,53 @@ describe('admission in the conversation', () => {
     const key = conversationWorkflowId(a, c);
     // One user message whose model call spawns four delegates, finishing far enough apart for a retrigger each.
     await queueAnswer(keel, a, c, {
-      content: [0, 1, 2, 3].map((i) => ({ type: 'tool_use' as const, id: `toolu_spawn_${i}`, name: 'spawn_delegate', input: { text: `/delay ${1000 + i * 3000} job ${i}`, historyMode: 'clean' } })),
+      content: [0, 1, 2, 3].map((i) => ({
+        type: 'tool_use' as const,
+        id: `toolu_spawn_${i}`,
+        name: 'spawn_delegate',
+        input: { text: `/delay ${1000 + i * 3000} job ${i}`, historyMode: 'clean' },
+      })),
       stopReason: 'tool_use',
       usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
     });
     await keel.post(a, c, { text: 'do four things' }, { wait: 30 });
-    const { rows } = await keel.pool.query<{ delegate_id: string }>('SELECT delegate_id FROM delegates WHERE conversation_key = $1 ORDER BY created_at', [key]);
+    const { rows } = await keel.pool.query<{ delegate_id: string }>(
+      'SELECT delegate_id FROM delegates WHERE conversation_key = $1 ORDER BY created_at',
+      [key],
+    );
     expect(rows).toHaveLength(4);
     const ids = rows.map((r) => r.delegate_id);
-    await eventually(async () => (await Promise.all(ids.map((id) => delegate(a, id)))).every((d) => d.relay), 60_000, 'all four relayed or noted');
-    expect((await Promise.all(ids.map((id) => delegate(a, id)))).map((d) => d.relay)).toEqual(['relayed', 'relayed', 'relayed', 'noted']);
+    await eventually(
+      async () => (await Promise.all(ids.map((id) => delegate(a, id)))).every((d) => d.relay),
+      60_000,
+      'all four relayed or noted',
+    );
+    expect((await Promise.all(ids.map((id) => delegate(a, id)))).map((d) => d.relay)).toEqual([
+      'relayed',
+      'relayed',
+      'relayed',
+      'noted',
+    ]);
     const ms = await messages(a, c);
     expect(relays(ms)).toHaveLength(3);
-    expect(ms.some((m) => m.role === 'system' && m.text.startsWith(`[Background delegate ${ids[3]} success]`))).toBe(true);
+    expect(ms.some((m) => m.role === 'system' && m.text.startsWith(`[Background delegate ${ids[3]} success]`))).toBe(
+      true,
+    );
   });
-
 });
 
 describe('relay', () => {
   it('records "relay failed" on a result whose retrigger reply the guard blocks', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const { delegateId } = await spawn(a, c, { text: `/delay 10 ${FAKE_SECRET}`, historyMode: 'clean' });
-    const d = await eventually(async () => {
-      const v = await delegate(a, delegateId!);
-      return v.relay ? v : undefined;
-    }, 30_000, 'the relay to be recorded');
+    const d = await eventually(
+      async () => {
+        const v = await delegate(a, delegateId!);
+        return v.relay ? v : undefined;
+      },
+      30_000,
+      'the relay to be recorded',
+    );
     expect(d.outcome?.kind).toBe('success');
     expect(d.relay).toBe('relay_failed');
     expect(relays(await messages(a, c))).toHaveLength(0);
@@ -269,7 +374,9 @@ describe('a conversation or a delegate that goes away', () => {
   it('a delegate that finishes after its conversation was terminated is admitted and relayed by the next run', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const { delegateId } = await spawn(a, c, { text: '/delay 2000 outlived it', historyMode: 'clean' });
-    await keel.client.workflow.getHandle(conversationWorkflowId(a, c)).terminate('operator terminated the conversation');
+    await keel.client.workflow
+      .getHandle(conversationWorkflowId(a, c))
+      .terminate('operator terminated the conversation');
     await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
     expect((await keel.post(a, c, { text: 'back again' }, { wait: 30 })).body.reply?.text).toBe('echo: back again');
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
@@ -289,10 +396,14 @@ describe('a conversation or a delegate that goes away', () => {
       const key = conversationWorkflowId(a, c);
       const { delegateId } = await spawn(a, c, { text: '/delay 1000 relayed by the next run', historyMode: 'clean' });
       const handle = keel.client.workflow.getHandle(key);
-      const runId = await eventually(async () => {
-        const [history, described] = await Promise.all([handle.fetchHistory(), handle.describe()]);
-        return windowTimer(history.events ?? []) ? described.runId : undefined;
-      }, 30_000, 'the relay window');
+      const runId = await eventually(
+        async () => {
+          const [history, described] = await Promise.all([handle.fetchHistory(), handle.describe()]);
+          return windowTimer(history.events ?? []) ? described.runId : undefined;
+        },
+        30_000,
+        'the relay window',
+      );
       await handle.terminate('terminated inside the relay window');
       // Inside the window: the timer never fired and no relay turn began (a stalled machine can miss 500 ms).
       const terminated = (await keel.client.workflow.getHandle(key, runId).fetchHistory()).events ?? [];
@@ -315,10 +426,14 @@ describe('a conversation or a delegate that goes away', () => {
 
     // The next run (started by the next message) takes the admitted result up and relays it.
     expect((await keel.post(a, c, { text: 'back again' }, { wait: 30 })).body.reply?.text).toBe('echo: back again');
-    const d = await eventually(async () => {
-      const v = await delegate(a, id);
-      return v.relay ? v : undefined;
-    }, 30_000, 'the relay to be recorded');
+    const d = await eventually(
+      async () => {
+        const v = await delegate(a, id);
+        return v.relay ? v : undefined;
+      },
+      30_000,
+      'the relay to be recorded',
+    );
     expect(d.relay).toBe('relayed');
     // Once: counted with the delegate closed and the new run at rest; the result was admitted once, not again.
     await keel.client.workflow.getHandle(delegateWorkflowId(a, id)).result();
@@ -330,12 +445,24 @@ describe('a conversation or a delegate that goes away', () => {
 
   it('a delegate workflow cancelled through Temporal still commits its outcome, and it is relayed', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Long', description: '/delay 30000 long', status: 'ready', historyMode: 'clean' });
+    await api('POST', `/v1/agents/${a}/tasks`, {
+      title: 'Long',
+      description: '/delay 30000 long',
+      status: 'ready',
+      historyMode: 'clean',
+    });
     const { delegateId } = await spawn(a, c, { task: 1 });
     await keel.client.workflow.getHandle(delegateWorkflowId(a, delegateId!)).cancel();
     const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
-    expect(d).toMatchObject({ kind: 'cancelled', terminalOwner: 'cancel', result: 'Delegate cancelled: the delegate workflow was cancelled' });
-    const task = await api<{ status: string; attempts: { endedAt: string | null }[] }>('GET', `/v1/agents/${a}/tasks/1`);
+    expect(d).toMatchObject({
+      kind: 'cancelled',
+      terminalOwner: 'cancel',
+      result: 'Delegate cancelled: the delegate workflow was cancelled',
+    });
+    const task = await api<{ status: string; attempts: { endedAt: string | null }[] }>(
+      'GET',
+      `/v1/agents/${a}/tasks/1`,
+    );
     expect(task.body.status).toBe('failed');
     expect(task.body.attempts[0]!.endedAt).not.toBeNull();
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
@@ -343,13 +470,25 @@ describe('a conversation or a delegate that goes away', () => {
 
   it('a delegate workflow terminated outside Keel is failed by reconciliation (owner reconcile), its task attempt closed, and relayed', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    await api('POST', `/v1/agents/${a}/tasks`, { title: 'Doomed', description: '/delay 30000 doomed', status: 'ready', historyMode: 'clean' });
+    await api('POST', `/v1/agents/${a}/tasks`, {
+      title: 'Doomed',
+      description: '/delay 30000 doomed',
+      status: 'ready',
+      historyMode: 'clean',
+    });
     const { delegateId } = await spawn(a, c, { task: 1 });
     await keel.client.workflow.getHandle(delegateWorkflowId(a, delegateId!)).terminate('an operator terminated it');
     expect((await keel.post(a, c, { text: 'anything?' }, { wait: 30 })).body.reply?.text).toBe('echo: anything?');
     const d = await eventually(async () => (await delegate(a, delegateId!)).outcome, 30_000, 'the outcome');
-    expect(d).toMatchObject({ kind: 'failed', terminalOwner: 'reconcile', result: 'Delegate failed: its workflow ended (terminated) without committing an outcome' });
-    const task = await api<{ status: string; attempts: { endedAt: string | null; outcome: string }[] }>('GET', `/v1/agents/${a}/tasks/1`);
+    expect(d).toMatchObject({
+      kind: 'failed',
+      terminalOwner: 'reconcile',
+      result: 'Delegate failed: its workflow ended (terminated) without committing an outcome',
+    });
+    const task = await api<{ status: string; attempts: { endedAt: string | null; outcome: string }[] }>(
+      'GET',
+      `/v1/agents/${a}/tasks/1`,
+    );
     expect(task.body.status).toBe('failed');
     expect(task.body.attempts[0]).toMatchObject({ outcome: 'failed' });
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
@@ -357,7 +496,9 @@ describe('a conversation or a delegate that goes away', () => {
 
   it('refuses a task number beyond the range of task numbers without stalling the conversation', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    expect((await spawn(a, c, { task: 3_000_000_000 })).text).toMatch(/^tool error: invalid arguments for spawn_delegate/);
+    expect((await spawn(a, c, { task: 3_000_000_000 })).text).toMatch(
+      /^tool error: invalid arguments for spawn_delegate/,
+    );
     expect((await keel.post(a, c, { text: 'still here' }, { wait: 30 })).body.reply?.text).toBe('echo: still here');
   });
 });
@@ -370,9 +511,10 @@ describe('history modes', () => {
     const clean = await spawn(a, c, { text: 'recall nothing', historyMode: 'clean' });
     const transcriptOf = async (id: string) => {
       await eventually(async () => (await delegate(a, id)).outcome, 30_000, 'the outcome');
-      const { rows } = await keel.pool.query<{ role: string; content: unknown }>('SELECT role, content FROM messages WHERE conversation_key = $1 ORDER BY seq', [
-        delegateWorkflowId(a, id),
-      ]);
+      const { rows } = await keel.pool.query<{ role: string; content: unknown }>(
+        'SELECT role, content FROM messages WHERE conversation_key = $1 ORDER BY seq',
+        [delegateWorkflowId(a, id)],
+      );
       return JSON.stringify(rows);
     };
     expect(await transcriptOf(forked.delegateId!)).toContain('remember the codeword heliotrope');
@@ -394,9 +536,14 @@ describe('task, skill and delegate routes', () => {
     expect((await api('GET', `/v1/agents/${a}/tasks/99`)).status).toBe(404);
     expect((await api('PUT', `/v1/agents/${a}/skills/bad%20name`, { body: 'x' })).status).toBe(400);
     expect((await api('GET', `/v1/agents/${a}/delegates/00000000-0000-0000-0000-000000000000`)).status).toBe(404);
-    expect((await api('POST', `/v1/agents/${a}/delegates/00000000-0000-0000-0000-000000000000/cancel`, { reason: 'x' })).status).toBe(404);
+    expect(
+      (await api('POST', `/v1/agents/${a}/delegates/00000000-0000-0000-0000-000000000000/cancel`, { reason: 'x' }))
+        .status,
+    ).toBe(404);
     await api('POST', `/v1/agents/${a}/tasks`, { title: 'x', status: 'ready' });
-    const wrong = await api<{ error: { code: string; message: string } }>('PATCH', `/v1/agents/${a}/tasks/1`, { status: 'done' });
+    const wrong = await api<{ error: { code: string; message: string } }>('PATCH', `/v1/agents/${a}/tasks/1`, {
+      status: 'done',
+    });
     expect(wrong.status).toBe(409);
     expect(wrong.body.error).toEqual({ code: 'invalid_transition', message: 'task #1 cannot move from ready to done' });
   });
@@ -409,7 +556,9 @@ describe('replay', () => {
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
     for (const id of [delegateWorkflowId(a, delegateId!), conversationWorkflowId(a, c)]) {
       const history = await keel.client.workflow.getHandle(id).fetchHistory();
-      await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history),
+      ).resolves.toBeUndefined();
     }
   });
 });

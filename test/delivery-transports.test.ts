@@ -117,7 +117,11 @@ describe('webhook transport', () => {
 
   it('reports an unreachable port as a retryable network error', async () => {
     const port = await closedPort();
-    const result = await webhookTransport().send({ channel: 'webhook', url: `http://127.0.0.1:${port}/hook` }, message, live());
+    const result = await webhookTransport().send(
+      { channel: 'webhook', url: `http://127.0.0.1:${port}/hook` },
+      message,
+      live(),
+    );
     expect(result).toEqual({ ok: false, retryable: true, reason: 'network' });
   });
 
@@ -146,7 +150,11 @@ describe('webhook transport', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const { port } = server.address() as AddressInfo;
     try {
-      const send = webhookTransport().send({ channel: 'webhook', url: `http://127.0.0.1:${port}/hook` }, message, controller.signal);
+      const send = webhookTransport().send(
+        { channel: 'webhook', url: `http://127.0.0.1:${port}/hook` },
+        message,
+        controller.signal,
+      );
       await expect(send).rejects.toThrow('activity cancelled');
     } finally {
       server.closeAllConnections();

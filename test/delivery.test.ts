@@ -17,7 +17,9 @@ let slack: FakeSlack;
 
 beforeAll(async () => {
   slack = await startFakeSlack();
-  keel = await startTestKeel({ transports: { slack: slackTransport({ token: 'xoxb-test', apiUrl: slack.url, owner: 'U0OWNER1' }) } });
+  keel = await startTestKeel({
+    transports: { slack: slackTransport({ token: 'xoxb-test', apiUrl: slack.url, owner: 'U0OWNER1' }) },
+  });
 });
 afterAll(async () => {
   await keel?.stop();
@@ -35,7 +37,12 @@ async function receiver(opts?: Parameters<typeof startWebhookReceiver>[0]): Prom
 describe('reply delivery in a turn', () => {
   it('signs webhook bodies with HMAC-SHA256 when a secret is set, with an idempotency key', async () => {
     const hook = await receiver({ secret: 's3cret' });
-    const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'signed', delivery: { channel: 'webhook', url: hook.url, secret: 's3cret' } }, { wait: 30 });
+    const res = await keel.post(
+      uniqueId('a'),
+      uniqueId('c'),
+      { text: 'signed', delivery: { channel: 'webhook', url: hook.url, secret: 's3cret' } },
+      { wait: 30 },
+    );
     expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 1 });
     expect(hook.received).toHaveLength(1);
     expect(hook.received[0]!.validSignature).toBe(true);
@@ -44,7 +51,12 @@ describe('reply delivery in a turn', () => {
 
   it('retries a failing webhook with the same idempotency key and records the attempts', async () => {
     const hook = await receiver({ failFirst: 2, failStatus: 503 });
-    const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'persist', delivery: { channel: 'webhook', url: hook.url } }, { wait: 60 });
+    const res = await keel.post(
+      uniqueId('a'),
+      uniqueId('c'),
+      { text: 'persist', delivery: { channel: 'webhook', url: hook.url } },
+      { wait: 60 },
+    );
     expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 3 });
     expect(hook.received.map((r) => r.status)).toEqual([503, 503, 200]);
     expect(new Set(hook.received.map((r) => r.headers['idempotency-key'])).size).toBe(1);
@@ -53,7 +65,12 @@ describe('reply delivery in a turn', () => {
 
   it('records dropped:http_404 when the target refuses for good, without retrying', async () => {
     const hook = await receiver({ failFirst: 100, failStatus: 404 });
-    const res = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'nobody home', delivery: { channel: 'webhook', url: hook.url } }, { wait: 30 });
+    const res = await keel.post(
+      uniqueId('a'),
+      uniqueId('c'),
+      { text: 'nobody home', delivery: { channel: 'webhook', url: hook.url } },
+      { wait: 30 },
+    );
     expect(res.body.status).toBe('replied');
     expect(res.body.reply?.delivery).toEqual({ outcome: 'dropped:http_404', attempts: 1 });
     expect(hook.received).toHaveLength(1);
@@ -61,9 +78,19 @@ describe('reply delivery in a turn', () => {
 
   it('delivers to Slack through the Web API, resolving the owner target', async () => {
     const calls = slack.calls.length;
-    const toChannel = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'to the channel', delivery: { channel: 'slack', target: 'C0123ABCD' } }, { wait: 30 });
+    const toChannel = await keel.post(
+      uniqueId('a'),
+      uniqueId('c'),
+      { text: 'to the channel', delivery: { channel: 'slack', target: 'C0123ABCD' } },
+      { wait: 30 },
+    );
     expect(toChannel.body.reply?.delivery.outcome).toBe('delivered');
-    const toOwner = await keel.post(uniqueId('a'), uniqueId('c'), { text: 'to the owner', delivery: { channel: 'slack', target: 'owner' } }, { wait: 30 });
+    const toOwner = await keel.post(
+      uniqueId('a'),
+      uniqueId('c'),
+      { text: 'to the owner', delivery: { channel: 'slack', target: 'owner' } },
+      { wait: 30 },
+    );
     expect(toOwner.body.reply?.delivery.outcome).toBe('delivered');
     expect(slack.calls.slice(calls).map((c) => [c.method, c.body.channel, c.body.text])).toEqual([
       ['chat.postMessage', 'C0123ABCD', 'echo: to the channel'],
@@ -94,12 +121,26 @@ describe('the delivery activity and the effects ledger', () => {
       startsTurn: true,
       message: { messageId: 'm1', text: 'hi', mode: 'queue', delivery: { channel: 'webhook', url: hookUrl } },
     });
-    const replySeq = await appendTranscriptTx(keel.pool, key, turnId, [{ role: 'assistant', content: [{ type: 'text', text: 'hello' }], text: '', origin: 'test' }]);
-    return { conversationKey: key, agentId: a, conversationId: c, turnId, replySeq, text: 'hello', effectKey: `${key}/turn/${turnId}/reply/1` };
+    const replySeq = await appendTranscriptTx(keel.pool, key, turnId, [
+      { role: 'assistant', content: [{ type: 'text', text: 'hello' }], text: '', origin: 'test' },
+    ]);
+    return {
+      conversationKey: key,
+      agentId: a,
+      conversationId: c,
+      turnId,
+      replySeq,
+      text: 'hello',
+      effectKey: `${key}/turn/${turnId}/reply/1`,
+    };
   }
 
   const quiet = { logger: new DefaultLogger('ERROR') };
-  const activities = () => deliveryActivities({ pool: keel.pool, transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) } });
+  const activities = () =>
+    deliveryActivities({
+      pool: keel.pool,
+      transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) },
+    });
 
   it('never sends a settled effect twice: a retried or replayed delivery answers from the ledger', async () => {
     const hook = await receiver();
@@ -116,15 +157,21 @@ describe('the delivery activity and the effects ledger', () => {
     const hook = await receiver({ failFirst: 1000, failStatus: 503 });
     const input = await seedTurn(hook.url);
     for (let attempt = 1; attempt < LIMITS.deliveryAttempts; attempt++) {
-      await expect(new MockActivityEnvironment({ attempt }, quiet).run(activities().deliverReply, input)).rejects.toThrow(/failed: http_503/);
+      await expect(
+        new MockActivityEnvironment({ attempt }, quiet).run(activities().deliverReply, input),
+      ).rejects.toThrow(/failed: http_503/);
     }
-    const last = await new MockActivityEnvironment({ attempt: LIMITS.deliveryAttempts }, quiet).run(activities().deliverReply, input);
+    const last = await new MockActivityEnvironment({ attempt: LIMITS.deliveryAttempts }, quiet).run(
+      activities().deliverReply,
+      input,
+    );
     expect(last).toEqual({ outcome: 'error:http_503', attempts: LIMITS.deliveryAttempts });
     expect(await new MockActivityEnvironment().run(activities().deliverReply, input)).toEqual(last);
     expect(hook.received).toHaveLength(LIMITS.deliveryAttempts);
-    const { rows } = await keel.pool.query<{ outcome: string; attempts: number; last_error: string }>('SELECT outcome, attempts, last_error FROM deliveries WHERE effect_key = $1', [
-      input.effectKey,
-    ]);
+    const { rows } = await keel.pool.query<{ outcome: string; attempts: number; last_error: string }>(
+      'SELECT outcome, attempts, last_error FROM deliveries WHERE effect_key = $1',
+      [input.effectKey],
+    );
     expect(rows[0]).toEqual({ outcome: 'error:http_503', attempts: LIMITS.deliveryAttempts, last_error: 'http_503' });
   });
 });

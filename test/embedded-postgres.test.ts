@@ -59,7 +59,7 @@ describe.skipIf(!isRoot || process.platform !== 'linux')('embedded PostgreSQL as
       await withClient(first.url, async (c) => {
         // The server runs the copy, as the postgres user, on the moved data.
         const { rows } = await c.query<{ pid: number; dir: string }>(
-          'SELECT pg_backend_pid() AS pid, current_setting(\'data_directory\') AS dir',
+          "SELECT pg_backend_pid() AS pid, current_setting('data_directory') AS dir",
         );
         const backend = rows[0]!;
         expect(backend.dir).toBe(first.dataDir);

@@ -36,9 +36,18 @@ async function openEvents(url: string, headers: Record<string, string> = {}) {
           for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
             const block = buffer.slice(0, end);
             buffer = buffer.slice(end + 2);
-            const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+            const fields = Object.fromEntries(
+              block
+                .split('\n')
+                .filter((l) => !l.startsWith(':'))
+                .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
+            );
             if (!fields.event) continue;
-            events.push({ ...(fields.id ? { id: Number(fields.id) } : {}), event: fields.event, data: JSON.parse(fields.data ?? '{}') as Record<string, unknown> });
+            events.push({
+              ...(fields.id ? { id: Number(fields.id) } : {}),
+              event: fields.event,
+              data: JSON.parse(fields.data ?? '{}') as Record<string, unknown>,
+            });
           }
           if (done(events)) break;
         }
@@ -51,7 +60,8 @@ async function openEvents(url: string, headers: Record<string, string> = {}) {
   };
 }
 
-const readEvents = async (url: string, done: (events: SseEvent[]) => boolean, headers: Record<string, string> = {}) => (await openEvents(url, headers)).until(done);
+const readEvents = async (url: string, done: (events: SseEvent[]) => boolean, headers: Record<string, string> = {}) =>
+  (await openEvents(url, headers)).until(done);
 
 async function historyBytes(workflowId: string): Promise<number> {
   const d = await keel.client.workflow.getHandle(workflowId).describe();
@@ -73,7 +83,12 @@ describe('live events of a conversation', () => {
     expect(firstDelta).toBeGreaterThan(0);
     expect(firstDelta).toBeLessThan(types.indexOf('turn.finished'));
     expect(events.filter((e) => e.event === 'text.delta').length).toBeGreaterThan(1);
-    expect(events.filter((e) => e.event === 'text.delta').map((e) => e.data.delta).join('')).toContain('echo: one two three');
+    expect(
+      events
+        .filter((e) => e.event === 'text.delta')
+        .map((e) => e.data.delta)
+        .join(''),
+    ).toContain('echo: one two three');
     expect(types).toContain('reply.delivered');
     expect(events.find((e) => e.event === 'turn.finished')?.data).toMatchObject({ status: 'replied' });
     // Kept events have increasing ids; deltas have none.
@@ -93,16 +108,23 @@ describe('live events of a conversation', () => {
     const stream = await openEvents(url);
     const ending = stream.until(() => false); // reads until the server ends the stream
     const first = await eventually(async () => {
-      const { rows } = await keel.pool.query<{ id: string }>('SELECT max(id) AS id FROM conversation_events WHERE conversation_key = $1', [conversationWorkflowId(a, c)]);
+      const { rows } = await keel.pool.query<{ id: string }>(
+        'SELECT max(id) AS id FROM conversation_events WHERE conversation_key = $1',
+        [conversationWorkflowId(a, c)],
+      );
       return rows[0]?.id ? Number(rows[0].id) : undefined;
     });
     // PostgreSQL drops the hub's connection (as a restart would).
-    await keel.pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN keel_events' AND pid <> pg_backend_pid()`);
+    await keel.pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN keel_events' AND pid <> pg_backend_pid()`,
+    );
     const before = await ending;
     expect(before.filter((e) => e.event === 'turn.finished')).toHaveLength(1);
     // Meanwhile a turn happens; the reconnect gets it, from the last id it saw.
     await keel.post(a, c, { text: 'second' }, { wait: 30 });
-    const after = await readEvents(url, (es) => es.some((e) => e.event === 'turn.finished'), { 'last-event-id': String(first) });
+    const after = await readEvents(url, (es) => es.some((e) => e.event === 'turn.finished'), {
+      'last-event-id': String(first),
+    });
     expect(after.map((e) => e.event)).toEqual(['turn.started', 'reply.delivered', 'turn.finished']);
     expect(after.every((e) => e.id! > first)).toBe(true);
   });
@@ -110,8 +132,12 @@ describe('live events of a conversation', () => {
   it('tool calls and delegates appear as events too', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await keel.post(a, c, { text: '/tool spawn_delegate {"text":"quick job","historyMode":"clean"}' }, { wait: 30 });
-    const events = await readEvents(`${base}/v1/agents/${a}/conversations/${c}/events`, (es) => es.some((e) => e.event === 'delegate.finished'));
-    expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(['turn.started', 'tool.called', 'reply.delivered', 'turn.finished', 'delegate.finished']));
+    const events = await readEvents(`${base}/v1/agents/${a}/conversations/${c}/events`, (es) =>
+      es.some((e) => e.event === 'delegate.finished'),
+    );
+    expect(events.map((e) => e.event)).toEqual(
+      expect.arrayContaining(['turn.started', 'tool.called', 'reply.delivered', 'turn.finished', 'delegate.finished']),
+    );
   });
 
   it('streaming does not grow the history: a streamed turn adds as many bytes as one that is not, within 10%', async () => {

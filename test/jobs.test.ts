@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobConversationId, jobScheduleId } from '../activities/jobs';
+import { jobConversationId, jobScheduleId } from '../domain/ids';
 import { eventually, queueAnswer, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -25,7 +25,11 @@ async function api<T = Record<string, unknown>>(
   url: string,
   body?: unknown,
 ): Promise<{ status: number; body: T }> {
-  const res = await keel.api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+  const res = await keel.api.inject({
+    method,
+    url,
+    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
+  });
   return { status: res.statusCode, body: res.json<T>() };
 }
 
@@ -47,22 +51,35 @@ interface Run {
 }
 
 async function createJob(a: string, body: Record<string, unknown>) {
-  const res = await api<Job & { error?: { code: string; message: string } }>('POST', `/v1/agents/${a}/jobs`, { name: uniqueId('job'), schedule: { kind: 'every', intervalMs: 3_600_000 }, ...body });
+  const res = await api<Job & { error?: { code: string; message: string } }>('POST', `/v1/agents/${a}/jobs`, {
+    name: uniqueId('job'),
+    schedule: { kind: 'every', intervalMs: 3_600_000 },
+    ...body,
+  });
   return res;
 }
 
 const runs = async (a: string, id: string) => (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${id}/runs`)).body;
 const finishedRuns = async (a: string, id: string, n: number) =>
-  eventually(async () => {
-    const r = await runs(a, id);
-    return r.filter((x) => x.status !== 'running').length >= n ? r : undefined;
-  }, 60_000, `${n} finished runs`);
+  eventually(
+    async () => {
+      const r = await runs(a, id);
+      return r.filter((x) => x.status !== 'running').length >= n ? r : undefined;
+    },
+    60_000,
+    `${n} finished runs`,
+  );
 
 describe('scheduled jobs through the REST API', () => {
   it('an every-60000 job with a webhook, run now: the receiver gets the reply once and the run is ok and delivered', async () => {
     const a = uniqueId('a');
     const hook = await receiver();
-    const created = await createJob(a, { name: 'Morning digest', schedule: { kind: 'every', intervalMs: 60_000 }, task: 'digest please', delivery: { channel: 'webhook', url: hook.url } });
+    const created = await createJob(a, {
+      name: 'Morning digest',
+      schedule: { kind: 'every', intervalMs: 60_000 },
+      task: 'digest please',
+      delivery: { channel: 'webhook', url: hook.url },
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ name: 'Morning digest', status: 'active', runCount: 0 });
     const described = await keel.client.schedule.getHandle(jobScheduleId(created.body.id)).describe();
@@ -70,11 +87,19 @@ describe('scheduled jobs through the REST API', () => {
 
     expect((await api('POST', `/v1/agents/${a}/jobs/${created.body.id}/run`)).status).toBe(202);
     const [run] = await finishedRuns(a, created.body.id, 1);
-    expect(run).toMatchObject({ status: 'ok', reply: 'echo: digest please', delivery: { outcome: 'delivered', attempts: 1 } });
+    expect(run).toMatchObject({
+      status: 'ok',
+      reply: 'echo: digest please',
+      delivery: { outcome: 'delivered', attempts: 1 },
+    });
     await hook.waitFor((r) => r.length >= 1, 10_000);
     expect(hook.received.map((r) => (r.body as { text: string }).text)).toEqual(['echo: digest please']);
     const job = (await api<Job>('GET', `/v1/agents/${a}/jobs/${created.body.id}`)).body;
-    expect(job).toMatchObject({ runCount: 1, consecutiveErrors: 0, lastRun: { status: 'ok', deliveryOutcome: 'delivered' } });
+    expect(job).toMatchObject({
+      runCount: 1,
+      consecutiveErrors: 0,
+      lastRun: { status: 'ok', deliveryOutcome: 'delivered' },
+    });
   });
 
   it('a webhook answering 500 twice then 200: the run is ok, delivered after 3 attempts, sent once', async () => {
@@ -115,13 +140,21 @@ describe('scheduled jobs through the REST API', () => {
     await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
     const [run] = await finishedRuns(a, job.id, 1);
     expect(run).toMatchObject({ status: 'ok', reply: 'echo: flaky report' });
-    expect((await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body).toMatchObject({ consecutiveErrors: 0, status: 'active' });
+    expect((await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body).toMatchObject({
+      consecutiveErrors: 0,
+      status: 'active',
+    });
   });
 
   it('a job failing 10 times in a row becomes failed, its Schedule is paused and the owner hears of it', async () => {
     const a = uniqueId('a');
     const owner = await receiver();
-    await keel.api.inject({ method: 'PUT', url: `/v1/agents/${a}`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'A', owner: { delivery: { channel: 'webhook', url: owner.url } } }) });
+    await keel.api.inject({
+      method: 'PUT',
+      url: `/v1/agents/${a}`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'A', owner: { delivery: { channel: 'webhook', url: owner.url } } }),
+    });
     const { body: job } = await createJob(a, { name: 'Broken', task: '/error 100 never works' });
     await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
     const [run] = await finishedRuns(a, job.id, 1);
@@ -130,7 +163,9 @@ describe('scheduled jobs through the REST API', () => {
     expect(after).toMatchObject({ status: 'failed', consecutiveErrors: 10 });
     expect((await keel.client.schedule.getHandle(jobScheduleId(job.id)).describe()).state.paused).toBe(true);
     await owner.waitFor((r) => r.length >= 1, 10_000);
-    expect((owner.received[0]!.body as { text: string }).text).toMatch(/^Scheduled job "Broken" failed 10 times in a row and has been stopped/);
+    expect((owner.received[0]!.body as { text: string }).text).toMatch(
+      /^Scheduled job "Broken" failed 10 times in a row and has been stopped/,
+    );
     expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`)).status).toBe(409);
   });
 
@@ -138,7 +173,11 @@ describe('scheduled jobs through the REST API', () => {
     const a = uniqueId('a');
     const { body: job } = await createJob(a, { task: '/error 100 keeps failing' });
     await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
-    await eventually(async () => (await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body.consecutiveErrors >= 2 || undefined, 30_000, 'two errors');
+    await eventually(
+      async () => (await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body.consecutiveErrors >= 2 || undefined,
+      30_000,
+      'two errors',
+    );
     expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/pause`)).status).toBe(200);
     const [run] = await finishedRuns(a, job.id, 1);
     expect(run?.status).toBe('error');
@@ -153,18 +192,33 @@ describe('scheduled jobs through the REST API', () => {
     const { body: job } = await createJob(a, { schedule: { kind: 'at', at }, task: '/error 100 nope' });
     await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
     await finishedRuns(a, job.id, 1);
-    expect((await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body).toMatchObject({ status: 'failed', consecutiveErrors: 3 });
+    expect((await api<Job>('GET', `/v1/agents/${a}/jobs/${job.id}`)).body).toMatchObject({
+      status: 'failed',
+      consecutiveErrors: 3,
+    });
   });
 
   it('a fire while the previous run is still running is recorded skipped; a pause during a run stays', async () => {
     const a = uniqueId('a');
     const { body: job } = await createJob(a, { task: '/delay 3000 slow' });
     await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
-    const first = await eventually(async () => (await runs(a, job.id)).find((r) => r.status === 'running'), 20_000, 'a running run');
+    const first = await eventually(
+      async () => (await runs(a, job.id)).find((r) => r.status === 'running'),
+      20_000,
+      'a running run',
+    );
     // Schedule-started runs are named by their fire time to the second: the second fire must fall in a later second.
-    await eventually(async () => Date.now() > new Date(first.firedAt).getTime() + 1000 || undefined, 5_000, 'the next second');
+    await eventually(
+      async () => Date.now() > new Date(first.firedAt).getTime() + 1000 || undefined,
+      5_000,
+      'the next second',
+    );
     await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
-    await eventually(async () => (await runs(a, job.id)).some((r) => r.status === 'skipped') || undefined, 20_000, 'a skipped fire');
+    await eventually(
+      async () => (await runs(a, job.id)).some((r) => r.status === 'skipped') || undefined,
+      20_000,
+      'a skipped fire',
+    );
     expect((await api('POST', `/v1/agents/${a}/jobs/${job.id}/pause`)).status).toBe(200);
     const all = await finishedRuns(a, job.id, 2);
     expect(all.map((r) => r.status).sort()).toEqual(['ok', 'skipped']);
@@ -233,30 +287,62 @@ async function runAgentOneShot(name: string, url: string) {
 
 /** The run once booked, or 'gone' when the job (and with it its runs) was deleted instead. */
 const bookedOrGone = (a: string, id: string, timeoutMs: number) =>
-  eventually(async () => {
-    if ((await api('GET', `/v1/agents/${a}/jobs/${id}`)).status === 404) return 'gone' as const;
-    return (await runs(a, id)).find((r) => r.status !== 'running');
-  }, timeoutMs, 'the run booked or the job gone');
+  eventually(
+    async () => {
+      if ((await api('GET', `/v1/agents/${a}/jobs/${id}`)).status === 404) return 'gone' as const;
+      return (await runs(a, id)).find((r) => r.status !== 'running');
+    },
+    timeoutMs,
+    'the run booked or the job gone',
+  );
 
 describe("the agent's schedule tool", () => {
   it('creates a job by tool call; it appears in GET jobs with its Temporal Schedule; list, pause and delete work by name', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    const create = { action: 'create', name: 'Standup reminder', schedule: { kind: 'cron', expr: '0 9 * * MON-FRI', tz: 'Europe/Berlin' }, task: 'Remind the team about the standup.' };
+    const create = {
+      action: 'create',
+      name: 'Standup reminder',
+      schedule: { kind: 'cron', expr: '0 9 * * MON-FRI', tz: 'Europe/Berlin' },
+      task: 'Remind the team about the standup.',
+    };
     const res = await keel.post(a, c, { text: `/tool schedule ${JSON.stringify(create)}` }, { wait: 30 });
-    expect(res.body.reply?.text).toMatch(/^tool result: created job Standup reminder \(id \S+, active, next run \d{4}-/);
-    const jobs = (await api<(Job & { createdBy: string; deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`)).body;
+    expect(res.body.reply?.text).toMatch(
+      /^tool result: created job Standup reminder \(id \S+, active, next run \d{4}-/,
+    );
+    const jobs = (await api<(Job & { createdBy: string; deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`))
+      .body;
     expect(jobs).toHaveLength(1);
-    expect(jobs[0]).toMatchObject({ name: 'Standup reminder', createdBy: 'agent', status: 'active', deleteAfterRun: false });
+    expect(jobs[0]).toMatchObject({
+      name: 'Standup reminder',
+      createdBy: 'agent',
+      status: 'active',
+      deleteAfterRun: false,
+    });
     const schedule = await keel.client.schedule.getHandle(jobScheduleId(jobs[0]!.id)).describe();
     expect(schedule.spec.calendars?.length).toBeGreaterThan(0);
     expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'jobRunWorkflow' });
 
-    const bad = await keel.post(a, c, { text: `/tool schedule ${JSON.stringify({ ...create, name: 'Other', schedule: { kind: 'cron', expr: '@daily' } })}` }, { wait: 30 });
+    const bad = await keel.post(
+      a,
+      c,
+      {
+        text: `/tool schedule ${JSON.stringify({ ...create, name: 'Other', schedule: { kind: 'cron', expr: '@daily' } })}`,
+      },
+      { wait: 30 },
+    );
     expect(bad.body.reply?.text).toMatch(/^tool error: .*nicknames/);
-    expect((await keel.post(a, c, { text: '/tool schedule {"action":"pause","name":"standup REMINDER"}' }, { wait: 30 })).body.reply?.text).toMatch(/^tool result: paused Standup reminder/);
+    expect(
+      (await keel.post(a, c, { text: '/tool schedule {"action":"pause","name":"standup REMINDER"}' }, { wait: 30 }))
+        .body.reply?.text,
+    ).toMatch(/^tool result: paused Standup reminder/);
     expect((await keel.client.schedule.getHandle(jobScheduleId(jobs[0]!.id)).describe()).state.paused).toBe(true);
-    expect((await keel.post(a, c, { text: '/tool schedule {"action":"list"}' }, { wait: 30 })).body.reply?.text).toMatch(/Standup reminder \(id \S+, paused/);
-    expect((await keel.post(a, c, { text: '/tool schedule {"action":"delete","name":"Standup reminder"}' }, { wait: 30 })).body.reply?.text).toBe('tool result: deleted job Standup reminder');
+    expect(
+      (await keel.post(a, c, { text: '/tool schedule {"action":"list"}' }, { wait: 30 })).body.reply?.text,
+    ).toMatch(/Standup reminder \(id \S+, paused/);
+    expect(
+      (await keel.post(a, c, { text: '/tool schedule {"action":"delete","name":"Standup reminder"}' }, { wait: 30 }))
+        .body.reply?.text,
+    ).toBe('tool result: deleted job Standup reminder');
     expect((await api<Job[]>('GET', `/v1/agents/${a}/jobs`)).body).toEqual([]);
   });
 
@@ -302,14 +388,27 @@ describe("the agent's schedule tool", () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const hook = await receiver();
     const at = new Date(Date.now() + 3_600_000).toISOString();
-    const create = { action: 'create', name: 'Once', schedule: { kind: 'at', at }, task: 'one time only', delivery: { channel: 'webhook', url: hook.url } };
+    const create = {
+      action: 'create',
+      name: 'Once',
+      schedule: { kind: 'at', at },
+      task: 'one time only',
+      delivery: { channel: 'webhook', url: hook.url },
+    };
     await keel.post(a, c, { text: `/tool schedule ${JSON.stringify(create)}` }, { wait: 30 });
     const [job] = (await api<(Job & { deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`)).body;
     expect(job?.deleteAfterRun).toBe(true);
     await api('POST', `/v1/agents/${a}/jobs/${job!.id}/run`);
-    await eventually(async () => (await api('GET', `/v1/agents/${a}/jobs/${job!.id}`)).status === 404 || undefined, 30_000, 'the job to be gone');
+    await eventually(
+      async () => (await api('GET', `/v1/agents/${a}/jobs/${job!.id}`)).status === 404 || undefined,
+      30_000,
+      'the job to be gone',
+    );
     expect(hook.received.map((r) => (r.body as { text: string }).text)).toEqual(['echo: one time only']);
-    const { rows } = await keel.pool.query<{ action: string }>('SELECT action FROM job_audit WHERE job_id = $1 ORDER BY id', [job!.id]);
+    const { rows } = await keel.pool.query<{ action: string }>(
+      'SELECT action FROM job_audit WHERE job_id = $1 ORDER BY id',
+      [job!.id],
+    );
     expect(rows.map((r) => r.action)).toEqual(['create', 'run', 'delete-after-run']);
   });
 });

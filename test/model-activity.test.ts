@@ -22,15 +22,28 @@ async function seed(text: string): Promise<CallModelInput> {
   const [a, c] = [uniqueId('a'), uniqueId('c')];
   const key = conversationWorkflowId(a, c);
   const turnId = uniqueId('turn');
-  await acceptInbound(keel.pool, { conversationKey: key, agentId: a, conversationId: c, turnId, startsTurn: true, message: { messageId: 'm', text, mode: 'queue' } });
-  const throughSeq = await appendTranscriptTx(keel.pool, key, turnId, [{ role: 'user', content: [{ type: 'text', text }], text, origin: transcriptOrigin.userMessage('m') }]);
+  await acceptInbound(keel.pool, {
+    conversationKey: key,
+    agentId: a,
+    conversationId: c,
+    turnId,
+    startsTurn: true,
+    message: { messageId: 'm', text, mode: 'queue' },
+  });
+  const throughSeq = await appendTranscriptTx(keel.pool, key, turnId, [
+    { role: 'user', content: [{ type: 'text', text }], text, origin: transcriptOrigin.userMessage('m') },
+  ]);
   return { conversationKey: key, agentId: a, turnId, callIndex: 1, throughSeq, toolNames: CHANNEL_TOOL_NAMES };
 }
 
-const activities = () => modelActivities({ pool: keel.pool, provider: createScriptedProvider(keel.pool), defaultModel: 'scripted' });
+const activities = () =>
+  modelActivities({ pool: keel.pool, provider: createScriptedProvider(keel.pool), defaultModel: 'scripted' });
 
 async function assistantRows(key: string) {
-  const { rows } = await keel.pool.query<{ origin: string; text: string }>(`SELECT origin, text FROM messages WHERE conversation_key = $1 AND role = 'assistant' ORDER BY seq`, [key]);
+  const { rows } = await keel.pool.query<{ origin: string; text: string }>(
+    `SELECT origin, text FROM messages WHERE conversation_key = $1 AND role = 'assistant' ORDER BY seq`,
+    [key],
+  );
   return rows;
 }
 
@@ -61,8 +74,13 @@ describe('the model activity', () => {
     const input = await seed('/delay 1500 the whole answer, please');
     await cancelMidStream(input, new ActivityCancellationDetails({ workerShutdown: true }));
     expect(await assistantRows(input.conversationKey)).toEqual([]);
-    const retry: ModelStep = await new MockActivityEnvironment({ attempt: 2 }, quiet).run(activities().callModel, input);
-    expect(retry.content).toEqual([expect.objectContaining({ type: 'tool_use', name: 'reply', input: { text: 'echo: the whole answer, please' } })]);
+    const retry: ModelStep = await new MockActivityEnvironment({ attempt: 2 }, quiet).run(
+      activities().callModel,
+      input,
+    );
+    expect(retry.content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'reply', input: { text: 'echo: the whole answer, please' } }),
+    ]);
     expect(await assistantRows(input.conversationKey)).toHaveLength(1);
   });
 
@@ -85,7 +103,13 @@ describe('the model activity', () => {
 describe('accepting a message', () => {
   it('treats a retry of the same acceptance as the same message, and a second submission as a duplicate', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    const base = { conversationKey: conversationWorkflowId(a, c), agentId: a, conversationId: c, startsTurn: true, message: { messageId: 'same', text: 'hi', mode: 'queue' as const } };
+    const base = {
+      conversationKey: conversationWorkflowId(a, c),
+      agentId: a,
+      conversationId: c,
+      startsTurn: true,
+      message: { messageId: 'same', text: 'hi', mode: 'queue' as const },
+    };
     expect(await acceptInbound(keel.pool, { ...base, turnId: 't-1' })).toEqual({ turnId: 't-1', duplicate: false });
     expect(await acceptInbound(keel.pool, { ...base, turnId: 't-1' })).toEqual({ turnId: 't-1', duplicate: false });
     expect(await acceptInbound(keel.pool, { ...base, turnId: 't-2' })).toEqual({ turnId: 't-1', duplicate: true });

@@ -29,6 +29,8 @@ describe('the connection pool (real PostgreSQL)', () => {
     expect(String(failure)).toMatch(/terminat|connection error/i);
     // The broken client was destroyed, not handed out again.
     expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]?.one).toBe(1);
-    expect(await inTransaction(pool, async (c) => (await c.query<{ two: number }>('SELECT 2 AS two')).rows[0]?.two)).toBe(2);
+    expect(
+      await inTransaction(pool, async (c) => (await c.query<{ two: number }>('SELECT 2 AS two')).rows[0]?.two),
+    ).toBe(2);
   });
 });

@@ -51,7 +51,12 @@ describe('reflection admission through the REST API with the scripted model', ()
     expect(p).toMatchObject({ status: 'admitted', version: 2, conversationIds: ['c1', 'c2', 'c3', 'c4', 'c5'] });
     expect(p.checks.filter((c) => c.kind === 'hard').every((c) => c.passed)).toBe(true);
     expect(await r.memory(a)).toMatchObject({ version: 2, files: { 'persona.md': PERSONA } });
-    const versions = (await r.call<{ version: number; kind: string; proposalId: string | null; learnedFrom: string[] }[]>('GET', `/v1/agents/${a}/memory/versions`)).body;
+    const versions = (
+      await r.call<{ version: number; kind: string; proposalId: string | null; learnedFrom: string[] }[]>(
+        'GET',
+        `/v1/agents/${a}/memory/versions`,
+      )
+    ).body;
     expect(versions.map((v) => [v.version, v.kind])).toEqual([
       [1, 'initial'],
       [2, 'proposal'],
@@ -94,9 +99,20 @@ describe('reflection admission through the REST API with the scripted model', ()
     await r.say(a, 'c1', 'before reflection was enabled');
     await r.agent(a);
     // A job's run is a turn of the conversation sched:<jobId>.
-    const job = await r.call<{ id: string }>('POST', `/v1/agents/${a}/jobs`, { name: 'digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'a scheduled task' });
+    const job = await r.call<{ id: string }>('POST', `/v1/agents/${a}/jobs`, {
+      name: 'digest',
+      schedule: { kind: 'every', intervalMs: 3_600_000 },
+      task: 'a scheduled task',
+    });
     await r.call('POST', `/v1/agents/${a}/jobs/${job.body.id}/run`);
-    await eventually(async () => (await r.call<{ status: string }[]>('GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body.some((x) => x.status === 'ok'), 30_000, 'the job run');
+    await eventually(
+      async () =>
+        (await r.call<{ status: string }[]>('GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body.some(
+          (x) => x.status === 'ok',
+        ),
+      30_000,
+      'the job run',
+    );
     await r.say(a, 'c2', 'after');
     // Signals arrive in order: once c2's summary was handled, c1's and the job's would have been too.
     const state = await eventuallyState(r, a, (x) => x.drains >= 1);
@@ -111,7 +127,15 @@ describe('every hard gate rejects a proposal whole, named in GET proposals, the 
     ['writable_files', [{ file: 'memory/agent-notes.md', action: 'new' as const, content: '# Notes\n' }]],
     ['constitution_unchanged', [{ file: 'constitution.md', content: '# Constitution\n\nAnything goes.\n' }]],
     ['canonical_files_kept', [{ file: 'user-profile.md', action: 'delete' as const }]],
-    ['growth_limits', [{ file: 'domain-knowledge.md', content: `# Domain knowledge\n${Array.from({ length: 81 }, (_, i) => `- fact ${i}`).join('\n')}\n` }]],
+    [
+      'growth_limits',
+      [
+        {
+          file: 'domain-knowledge.md',
+          content: `# Domain knowledge\n${Array.from({ length: 81 }, (_, i) => `- fact ${i}`).join('\n')}\n`,
+        },
+      ],
+    ],
     ['no_file_emptied', [{ file: 'user-profile.md', content: '' }]],
     ['balanced_fences', [{ file: 'domain-knowledge.md', content: `# Domain knowledge\n\n${fence}sh\nnpm start\n` }]],
     ['no_credentials', [{ file: 'user-profile.md', content: '# User profile\n\n- their api_key=abc123 works\n' }]],
@@ -120,7 +144,11 @@ describe('every hard gate rejects a proposal whole, named in GET proposals, the 
     const a = uniqueId('a');
     await r.agent(a);
     // A second, harmless edit in the same proposal: rejected with it, since proposals are admitted or rejected whole.
-    await r.say(a, 'c1', propose([...edits, { file: 'memory/principles.md', content: '# Principles\n\n- be brief\n' }]));
+    await r.say(
+      a,
+      'c1',
+      propose([...edits, { file: 'memory/principles.md', content: '# Principles\n\n- be brief\n' }]),
+    );
     const p = await r.nthProposal(a, 1);
     expect(p.status).toBe('rejected');
     expect(failedChecks(p)).toContain(gate);
@@ -139,7 +167,11 @@ describe('every hard gate rejects a proposal whole, named in GET proposals, the 
     expect(shrunk.status).toBe('rejected');
     expect(failedChecks(shrunk)).toEqual(['shrink_needs_compact']);
     expect((await r.memory(a)).version).toBe(2);
-    await r.say(a, 'c1', propose([{ file: 'domain-knowledge.md', action: 'compact', content: '# Domain knowledge\n- facts 0-19\n' }]));
+    await r.say(
+      a,
+      'c1',
+      propose([{ file: 'domain-knowledge.md', action: 'compact', content: '# Domain knowledge\n- facts 0-19\n' }]),
+    );
     expect(await r.nthProposal(a, 3)).toMatchObject({ status: 'admitted', version: 3 });
   });
 });
@@ -152,10 +184,17 @@ describe('approval, rollback, poison, cost', () => {
     await r.say(a, 'c1', propose([{ file: 'persona.md', content: PERSONA }]));
     const waiting = await r.nthProposal(a, 1);
     expect(waiting.status).toBe('awaiting_approval');
-    expect(waiting.checks.find((c) => c.name === 'human_approval')).toMatchObject({ passed: false, detail: 'waiting for approval of persona.md' });
+    expect(waiting.checks.find((c) => c.name === 'human_approval')).toMatchObject({
+      passed: false,
+      detail: 'waiting for approval of persona.md',
+    });
     expect((await r.memory(a)).version).toBe(1);
 
-    const approved = await r.call<{ status: string; version: number }>('POST', `/v1/agents/${a}/proposals/${waiting.id}/approve`, { note: 'yes' });
+    const approved = await r.call<{ status: string; version: number }>(
+      'POST',
+      `/v1/agents/${a}/proposals/${waiting.id}/approve`,
+      { note: 'yes' },
+    );
     expect(approved).toMatchObject({ status: 200, body: { status: 'admitted', version: 2 } });
     expect(await r.memory(a)).toMatchObject({ version: 2, files: { 'persona.md': PERSONA } });
     const again = await r.call<{ error: { code: string } }>('POST', `/v1/agents/${a}/proposals/${waiting.id}/approve`);
@@ -164,7 +203,11 @@ describe('approval, rollback, poison, cost', () => {
     await r.say(a, 'c2', propose([{ file: 'persona.md', content: '# Persona\n\nYou answer in Klingon.\n' }]));
     const second = await r.nthProposal(a, 2);
     expect(second.status).toBe('awaiting_approval');
-    const rejected = await r.call<{ status: string; checks: { name: string; passed: boolean }[] }>('POST', `/v1/agents/${a}/proposals/${second.id}/reject`, { note: 'no' });
+    const rejected = await r.call<{ status: string; checks: { name: string; passed: boolean }[] }>(
+      'POST',
+      `/v1/agents/${a}/proposals/${second.id}/reject`,
+      { note: 'no' },
+    );
     expect(rejected.body.status).toBe('rejected');
     expect(await r.memory(a)).toMatchObject({ version: 2, files: { 'persona.md': PERSONA } });
 
@@ -173,14 +216,22 @@ describe('approval, rollback, poison, cost', () => {
     const third = await r.nthProposal(a, 3);
     expect(third.status).toBe('awaiting_approval');
     await r.call('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 1 });
-    const stale = await r.call<{ status: string; checks: { name: string; passed: boolean; detail?: string }[] }>('POST', `/v1/agents/${a}/proposals/${third.id}/approve`);
+    const stale = await r.call<{ status: string; checks: { name: string; passed: boolean; detail?: string }[] }>(
+      'POST',
+      `/v1/agents/${a}/proposals/${third.id}/approve`,
+    );
     expect(stale.body.status).toBe('rejected');
-    expect(stale.body.checks.find((c) => c.name === 'base_unchanged')).toMatchObject({ passed: false, detail: 'changed since the proposal was made: persona.md' });
+    expect(stale.body.checks.find((c) => c.name === 'base_unchanged')).toMatchObject({
+      passed: false,
+      detail: 'changed since the proposal was made: persona.md',
+    });
     expect((await r.memory(a)).version).toBe(3);
 
     // The reflection workflow's history, through its decisions, replays against the current workflow code.
     const history = await approving.client.workflow.getHandle(reflectionWorkflowId(a)).fetchHistory();
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history),
+    ).resolves.toBeUndefined();
   });
 
   it('no decision within the approval wait: rejected, nothing applied, and the summaries are not blamed', async () => {
@@ -188,8 +239,15 @@ describe('approval, rollback, poison, cost', () => {
     const a = uniqueId('a');
     await r.agent(a);
     await r.say(a, 'c1', propose([{ file: 'persona.md', content: PERSONA }]));
-    const p = await eventually(async () => (await r.proposals(a)).find((x) => x.status === 'rejected'), 30_000, 'the proposal to expire');
-    expect(p.checks.find((c) => c.name === 'human_approval')).toMatchObject({ passed: false, detail: 'rejected: no decision within the approval wait' });
+    const p = await eventually(
+      async () => (await r.proposals(a)).find((x) => x.status === 'rejected'),
+      30_000,
+      'the proposal to expire',
+    );
+    expect(p.checks.find((c) => c.name === 'human_approval')).toMatchObject({
+      passed: false,
+      detail: 'rejected: no decision within the approval wait',
+    });
     expect((await r.memory(a)).version).toBe(1);
     expect((await r.state(a)).queued).toEqual([]);
   });
@@ -201,17 +259,35 @@ describe('approval, rollback, poison, cost', () => {
     const v1 = await r.memory(a);
     await r.say(a, 'c1', propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n' }]));
     await r.nthProposal(a, 1);
-    await r.say(a, 'c1', propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n- lives in Lyon\n' }]));
+    await r.say(
+      a,
+      'c1',
+      propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n- lives in Lyon\n' }]),
+    );
     expect(await r.nthProposal(a, 2)).toMatchObject({ status: 'admitted', version: 3 });
 
-    const rolled = await r.call<{ version: number; files: Record<string, string>; rollbackOf: number }>('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 1 });
+    const rolled = await r.call<{ version: number; files: Record<string, string>; rollbackOf: number }>(
+      'POST',
+      `/v1/agents/${a}/memory/rollback`,
+      { toVersion: 1 },
+    );
     expect(rolled.body).toEqual({ version: 4, files: v1.files, rollbackOf: 1 });
     expect(await r.memory(a)).toEqual({ version: 4, files: v1.files });
-    expect((await r.call<{ files: Record<string, string> }>('GET', `/v1/agents/${a}/memory/versions/2`)).body.files['user-profile.md']).toBe('# User profile\n\n- likes tea\n');
-    expect((await r.call<{ files: Record<string, string> }>('GET', `/v1/agents/${a}/memory/versions/3`)).body.files['user-profile.md']).toBe('# User profile\n\n- likes tea\n- lives in Lyon\n');
+    expect(
+      (await r.call<{ files: Record<string, string> }>('GET', `/v1/agents/${a}/memory/versions/2`)).body.files[
+        'user-profile.md'
+      ],
+    ).toBe('# User profile\n\n- likes tea\n');
+    expect(
+      (await r.call<{ files: Record<string, string> }>('GET', `/v1/agents/${a}/memory/versions/3`)).body.files[
+        'user-profile.md'
+      ],
+    ).toBe('# User profile\n\n- likes tea\n- lives in Lyon\n');
     expect((await r.call('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 9 })).status).toBe(404);
     // Beyond PostgreSQL's integer (found by schemathesis as a 500): bad input, 400.
-    expect((await r.call('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 9_007_199_254_740_990 })).status).toBe(400);
+    expect((await r.call('POST', `/v1/agents/${a}/memory/rollback`, { toVersion: 9_007_199_254_740_990 })).status).toBe(
+      400,
+    );
     expect((await r.call('GET', `/v1/agents/${a}/memory/versions/9007199254740990`)).status).toBe(400);
   });
 
@@ -242,11 +318,19 @@ describe('approval, rollback, poison, cost', () => {
   });
 });
 
-async function eventuallyState(r: ReturnType<typeof reflectionApi>, a: string, ok: (s: ReflectionView) => boolean): Promise<ReflectionView> {
-  return eventually(async () => {
-    const s = await r.state(a);
-    return ok(s) ? s : undefined;
-  }, 60_000, 'the reflection state');
+async function eventuallyState(
+  r: ReturnType<typeof reflectionApi>,
+  a: string,
+  ok: (s: ReflectionView) => boolean,
+): Promise<ReflectionView> {
+  return eventually(
+    async () => {
+      const s = await r.state(a);
+      return ok(s) ? s : undefined;
+    },
+    60_000,
+    'the reflection state',
+  );
 }
 
 describe('the gate, the judges and the tiers', () => {
@@ -260,7 +344,11 @@ describe('the gate, the judges and the tiers', () => {
     expect(admitted.checks.find((c) => c.name === 'judges')).toMatchObject({ passed: true });
     expect((await r.state(a)).gateLog).toEqual([expect.objectContaining({ conversationId: 'c1', evolve: true })]);
 
-    await r.say(a, 'c2', propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n- /veto this one\n' }]));
+    await r.say(
+      a,
+      'c2',
+      propose([{ file: 'user-profile.md', content: '# User profile\n\n- likes tea\n- /veto this one\n' }]),
+    );
     const vetoed = await r.nthProposal(a, 2);
     expect(vetoed.status).toBe('rejected');
     expect(failedChecks(vetoed)).toEqual(['judges']);
@@ -275,7 +363,10 @@ describe('the gate, the judges and the tiers', () => {
     await r.say(a, 'c1', `/propose ${JSON.stringify({ status: 'escalate', reason: 'too hard for me' })}`);
     const state = await eventuallyState(r, a, (s) => s.lastDrain?.outcome === 'escalation_exhausted');
     expect(state.queued.map((q) => q.conversationId)).toEqual(['c1']);
-    const { rows } = await eager.pool.query<{ model: string }>(`SELECT model FROM reflection_costs WHERE agent_id = $1 AND purpose = 'reflection' ORDER BY call_key`, [a]);
+    const { rows } = await eager.pool.query<{ model: string }>(
+      `SELECT model FROM reflection_costs WHERE agent_id = $1 AND purpose = 'reflection' ORDER BY call_key`,
+      [a],
+    );
     expect(rows.map((x) => x.model)).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-5', 'claude-opus-4-1']);
     expect(await r.proposals(a)).toEqual([]);
   });

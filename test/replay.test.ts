@@ -3,9 +3,10 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { conversationWorkflowId } from '../domain/ids';
 import { spawnTs } from '../scripts/processes';
 import { historyJson } from '../worker/replay';
-import { bundleWorkflows } from '../worker/worker';
+import { bundleWorkflows } from '../worker/bundle';
 import { startTestKeel, uniqueId } from './support/keel';
 
 // Real histories of every workflow type, recorded by `npm run record-histories` (test/histories). They must replay
@@ -14,7 +15,11 @@ const DIR = path.resolve(__dirname, 'histories');
 const recorded = readdirSync(DIR)
   .filter((f) => f.endsWith('.json'))
   .sort()
-  .map((f) => ({ workflowId: path.basename(f, '.json'), file: path.join(DIR, f), history: historyJson.parse(readFileSync(path.join(DIR, f), 'utf8')) }));
+  .map((f) => ({
+    workflowId: path.basename(f, '.json'),
+    file: path.join(DIR, f),
+    history: historyJson.parse(readFileSync(path.join(DIR, f), 'utf8')),
+  }));
 
 /** Runs `npm run replay -- …` (the script itself) and collects its output and exit code. */
 function replayCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
@@ -27,31 +32,56 @@ function replayCli(args: string[], env: Record<string, string> = {}): Promise<{ 
 
 describe('the recorded-history corpus', () => {
   it('holds every workflow type: a conversation across continue-as-new, a delegate, a job run, a routine run, a reflection', () => {
-    const types = recorded.map((r) => r.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name);
-    expect(new Set(types)).toEqual(new Set(['conversationWorkflow', 'delegateWorkflow', 'jobRunWorkflow', 'routineRunWorkflow', 'reflectionWorkflow']));
+    const types = recorded.map(
+      (r) => r.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name,
+    );
+    expect(new Set(types)).toEqual(
+      new Set([
+        'conversationWorkflow',
+        'delegateWorkflow',
+        'jobRunWorkflow',
+        'routineRunWorkflow',
+        'reflectionWorkflow',
+      ]),
+    );
     const ended = recorded.map((r) => r.history.events?.at(-1)?.eventType);
     expect(ended).toContain(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW);
   });
 
-  it.each(recorded.map((r) => [r.workflowId, r] as const))('%s replays against the current workflow code', async (_name, r) => {
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, r.history, r.workflowId)).resolves.toBeUndefined();
-  });
+  it.each(recorded.map((r) => [r.workflowId, r] as const))(
+    '%s replays against the current workflow code',
+    async (_name, r) => {
+      await expect(
+        Worker.runReplayHistory(
+          { workflowBundle: { codePath: inject('workflowBundlePath') } },
+          r.history,
+          r.workflowId,
+        ),
+      ).resolves.toBeUndefined();
+    },
+  );
 });
 
 describe('a deliberately non-deterministic edit is caught', () => {
   let bundle: string;
   beforeAll(async () => {
-    bundle = await bundleWorkflows({ workflowsPath: path.resolve(__dirname, 'support', 'nondeterministic-workflows.ts') });
+    bundle = await bundleWorkflows({
+      workflowsPath: path.resolve(__dirname, 'support', 'nondeterministic-workflows.ts'),
+    });
   }, 120_000);
 
   it('by the replay that npm test runs', async () => {
     const conversation = recorded.find((r) => r.workflowId === 'conversation-run1')!;
-    await expect(Worker.runReplayHistory({ workflowBundle: { code: bundle } }, conversation.history, conversation.workflowId)).rejects.toThrow(/Nondeterminism|DeterminismViolation/);
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { code: bundle } }, conversation.history, conversation.workflowId),
+    ).rejects.toThrow(/Nondeterminism|DeterminismViolation/);
   });
 
   it('by npm run replay, which names the workflow and the error and exits non-zero', async () => {
     const file = path.join(DIR, 'conversation-run1.json');
-    const bad = await replayCli(['--file', file], { KEEL_WORKFLOWS_PATH: 'test/support/nondeterministic-workflows.ts' });
+    const bad = await replayCli(['--file', file], {
+      KEEL_WORKFLOWS_PATH: 'test/support/nondeterministic-workflows.ts',
+    });
     expect(bad.code).toBe(1);
     expect(bad.out).toMatch(/FAIL {2}conversation-run1 .*(Nondeterminism|DeterminismViolation)/);
     const good = await replayCli(['--file', file]);
@@ -67,7 +97,7 @@ describe('npm run replay against the server', () => {
       const [a, c] = [uniqueId('a'), uniqueId('c')];
       expect((await keel.post(a, c, { text: 'hello' }, { wait: 30 })).body.status).toBe('replied');
       const env = { TEMPORAL_ADDRESS: inject('temporalAddress') };
-      const one = await replayCli([`conv:${a}:${c}`], env);
+      const one = await replayCli([conversationWorkflowId(a, c)], env);
       expect(one.out).toMatch(new RegExp(`ok {4}conv:${a}:${c} `));
       expect(one.code).toBe(0);
       const many = await replayCli(['--query', `KeelAgentId = '${a}'`], env);
@@ -80,4 +110,3 @@ describe('npm run replay against the server', () => {
     }
   }, 120_000);
 });
-

@@ -20,8 +20,13 @@ describe('routine storage (real PostgreSQL)', () => {
     const v2 = await saveTool(pool, a, 'crm', tool('two'), 'model', 'run-2');
     const retried = await saveTool(pool, a, 'crm', tool('two'), 'model', 'run-2');
     expect([v1.version, v2.version, retried.version]).toEqual([1, 2, 2]);
-    expect((await listTools(pool, a, 'crm')).map((t) => [t.name, t.version, t.code])).toEqual([['scoreLeads', 2, 'two']]);
-    const { rows } = await pool.query<{ version: number; code: string }>('SELECT version, code FROM routine_tools WHERE agent_id = $1 ORDER BY version', [a]);
+    expect((await listTools(pool, a, 'crm')).map((t) => [t.name, t.version, t.code])).toEqual([
+      ['scoreLeads', 2, 'two'],
+    ]);
+    const { rows } = await pool.query<{ version: number; code: string }>(
+      'SELECT version, code FROM routine_tools WHERE agent_id = $1 ORDER BY version',
+      [a],
+    );
     expect(rows).toEqual([
       { version: 1, code: 'one' },
       { version: 2, code: 'two' },
@@ -33,7 +38,16 @@ describe('routine storage (real PostgreSQL)', () => {
     await putApp(pool, a, 'crm', { name: 'CRM', tables: [] });
     const written = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
-        inTransaction(pool, (db) => writeArtifact(db, { agentId: a, appId: 'crm', runId: `${a}-run-${i}`, producedBy: 'scoreLeads', content: `#${i}`, title: (n) => `score-leads-run-${n}.md` })),
+        inTransaction(pool, (db) =>
+          writeArtifact(db, {
+            agentId: a,
+            appId: 'crm',
+            runId: `${a}-run-${i}`,
+            producedBy: 'scoreLeads',
+            content: `#${i}`,
+            title: (n) => `score-leads-run-${n}.md`,
+          }),
+        ),
       ),
     );
     expect(written.map((w) => w.number).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
 import { Cron } from 'croner';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { routineScheduleId } from '../domain/routines';
+import { routineScheduleId } from '../domain/ids';
 import { routineRunWorkflow } from '../workflows/routine-run';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { author, CONTACT_ADA, contactRecords, finished, routineApi, scheduledActivities } from './support/routines';
@@ -41,25 +41,44 @@ describe('routines: a new user through the REST API with the scripted model', ()
       { id: 'l1', name: 'Ada', email: 'ada@example.com' },
       { id: 'l2', name: 'Grace', email: 'grace@example.com' },
     ]);
-    const created = await r.routine(a, 'crm', 'triage', { label: 'Triage leads', prompt: `Score my leads ${author(SCORE_LEADS)}` });
+    const created = await r.routine(a, 'crm', 'triage', {
+      label: 'Triage leads',
+      prompt: `Score my leads ${author(SCORE_LEADS)}`,
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ slug: 'triage', status: 'active', cron: '0 9 * * *' });
     expect(Date.parse(created.body.nextRunAt as string)).toBeGreaterThan(Date.now());
 
     const run = await r.runNow(a, 'crm', 'triage');
-    expect(run).toMatchObject({ status: 'ok', sessionId: 'routine:crm:triage', tool: { name: 'scoreLeads', version: 1, authored: true }, playbook: 'success' });
+    expect(run).toMatchObject({
+      status: 'ok',
+      sessionId: 'routine:crm:triage',
+      tool: { name: 'scoreLeads', version: 1, authored: true },
+      playbook: 'success',
+    });
     expect(run.digest).toMatch(/^scored 2 leads - Ada: \d+, Grace: \d+$/);
     expect(run.workflowId).toMatch(new RegExp(`^${routineScheduleId(a, 'crm', 'triage')}-`));
 
-    const tools = await r.call<{ name: string; version: number; authoredBy: string; code: string }[]>('GET', `/v1/agents/${a}/apps/crm/tools`);
-    expect(tools.body).toEqual([expect.objectContaining({ name: 'scoreLeads', version: 1, authoredBy: 'model', code: SCORE_LEADS.code })]);
+    const tools = await r.call<{ name: string; version: number; authoredBy: string; code: string }[]>(
+      'GET',
+      `/v1/agents/${a}/apps/crm/tools`,
+    );
+    expect(tools.body).toEqual([
+      expect.objectContaining({ name: 'scoreLeads', version: 1, authoredBy: 'model', code: SCORE_LEADS.code }),
+    ]);
 
-    const artifact = await r.call<{ title: string; content: string; runId: string }>('GET', `/v1/agents/${a}/apps/crm/artifacts/${run.artifactId}`);
+    const artifact = await r.call<{ title: string; content: string; runId: string }>(
+      'GET',
+      `/v1/agents/${a}/apps/crm/artifacts/${run.artifactId}`,
+    );
     expect(artifact.status).toBe(200);
     expect(artifact.body).toMatchObject({ title: 'score-leads-run-1.md', runId: run.runId });
     expect(artifact.body.content).toContain(run.digest);
 
-    const transcript = await r.call<{ messages: { role: string; text: string }[] }>('GET', `/v1/agents/${a}/apps/crm/routines/triage/transcript`);
+    const transcript = await r.call<{ messages: { role: string; text: string }[] }>(
+      'GET',
+      `/v1/agents/${a}/apps/crm/routines/triage/transcript`,
+    );
     expect(transcript.body.messages.map((m) => [m.role, m.text])).toEqual([
       ['user', `(scheduled) Score my leads ${author(SCORE_LEADS)}`],
       ['assistant', run.digest],
@@ -71,7 +90,10 @@ describe('routines: a new user through the REST API with the scripted model', ()
     const second = await r.runNow(a, 'crm', 'triage');
     expect(second).toMatchObject({ status: 'ok', tool: { name: 'scoreLeads', version: 1, authored: false } });
     expect(await scheduledActivities(keel, second)).not.toContain('draftRoutineTool');
-    const secondArtifact = await r.call<{ title: string }>('GET', `/v1/agents/${a}/apps/crm/artifacts/${second.artifactId}`);
+    const secondArtifact = await r.call<{ title: string }>(
+      'GET',
+      `/v1/agents/${a}/apps/crm/artifacts/${second.artifactId}`,
+    );
     expect(secondArtifact.body.title).toBe('score-leads-run-2.md');
     // Two title words of a saved tool in the prompt also select it.
     await r.routine(a, 'crm', 'triage', { label: 'Triage leads', prompt: 'the lead scorer, please' });
@@ -82,8 +104,13 @@ describe('routines: a new user through the REST API with the scripted model', ()
     const a = uniqueId('a');
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com' }]);
     const broken = { name: 'countLeads', code: 'async function countLeads() { return leadz.length; }' };
-    const fixed = { name: 'countLeads', code: "async function countLeads() { return (await data.list('leads')).length + ' leads'; }" };
-    await r.routine(a, 'crm', 'count', { prompt: `How many? ${author(broken)} ${author(fixed).replace('/author', '/repair')}` });
+    const fixed = {
+      name: 'countLeads',
+      code: "async function countLeads() { return (await data.list('leads')).length + ' leads'; }",
+    };
+    await r.routine(a, 'crm', 'count', {
+      prompt: `How many? ${author(broken)} ${author(fixed).replace('/author', '/repair')}`,
+    });
     const run = await r.runNow(a, 'crm', 'count');
     expect(run).toMatchObject({ status: 'ok', digest: '1 leads', tool: { name: 'countLeads', version: 1 } });
     expect((await scheduledActivities(keel, run)).filter((t) => t === 'draftRoutineTool')).toHaveLength(2);
@@ -94,7 +121,9 @@ describe('routines: a new user through the REST API with the scripted model', ()
   it('a tool that fails twice is not saved and the run is error, with the crash as its reason', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
-    await r.routine(a, 'crm', 'broken', { prompt: author({ name: 'broken', code: 'async function broken() { return leadz.length; }' }) });
+    await r.routine(a, 'crm', 'broken', {
+      prompt: author({ name: 'broken', code: 'async function broken() { return leadz.length; }' }),
+    });
     const run = await r.runNow(a, 'crm', 'broken');
     expect(run.status).toBe('error');
     expect(run.digest).toMatch(/no tool could be authored: ReferenceError: leadz is not defined/);
@@ -107,12 +136,16 @@ describe('routines: a new user through the REST API with the scripted model', ()
   it('a capability that does not exist fails the static check, gets its repair, and is not saved when it stays', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
-    await r.routine(a, 'crm', 'deals', { prompt: author({ name: 'deals', code: "async function deals() { return await crm.deals('open'); }" }) });
+    await r.routine(a, 'crm', 'deals', {
+      prompt: author({ name: 'deals', code: "async function deals() { return await crm.deals('open'); }" }),
+    });
     const run = await r.runNow(a, 'crm', 'deals');
     // `crm.deals` is no capability root the static check knows: the smoke run catches it as a ReferenceError.
     expect(run).toMatchObject({ status: 'error' });
     expect(run.digest).toMatch(/crm is not defined/);
-    await r.routine(a, 'crm', 'ai', { prompt: author({ name: 'aiTranslate', code: "async function aiTranslate() { return await ai.translate('x'); }" }) });
+    await r.routine(a, 'crm', 'ai', {
+      prompt: author({ name: 'aiTranslate', code: "async function aiTranslate() { return await ai.translate('x'); }" }),
+    });
     const second = await r.runNow(a, 'crm', 'ai');
     expect(second.digest).toMatch(/references a capability that does not exist here: ai.translate/);
   });
@@ -120,14 +153,22 @@ describe('routines: a new user through the REST API with the scripted model', ()
   it('prompt precedence: the playbook rule wins over the prompt; nothing at all fails the run without dispatch', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
-    await r.routine(a, 'crm', 'pb', { label: 'Label', prompt: 'the prompt', playbook: `Follow the rule ${author({ name: 'rule', code: "async function rule() { return 'by the rule'; }" })}` });
+    await r.routine(a, 'crm', 'pb', {
+      label: 'Label',
+      prompt: 'the prompt',
+      playbook: `Follow the rule ${author({ name: 'rule', code: "async function rule() { return 'by the rule'; }" })}`,
+    });
     const run = await r.runNow(a, 'crm', 'pb');
     expect(run).toMatchObject({ status: 'ok', digest: 'by the rule' });
     expect(run.prompt).toMatch(/^Follow the rule/);
 
     await r.routine(a, 'crm', 'empty', { label: ' ' });
     const empty = await r.runNow(a, 'crm', 'empty');
-    expect(empty).toMatchObject({ status: 'error', digest: 'Routine has no prompt — set the prompt in Edit', tool: null });
+    expect(empty).toMatchObject({
+      status: 'error',
+      digest: 'Routine has no prompt — set the prompt in Edit',
+      tool: null,
+    });
     expect(await scheduledActivities(keel, empty)).toEqual(['beginRoutineRun', 'finishRoutineRun']);
   });
 
@@ -135,10 +176,17 @@ describe('routines: a new user through the REST API with the scripted model', ()
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
     // The smoke run times out too, which counts as a pass (only crashes get a repair): the tool is saved.
-    await r.routine(a, 'crm', 'spin', { prompt: author({ name: 'spin', code: 'async function spin() { for (;;) {} }' }) });
+    await r.routine(a, 'crm', 'spin', {
+      prompt: author({ name: 'spin', code: 'async function spin() { for (;;) {} }' }),
+    });
     const run = await r.runNow(a, 'crm', 'spin');
-    expect(run).toMatchObject({ status: 'error', digest: 'this took too long, so the run was stopped at the 3 s limit' });
-    await r.routine(a, 'crm', 'after', { prompt: author({ name: 'after', code: "async function after() { return 'still here'; }" }) });
+    expect(run).toMatchObject({
+      status: 'error',
+      digest: 'this took too long, so the run was stopped at the 3 s limit',
+    });
+    await r.routine(a, 'crm', 'after', {
+      prompt: author({ name: 'after', code: "async function after() { return 'still here'; }" }),
+    });
     expect(await r.runNow(a, 'crm', 'after')).toMatchObject({ status: 'ok', digest: 'still here' });
   });
 });
@@ -147,42 +195,71 @@ describe('approval that resumes', () => {
   it('upsert then send: needs_approval; approve → one delivery, and the record was upserted exactly once', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
-    await r.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
+    await r.routine(a, 'crm', 'contact', {
+      prompt: `Contact Ada ${author(CONTACT_ADA)}`,
+      delivery: { channel: 'webhook', url: hook.url },
+    });
 
     const waiting = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
     expect(waiting.gate?.capability).toBe('send');
-    expect(waiting.gate?.detail).toMatch(/^send "Contacted Ada: draft: a short note to Ada" to webhook 127\.0\.0\.1:\d+$/);
+    expect(waiting.gate?.detail).toMatch(
+      /^send "Contacted Ada: draft: a short note to Ada" to webhook 127\.0\.0\.1:\d+$/,
+    );
     expect(waiting.playbook).toBe('partial');
     expect(waiting.digest).toMatch(/^paused for your approval: send "Contacted Ada/);
     expect(await contactRecords(r, a, 'crm')).toBe(1);
     expect(deliveriesTo(a)).toHaveLength(0);
 
-    const approved = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`, { note: 'go ahead' });
+    const approved = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`, {
+      note: 'go ahead',
+    });
     expect(approved).toEqual({ status: 202, body: { runId: waiting.runId, decision: 'approved' } });
-    const done = await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === waiting.runId && finished(x), 'approved run to finish');
+    const done = await r.waitForRun(
+      a,
+      'crm',
+      'contact',
+      (x) => x.runId === waiting.runId && finished(x),
+      'approved run to finish',
+    );
     expect(done).toMatchObject({ status: 'ok', digest: 'contacted Ada', playbook: 'success' });
     expect(deliveriesTo(a)).toHaveLength(1);
     expect(deliveriesTo(a)[0]!.body).toMatchObject({ text: 'Contacted Ada: draft: a short note to Ada' });
     // The re-run replayed the journal: the upsert before the gate did not happen a second time.
     expect(await contactRecords(r, a, 'crm')).toBe(1);
 
-    const again = await r.call<{ error: { code: string } }>('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
+    const again = await r.call<{ error: { code: string } }>(
+      'POST',
+      `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`,
+    );
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('not_awaiting_approval');
 
     // The run's history, through the gate and the approval, replays against the current workflow code.
     const history = await keel.client.workflow.getHandle(done.workflowId, done.runId).fetchHistory();
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history),
+    ).resolves.toBeUndefined();
   });
 
   it('reject → no delivery, the run is rejected with the note', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
-    await r.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
+    await r.routine(a, 'crm', 'contact', {
+      prompt: `Contact Ada ${author(CONTACT_ADA)}`,
+      delivery: { channel: 'webhook', url: hook.url },
+    });
     const waiting = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
-    const rejected = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/reject`, { note: 'not today' });
+    const rejected = await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/reject`, {
+      note: 'not today',
+    });
     expect(rejected.status).toBe(202);
-    const done = await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === waiting.runId && finished(x), 'rejected run to finish');
+    const done = await r.waitForRun(
+      a,
+      'crm',
+      'contact',
+      (x) => x.runId === waiting.runId && finished(x),
+      'rejected run to finish',
+    );
     expect(done).toMatchObject({ status: 'rejected', playbook: 'aborted' });
     expect(done.digest).toMatch(/^rejected \(not today\), so nothing was done: send "Contacted Ada/);
     expect(deliveriesTo(a)).toHaveLength(0);
@@ -194,7 +271,10 @@ describe('approval that resumes', () => {
       const rs = routineApi(() => short);
       const a = uniqueId('a');
       await rs.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
-      await rs.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
+      await rs.routine(a, 'crm', 'contact', {
+        prompt: `Contact Ada ${author(CONTACT_ADA)}`,
+        delivery: { channel: 'webhook', url: hook.url },
+      });
       const run = await rs.runNow(a, 'crm', 'contact');
       expect(run.status).toBe('rejected');
       expect(run.digest).toMatch(/^no decision within 0 h, so nothing was done/);
@@ -209,7 +289,9 @@ describe('schedules: pause, run-now, overlap, edits', () => {
   it('a paused routine does not fire: its Schedule is paused, run-now is refused, a fire that races the pause runs nothing', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
-    await r.routine(a, 'crm', 'nightly', { prompt: author({ name: 'nightly', code: "async function nightly() { return 'ran'; }" }) });
+    await r.routine(a, 'crm', 'nightly', {
+      prompt: author({ name: 'nightly', code: "async function nightly() { return 'ran'; }" }),
+    });
     const paused = await r.call('POST', `/v1/agents/${a}/apps/crm/routines/nightly/pause`);
     expect(paused.body).toMatchObject({ status: 'paused', nextRunAt: null });
     const handle = keel.client.schedule.getHandle(routineScheduleId(a, 'crm', 'nightly'));
@@ -221,11 +303,21 @@ describe('schedules: pause, run-now, overlap, edits', () => {
 
     // A fire that slipped past the pause (triggered on the Schedule itself): the run sees the pause and does nothing.
     await handle.trigger();
-    const fired = await eventually(async () => (await handle.describe()).info.recentActions[0], 30_000, 'the triggered fire');
-    expect(await keel.client.workflow.getHandle(fired.action.workflow.workflowId).result()).toEqual({ status: 'skipped', reason: 'the routine is paused' });
+    const fired = await eventually(
+      async () => (await handle.describe()).info.recentActions[0],
+      30_000,
+      'the triggered fire',
+    );
+    expect(await keel.client.workflow.getHandle(fired.action.workflow.workflowId).result()).toEqual({
+      status: 'skipped',
+      reason: 'the routine is paused',
+    });
     expect(await r.runs(a, 'crm', 'nightly')).toEqual([]);
 
-    const resumed = await r.call<{ status: string; nextRunAt: string }>('POST', `/v1/agents/${a}/apps/crm/routines/nightly/resume`);
+    const resumed = await r.call<{ status: string; nextRunAt: string }>(
+      'POST',
+      `/v1/agents/${a}/apps/crm/routines/nightly/resume`,
+    );
     expect(resumed.body.status).toBe('active');
     expect(Date.parse(resumed.body.nextRunAt)).toBeGreaterThan(Date.now());
     expect((await handle.describe()).state.paused).toBe(false);
@@ -244,12 +336,19 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     });
     const waiting = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
 
-    const busy = await r.call<{ error: { code: string; message: string } }>('POST', `/v1/agents/${a}/apps/crm/routines/contact/run`);
+    const busy = await r.call<{ error: { code: string; message: string } }>(
+      'POST',
+      `/v1/agents/${a}/apps/crm/routines/contact/run`,
+    );
     expect(busy.status).toBe(409);
     expect(busy.body.error.code).toBe('run_in_flight');
     // A fire that reaches Temporal anyway (a Schedule trigger with ALLOW_ALL, an operator starting the workflow) finds
     // the run in flight and runs nothing.
-    const forced = await keel.client.workflow.execute(routineRunWorkflow, { workflowId: uniqueId('forced'), taskQueue: keel.taskQueue, args: [{ agentId: a, appId: 'crm', slug: 'contact' }] });
+    const forced = await keel.client.workflow.execute(routineRunWorkflow, {
+      workflowId: uniqueId('forced'),
+      taskQueue: keel.taskQueue,
+      args: [{ agentId: a, appId: 'crm', slug: 'contact' }],
+    });
     expect(forced).toEqual({ status: 'skipped', reason: `run ${waiting.runId} is still in flight` });
     const handle = keel.client.schedule.getHandle(routineScheduleId(a, 'crm', 'contact'));
     expect((await r.runs(a, 'crm', 'contact')).map((x) => x.runId)).toEqual([waiting.runId]);
@@ -258,7 +357,12 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     // approved send goes where the approver was shown, not to the new delivery.
     const other = await startWebhookReceiver();
     try {
-      const edited = await r.routine(a, 'crm', 'contact', { label: 'Contact (edited)', schedule: { expr: 'hourly' }, prompt: 'Run contactAda', delivery: { channel: 'webhook', url: other.url } });
+      const edited = await r.routine(a, 'crm', 'contact', {
+        label: 'Contact (edited)',
+        schedule: { expr: 'hourly' },
+        prompt: 'Run contactAda',
+        delivery: { channel: 'webhook', url: other.url },
+      });
       expect(edited.status).toBe(200);
       await r.call('POST', `/v1/agents/${a}/routine-runs/${waiting.runId}/approve`);
       await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === waiting.runId && finished(x), 'the run to finish');
@@ -268,10 +372,18 @@ describe('schedules: pause, run-now, overlap, edits', () => {
       await other.close();
     }
     const asked = new Date();
-    const after = await r.call<{ label: string; prompt: string; cron: string; nextRunAt: string; status: string }>('GET', `/v1/agents/${a}/apps/crm/routines/contact`);
+    const after = await r.call<{ label: string; prompt: string; cron: string; nextRunAt: string; status: string }>(
+      'GET',
+      `/v1/agents/${a}/apps/crm/routines/contact`,
+    );
     const scheduled = (await handle.describe()).info.nextActionTimes[0]?.toISOString();
     const answered = new Date();
-    expect(after.body).toMatchObject({ label: 'Contact (edited)', prompt: 'Run contactAda', cron: '0 * * * *', status: 'active' });
+    expect(after.body).toMatchObject({
+      label: 'Contact (edited)',
+      prompt: 'Run contactAda',
+      cron: '0 * * * *',
+      status: 'active',
+    });
     // The next run, computed here from the edited expression and zone (not read from the Schedule, as the API does):
     // the next full hour after the requests (the later one if an hour began while they were answered).
     const hourly = new Cron('0 * * * *', { timezone: 'UTC', mode: '5-part', paused: true });
@@ -288,32 +400,57 @@ describe('schedules: pause, run-now, overlap, edits', () => {
   it('a run that ends early (cancelled, or terminated outside Keel) is closed and does not block the routine', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com' }]);
-    await r.routine(a, 'crm', 'contact', { prompt: `Contact Ada ${author(CONTACT_ADA)}`, delivery: { channel: 'webhook', url: hook.url } });
+    await r.routine(a, 'crm', 'contact', {
+      prompt: `Contact Ada ${author(CONTACT_ADA)}`,
+      delivery: { channel: 'webhook', url: hook.url },
+    });
 
     const first = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
     await keel.client.workflow.getHandle(first.workflowId, undefined, { firstExecutionRunId: first.runId }).cancel();
-    const cancelled = await r.waitForRun(a, 'crm', 'contact', (x) => x.runId === first.runId && finished(x), 'the cancelled run to be closed');
+    const cancelled = await r.waitForRun(
+      a,
+      'crm',
+      'contact',
+      (x) => x.runId === first.runId && finished(x),
+      'the cancelled run to be closed',
+    );
     expect(cancelled).toMatchObject({ status: 'error', digest: 'the run was cancelled' });
 
     const second = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
-    await keel.client.workflow.getHandle(second.workflowId, undefined, { firstExecutionRunId: second.runId }).terminate('operator');
+    await keel.client.workflow
+      .getHandle(second.workflowId, undefined, { firstExecutionRunId: second.runId })
+      .terminate('operator');
     // The row still says needs_approval, but its workflow is gone: run-now closes it as abandoned and runs again.
     const third = await r.runNow(a, 'crm', 'contact', (x) => x.status === 'needs_approval');
     expect(third.runId).not.toBe(second.runId);
-    expect((await r.runs(a, 'crm', 'contact')).find((x) => x.runId === second.runId)).toMatchObject({ status: 'error', digest: 'abandoned: its workflow ended without finishing the run' });
+    expect((await r.runs(a, 'crm', 'contact')).find((x) => x.runId === second.runId)).toMatchObject({
+      status: 'error',
+      digest: 'abandoned: its workflow ended without finishing the run',
+    });
     expect(deliveriesTo(a)).toHaveLength(0);
   });
 
   it('bad input gets the API error shape: a schedule under the floor, an unknown app, unknown fields, unknown runs', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
-    const floor = await r.call<{ error: { code: string; message: string } }>('PUT', `/v1/agents/${a}/apps/crm/routines/fast`, { label: 'x', schedule: { expr: '*/5 * * * *' } });
+    const floor = await r.call<{ error: { code: string; message: string } }>(
+      'PUT',
+      `/v1/agents/${a}/apps/crm/routines/fast`,
+      { label: 'x', schedule: { expr: '*/5 * * * *' } },
+    );
     expect(floor.status).toBe(400);
     expect(floor.body.error.code).toBe('invalid_schedule');
     expect(floor.body.error.message).toMatch(/15 minutes apart/);
-    const noApp = await r.call<{ error: { code: string } }>('PUT', `/v1/agents/${a}/apps/nope/routines/x`, { label: 'x', schedule: { expr: 'daily' } });
+    const noApp = await r.call<{ error: { code: string } }>('PUT', `/v1/agents/${a}/apps/nope/routines/x`, {
+      label: 'x',
+      schedule: { expr: 'daily' },
+    });
     expect(noApp.status).toBe(404);
-    const extra = await r.call<{ error: { code: string } }>('PUT', `/v1/agents/${a}/apps/crm/routines/x`, { label: 'x', schedule: { expr: 'daily' }, owner: 'me' });
+    const extra = await r.call<{ error: { code: string } }>('PUT', `/v1/agents/${a}/apps/crm/routines/x`, {
+      label: 'x',
+      schedule: { expr: 'daily' },
+      owner: 'me',
+    });
     expect(extra.status).toBe(400);
     const unknownRun = await r.call('POST', `/v1/agents/${a}/routine-runs/${randomUUID()}/approve`);
     expect(unknownRun, JSON.stringify(unknownRun.body)).toMatchObject({ status: 404 });

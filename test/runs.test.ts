@@ -5,10 +5,11 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { noneTransport } from '../activities/delivery/none';
 import { slackTransport } from '../activities/delivery/slack';
 import { webhookTransport } from '../activities/delivery/webhook';
-import { DEFAULT_JOB_SETTINGS } from '../activities/jobs';
+import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
 import { createScriptedProvider } from '../activities/model/scripted';
 import { conversationWorkflowId } from '../domain/ids';
-import { bundleWorkflows, createKeelWorker } from '../worker/worker';
+import { bundleWorkflows } from '../worker/bundle';
+import { createKeelWorker } from '../worker/worker';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -23,8 +24,17 @@ afterAll(async () => {
   await hook?.close();
 });
 
-async function api<T>(k: TestKeel, method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await k.api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+async function api<T>(
+  k: TestKeel,
+  method: 'GET' | 'POST',
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
+  const res = await k.api.inject({
+    method,
+    url,
+    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
+  });
   return { status: res.statusCode, body: res.json<T>() };
 }
 
@@ -40,26 +50,59 @@ describe('runs: history, replay and reset for operators', () => {
     const summaries = (history.body.events as { eventType: string; userMetadata?: { summary?: { data?: string } } }[])
       .filter((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' && e.userMetadata?.summary?.data)
       .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!, 'base64').toString('utf8')) as string);
-    expect(summaries).toEqual(expect.arrayContaining([expect.stringMatching(/^model call 1 of turn /), expect.stringMatching(/^reply of turn /)]));
+    expect(summaries).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^model call 1 of turn /),
+        expect.stringMatching(/^reply of turn /),
+      ]),
+    );
     expect((await api<{ ok: boolean }>(keel, 'POST', `/v1/runs/${id}/replay`)).body).toMatchObject({ ok: true });
-    const missing = await api<{ error: { code: string } }>(keel, 'GET', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/history`);
+    const missing = await api<{ error: { code: string } }>(
+      keel,
+      'GET',
+      `/v1/runs/${encodeURIComponent('conv:nobody:none')}/history`,
+    );
     expect(missing.status).toBe(404);
-    const bad = await api<{ error: { code: string } }>(keel, 'POST', `/v1/runs/${id}/reset`, { to: 'somewhere', reason: 'x' });
+    const bad = await api<{ error: { code: string } }>(keel, 'POST', `/v1/runs/${id}/reset`, {
+      to: 'somewhere',
+      reason: 'x',
+    });
     expect(bad.status).toBe(400);
     expect((await api(keel, 'POST', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/replay`)).status).toBe(404);
-    expect((await api(keel, 'POST', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/reset`, { to: 'last-workflow-task', reason: 'x' })).status).toBe(404);
+    expect(
+      (
+        await api(keel, 'POST', `/v1/runs/${encodeURIComponent('conv:nobody:none')}/reset`, {
+          to: 'last-workflow-task',
+          reason: 'x',
+        })
+      ).status,
+    ).toBe(404);
   }, 120_000);
 
   it('are for operators: a token scoped to one agent sees none of them', async () => {
-    const scoped = await startTestKeel({ worker: false, tokens: new Map([['op', '*'], ['agent-token', 'a1']]) });
+    const scoped = await startTestKeel({
+      worker: false,
+      tokens: new Map([
+        ['op', '*'],
+        ['agent-token', 'a1'],
+      ]),
+    });
     try {
       const [a, c] = ['a1', uniqueId('c')];
       const id = encodeURIComponent(conversationWorkflowId(a, c));
-      const as = (token: string) => scoped.api.inject({ method: 'GET', url: `/v1/runs/${id}/history`, headers: { authorization: `Bearer ${token}` } });
+      const as = (token: string) =>
+        scoped.api.inject({
+          method: 'GET',
+          url: `/v1/runs/${id}/history`,
+          headers: { authorization: `Bearer ${token}` },
+        });
       expect((await as('agent-token')).statusCode).toBe(404);
       // The operator's token reaches the route (the workflow does not exist: 404 for the workflow, not the route).
       expect((await as('op')).json<{ error: { message: string } }>().error.message).toMatch(/^workflow conv:a1:/);
-      expect((await scoped.api.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer agent-token' } })).statusCode).toBe(404);
+      expect(
+        (await scoped.api.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer agent-token' } }))
+          .statusCode,
+      ).toBe(404);
     } finally {
       await scoped.stop();
     }
@@ -67,7 +110,9 @@ describe('runs: history, replay and reset for operators', () => {
 
   it('a job run that failed because of a bug is reset after the fix and completes, with one delivery', async () => {
     // The bug: this worker's workflow code fails a job run when it is about to deliver (test/support/job-delivery-bug.ts).
-    const code = await bundleWorkflows({ workflowInterceptorModules: [path.join(__dirname, 'support', 'job-delivery-bug.ts')] });
+    const code = await bundleWorkflows({
+      workflowInterceptorModules: [path.join(__dirname, 'support', 'job-delivery-bug.ts')],
+    });
     const buggyBundle = path.join(inject('workDir'), `bundle-job-bug-${uniqueId('b')}.js`);
     await writeFile(buggyBundle, code);
     const buggy = await startTestKeel({ workflowBundlePath: buggyBundle });
@@ -76,9 +121,19 @@ describe('runs: history, replay and reset for operators', () => {
     const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
     try {
       const a = uniqueId('a');
-      const job = await api<{ id: string }>(buggy, 'POST', `/v1/agents/${a}/jobs`, { name: 'digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'digest please', delivery: { channel: 'webhook', url: hook.url } });
+      const job = await api<{ id: string }>(buggy, 'POST', `/v1/agents/${a}/jobs`, {
+        name: 'digest',
+        schedule: { kind: 'every', intervalMs: 3_600_000 },
+        task: 'digest please',
+        delivery: { channel: 'webhook', url: hook.url },
+      });
       await api(buggy, 'POST', `/v1/agents/${a}/jobs/${job.body.id}/run`);
-      const runId = await eventually(async () => (await api<{ runId: string }[]>(buggy, 'GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body[0]?.runId, 30_000, 'the run');
+      const runId = await eventually(
+        async () =>
+          (await api<{ runId: string }[]>(buggy, 'GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body[0]?.runId,
+        30_000,
+        'the run',
+      );
       const handle = buggy.client.workflow.getHandle(runId);
       await eventually(async () => (await handle.describe()).status.name === 'FAILED', 30_000, 'the run to fail');
       const mine = () => hook.received.filter((r) => (r.body as { agentId?: string }).agentId === a);
@@ -91,16 +146,31 @@ describe('runs: history, replay and reset for operators', () => {
         namespace: 'default',
         taskQueue: buggy.taskQueue,
         workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
-        deps: { pool: buggy.pool, provider: createScriptedProvider(buggy.pool), defaultModel: 'scripted', transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) }, jobs: DEFAULT_JOB_SETTINGS },
+        deps: {
+          pool: buggy.pool,
+          provider: createScriptedProvider(buggy.pool),
+          defaultModel: 'scripted',
+          transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) },
+          jobs: DEFAULT_JOB_SETTINGS,
+        },
       });
       running = fixed.run();
-      const reset = await api<{ newRunId: string }>(buggy, 'POST', `/v1/runs/${encodeURIComponent(runId)}/reset`, { to: 'last-workflow-task', reason: 'fixed the delivery bug' });
+      const reset = await api<{ newRunId: string }>(buggy, 'POST', `/v1/runs/${encodeURIComponent(runId)}/reset`, {
+        to: 'last-workflow-task',
+        reason: 'fixed the delivery bug',
+      });
       expect(reset.status).toBe(200);
       const result = buggy.client.workflow.getHandle(runId, reset.body.newRunId);
       await result.result();
       expect(mine()).toHaveLength(1);
       expect(mine()[0]!.body).toMatchObject({ text: 'echo: digest please' });
-      const runs = (await api<{ status: string; delivery: { outcome: string } }[]>(buggy, 'GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body;
+      const runs = (
+        await api<{ status: string; delivery: { outcome: string } }[]>(
+          buggy,
+          'GET',
+          `/v1/agents/${a}/jobs/${job.body.id}/runs`,
+        )
+      ).body;
       expect(runs.map((r) => [r.status, r.delivery.outcome])).toEqual([['ok', 'delivered']]);
     } finally {
       fixed?.shutdown();
@@ -110,4 +180,3 @@ describe('runs: history, replay and reset for operators', () => {
     }
   }, 120_000);
 });
-

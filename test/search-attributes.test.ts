@@ -10,7 +10,11 @@ import { createPool, type Pool } from '../db/pool';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { freePort } from '../scripts/ports';
 import { spawnTs, stopProcess } from '../scripts/processes';
-import { ensureSearchAttributes, missingSearchAttributes, MissingSearchAttributesError } from '../temporal/namespace';
+import {
+  ensureSearchAttributes,
+  missingSearchAttributes,
+  MissingSearchAttributesError,
+} from '../services/temporal-namespace';
 import { eventually, uniqueId } from './support/keel';
 
 const KEEL = ALL_SEARCH_ATTRIBUTES.map((k) => k.name);
@@ -35,7 +39,11 @@ async function freshNamespace(): Promise<string> {
   const namespace = `keel-sa-${randomUUID().slice(0, 8)}`;
   await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
   await eventually(
-    () => connection.workflowService.describeNamespace({ namespace }).then(() => true, () => false),
+    () =>
+      connection.workflowService.describeNamespace({ namespace }).then(
+        () => true,
+        () => false,
+      ),
     30_000,
     `namespace ${namespace} to be known`,
   );
@@ -126,7 +134,10 @@ describe("a Temporal namespace without Keel's search attributes", () => {
     const env = await keelEnv(namespace);
     const run = (name: string) => exitOf(spawnTs(`${name}/main.ts`, env, ['ignore', 'pipe', 'pipe']));
     const [api, worker] = await Promise.all([run('api'), run('worker')]);
-    for (const [name, ran] of [['api', api], ['worker', worker]] as const) {
+    for (const [name, ran] of [
+      ['api', api],
+      ['worker', worker],
+    ] as const) {
       expect(ran.code, `${name}: ${ran.stderr}`).toBe(1);
       const lacks = `Temporal namespace ${namespace} lacks Keel's search attributes KeelJobId, KeelRoutine`;
       expect(ran.stderr).toContain(`keel ${name} failed: ${lacks}`);

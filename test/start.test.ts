@@ -76,17 +76,33 @@ describe('npm start', () => {
       expect(await ui.text()).toMatch(/<html/i);
       const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
       const ids: string[] = [];
-      for await (const w of new Client({ connection }).workflow.list({ query: `WorkflowId = 'conv:a1:c1'` })) ids.push(w.workflowId);
+      for await (const w of new Client({ connection }).workflow.list({ query: `WorkflowId = 'conv:a1:c1'` }))
+        ids.push(w.workflowId);
       await connection.close();
       expect(ids).toEqual(['conv:a1:c1']);
 
       // The turn's log line names its workflow; /metrics has Keel's totals and the Temporal worker's own series.
-      const turnLog = output.map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {})).find((l) => l.msg === 'turn finished');
-      expect(turnLog).toMatchObject({ workflowId: 'conv:a1:c1', workflowType: 'conversationWorkflow', status: 'replied', service: 'keel-worker' });
+      const turnLog = output
+        .map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {}))
+        .find((l) => l.msg === 'turn finished');
+      expect(turnLog).toMatchObject({
+        workflowId: 'conv:a1:c1',
+        workflowType: 'conversationWorkflow',
+        status: 'replied',
+        service: 'keel-worker',
+      });
       expect(turnLog?.workflowRunId).toEqual(expect.any(String));
       const metrics = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
       expect(metrics).toMatch(/^keel_turns_total\{status="replied"\} 1$/m);
-      for (const series of ['keel_model_calls_total', 'keel_model_tokens_total', 'keel_deliveries_total', 'keel_job_runs_total', 'keel_routine_runs_total', 'keel_delegate_outcomes_total', 'keel_api_process_cpu_seconds_total']) {
+      for (const series of [
+        'keel_model_calls_total',
+        'keel_model_tokens_total',
+        'keel_deliveries_total',
+        'keel_job_runs_total',
+        'keel_routine_runs_total',
+        'keel_delegate_outcomes_total',
+        'keel_api_process_cpu_seconds_total',
+      ]) {
         expect(metrics).toContain(`# TYPE ${series}`);
       }
       expect(metrics).toMatch(/^temporal_\w+/m);
@@ -121,7 +137,12 @@ interface ReceivedSpan {
 /** A minimal OTLP/HTTP (JSON) trace receiver: what a collector would get from Keel. */
 async function startOtlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; close(): void }> {
   type Attr = { key: string; value: { stringValue?: string } };
-  type Body = { resourceSpans?: { resource?: { attributes?: Attr[] }; scopeSpans?: { spans?: { name: string; traceId: string }[] }[] }[] };
+  type Body = {
+    resourceSpans?: {
+      resource?: { attributes?: Attr[] };
+      scopeSpans?: { spans?: { name: string; traceId: string }[] }[];
+    }[];
+  };
   const spans: ReceivedSpan[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -130,7 +151,8 @@ async function startOtlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Body;
       for (const rs of body.resourceSpans ?? []) {
         const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
-        for (const ss of rs.scopeSpans ?? []) for (const sp of ss.spans ?? []) spans.push({ service, name: sp.name, traceId: sp.traceId });
+        for (const ss of rs.scopeSpans ?? [])
+          for (const sp of ss.spans ?? []) spans.push({ service, name: sp.name, traceId: sp.traceId });
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });

@@ -1,7 +1,13 @@
 import { DefaultLogger, type LogEntry, type LogLevel } from '@temporalio/worker';
 import pino from 'pino';
 
-const LEVELS: Record<LogLevel, pino.Level> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+const LEVELS: Record<LogLevel, pino.Level> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
 
 /**
  * The worker's log: one JSON line per entry (pino). The SDK's workflow and activity loggers add their context to

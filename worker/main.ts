@@ -1,12 +1,14 @@
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { defaultModelName, jobSettings, providerFromConfig, transportsFromConfig } from '../activities';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
-import { ensureSearchAttributes, MissingSearchAttributesError } from '../temporal/namespace';
+import { jobSettings } from '../services/job-settings';
+import { ensureSearchAttributes, MissingSearchAttributesError } from '../services/temporal-namespace';
+import type { WorkflowSource } from './bundle';
 import { workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
-import { createKeelWorker, type WorkflowSource } from './worker';
+import { defaultModelName, providerFromConfig, transportsFromConfig } from './wiring';
+import { createKeelWorker } from './worker';
 
 /**
  * The Temporal Worker process: every workflow and activity of Keel on one task queue. SIGINT and SIGTERM make the
@@ -14,11 +16,14 @@ import { createKeelWorker, type WorkflowSource } from './worker';
  */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
+  if (!config.databaseUrl)
+    throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
   Runtime.install({
     logger: workerLogger(config.logLevel),
     shutdownSignals: ['SIGINT', 'SIGTERM'],
-    ...(config.workerMetricsAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.workerMetricsAddress } } } } : {}),
+    ...(config.workerMetricsAddress
+      ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.workerMetricsAddress } } } }
+      : {}),
   });
   await migrate(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
@@ -37,11 +42,22 @@ async function main(): Promise<void> {
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
-      deps: { pool, provider: providerFromConfig(config, pool), defaultModel: defaultModelName(config), transports: transportsFromConfig(config), jobs: jobSettings(config), routines: config.routines, reflection: config.reflection },
+      deps: {
+        pool,
+        provider: providerFromConfig(config, pool),
+        defaultModel: defaultModelName(config),
+        transports: transportsFromConfig(config),
+        jobs: jobSettings(config),
+        routines: config.routines,
+        reflection: config.reflection,
+      },
       workflows,
       extra: tracing ? { plugins: [tracing.plugin] } : undefined,
     });
-    console.log(`keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, model ${config.model.provider}`);
+    console.log(
+      `keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, ` +
+        `model ${config.model.provider}`,
+    );
     await worker.run();
   } finally {
     await connection.close();

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { historyFromJSON, historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import type { WorkflowSource } from './worker';
+import type { WorkflowSource } from './bundle';
 
 /** The outcome of replaying one history against the current workflow code. */
 export interface ReplayOutcome {
@@ -19,7 +19,10 @@ export interface HistoryRef {
 }
 
 /** Replays histories against `workflows`, one result each, in order; never throws for a history that fails. */
-export async function replayHistories(workflows: WorkflowSource, histories: Iterable<HistoryRef> | AsyncIterable<HistoryRef>): Promise<ReplayOutcome[]> {
+export async function replayHistories(
+  workflows: WorkflowSource,
+  histories: Iterable<HistoryRef> | AsyncIterable<HistoryRef>,
+): Promise<ReplayOutcome[]> {
   const outcomes: ReplayOutcome[] = [];
   // The replayer reports the workflow id; the run id is remembered here from what it was given.
   const runIds = new Map<string, string | undefined>();
@@ -54,7 +57,11 @@ export async function fetchHistory(client: Client, workflowId: string, runId?: s
 /** Every closed or open run a visibility query finds, with its history. */
 export async function* queryHistories(client: Client, query: string): AsyncIterable<HistoryRef> {
   for await (const w of client.workflow.list({ query })) {
-    yield { workflowId: w.workflowId, runId: w.runId, history: await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory() };
+    yield {
+      workflowId: w.workflowId,
+      runId: w.runId,
+      history: await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(),
+    };
   }
 }
 

@@ -1,16 +1,23 @@
+import { ParentClosePolicy, getExternalWorkflowHandle, startChild, uuid4 } from '@temporalio/workflow';
+import type { ScheduleToolInput } from '../activities/jobs';
+import { cancelDelegate, DELEGATE_WORKFLOW, type DelegateWorkflow } from '../contracts/delegate';
 import type { TurnEnd } from '../domain/conversation';
+import type { HistoryMode } from '../domain/delegation';
 import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { checkReply, guardErrorForModel } from '../domain/reply-guard';
-import { cancelDelegateTool, parseToolCall, replyTool, scheduleTool, skipTool, spawnDelegateTool } from '../domain/tools';
-import type { ScheduleToolInput } from '../activities/jobs';
-import { toolResult } from '../domain/transcript';
-import { ParentClosePolicy, getExternalWorkflowHandle, startChild, uuid4 } from '@temporalio/workflow';
-import type { HistoryMode } from '../domain/delegation';
 import { SA } from '../domain/search-attributes';
+import {
+  cancelDelegateTool,
+  parseToolCall,
+  replyTool,
+  scheduleTool,
+  skipTool,
+  spawnDelegateTool,
+} from '../domain/tools';
+import { toolResult } from '../domain/transcript';
 import { delivery, store } from './activities';
-import type { delegateWorkflow } from './delegate';
 
 /** What a channel tool sees of the turn it runs in. */
 export interface TurnContext {
@@ -45,60 +52,112 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
     turn.corrections++;
     const message = guardErrorForModel(verdict);
     if (turn.corrections > LIMITS.guardCorrections) {
-      return { result: toolResult(toolUseId, message, true), end: { status: 'error', error: { code: 'reply_blocked', message: `reply blocked ${turn.corrections} times: ${verdict.detail}` } } };
+      return {
+        result: toolResult(toolUseId, message, true),
+        end: {
+          status: 'error',
+          error: { code: 'reply_blocked', message: `reply blocked ${turn.corrections} times: ${verdict.detail}` },
+        },
+      };
     }
     return { result: toolResult(toolUseId, message, true) };
   }
-  const report = await delivery.deliverReply.executeWithOptions({ summary: `reply of turn ${turn.turnId}` }, [{
-    conversationKey: turn.conversationKey,
-    agentId: turn.agentId,
-    conversationId: turn.conversationId,
-    turnId: turn.turnId,
-    replySeq: turn.stepSeq,
-    text,
-    effectKey: replyEffectKey(turn.conversationKey, turn.turnId, turn.callIndex),
-  }]);
-  return { result: toolResult(toolUseId, `reply ${report.outcome}`), end: { status: 'replied', replySeq: turn.stepSeq, delivery: report.outcome } };
+  const report = await delivery.deliverReply.executeWithOptions({ summary: `reply of turn ${turn.turnId}` }, [
+    {
+      conversationKey: turn.conversationKey,
+      agentId: turn.agentId,
+      conversationId: turn.conversationId,
+      turnId: turn.turnId,
+      replySeq: turn.stepSeq,
+      text,
+      effectKey: replyEffectKey(turn.conversationKey, turn.turnId, turn.callIndex),
+    },
+  ]);
+  return {
+    result: toolResult(toolUseId, `reply ${report.outcome}`),
+    end: { status: 'replied', replySeq: turn.stepSeq, delivery: report.outcome },
+  };
 }
 
 /**
  * Admission first (every rule, and the claim of the task attempt, in PostgreSQL), then the delegate's workflow as a
  * child that outlives this run (ABANDON): it reports back by signalling the conversation's workflow id.
  */
-async function spawnDelegate(call: ToolUseBlock, input: { task?: number; text?: string; historyMode?: HistoryMode }, turn: TurnContext): Promise<ToolOutcome> {
+async function spawnDelegate(
+  call: ToolUseBlock,
+  input: { task?: number; text?: string; historyMode?: HistoryMode },
+  turn: TurnContext,
+): Promise<ToolOutcome> {
   const delegateId = uuid4();
-  const decision = await store.claimDelegate({ agentId: turn.agentId, conversationKey: turn.conversationKey, delegateId, ...input });
+  const decision = await store.claimDelegate({
+    agentId: turn.agentId,
+    conversationKey: turn.conversationKey,
+    delegateId,
+    ...input,
+  });
   if (decision.kind === 'refused') return { result: toolResult(call.id, `not spawned: ${decision.reason}`, true) };
   if (decision.kind === 'existing') {
-    return { result: toolResult(call.id, `not spawned again: delegate ${decision.delegateId} is already working on this exact task`) };
+    return {
+      result: toolResult(
+        call.id,
+        `not spawned again: delegate ${decision.delegateId} is already working on this exact task`,
+      ),
+    };
   }
-  await startChild<typeof delegateWorkflow>('delegateWorkflow', {
+  await startChild<DelegateWorkflow>(DELEGATE_WORKFLOW, {
     workflowId: delegateWorkflowId(turn.agentId, delegateId),
     parentClosePolicy: ParentClosePolicy.ABANDON,
-    args: [{ agentId: turn.agentId, delegateId, conversationKey: turn.conversationKey, taskNumber: decision.taskNumber, wallClockSeconds: decision.wallClockSeconds }],
+    args: [
+      {
+        agentId: turn.agentId,
+        delegateId,
+        conversationKey: turn.conversationKey,
+        taskNumber: decision.taskNumber,
+        wallClockSeconds: decision.wallClockSeconds,
+      },
+    ],
     typedSearchAttributes: [
       { key: SA.agentId, value: turn.agentId },
       { key: SA.conversationId, value: turn.conversationId },
       { key: SA.kind, value: 'delegate' },
     ],
-    memo: { agent: turn.agentId, conversation: turn.conversationId, ...(decision.taskNumber !== null ? { task: decision.taskNumber } : {}) },
-    staticSummary: decision.taskNumber !== null ? `Delegate for task #${decision.taskNumber}` : 'Delegate for an ad-hoc task',
+    memo: {
+      agent: turn.agentId,
+      conversation: turn.conversationId,
+      ...(decision.taskNumber !== null ? { task: decision.taskNumber } : {}),
+    },
+    staticSummary:
+      decision.taskNumber !== null ? `Delegate for task #${decision.taskNumber}` : 'Delegate for an ad-hoc task',
   });
   turn.liveDelegates.add(delegateId);
   const what = decision.taskNumber !== null ? `task #${decision.taskNumber}` : 'the ad-hoc task';
-  return { result: toolResult(call.id, `spawned delegate ${delegateId} for ${what}; its result will come back to this conversation`) };
+  return {
+    result: toolResult(
+      call.id,
+      `spawned delegate ${delegateId} for ${what}; its result will come back to this conversation`,
+    ),
+  };
 }
 
-async function cancelDelegateCall(call: ToolUseBlock, input: { delegateId: string; reason: string }, turn: TurnContext): Promise<ToolOutcome> {
-  if (!turn.liveDelegates.has(input.delegateId)) return { result: toolResult(call.id, `no running delegate ${input.delegateId} in this conversation`, true) };
+async function cancelDelegateCall(
+  call: ToolUseBlock,
+  input: { delegateId: string; reason: string },
+  turn: TurnContext,
+): Promise<ToolOutcome> {
+  if (!turn.liveDelegates.has(input.delegateId))
+    return { result: toolResult(call.id, `no running delegate ${input.delegateId} in this conversation`, true) };
   try {
-    // By name, not by importing the delegate's signal: the delegate module imports this workflow's own signal.
-    await getExternalWorkflowHandle(delegateWorkflowId(turn.agentId, input.delegateId)).signal<[{ reason: string }]>('cancelDelegate', { reason: input.reason });
+    const delegate = getExternalWorkflowHandle(delegateWorkflowId(turn.agentId, input.delegateId));
+    await delegate.signal(cancelDelegate, { reason: input.reason });
   } catch {
     // It finished meanwhile (its workflow is closed): its outcome is on its way through admission.
-    return { result: toolResult(call.id, `delegate ${input.delegateId} has already finished; its result will come back`) };
+    return {
+      result: toolResult(call.id, `delegate ${input.delegateId} has already finished; its result will come back`),
+    };
   }
-  return { result: toolResult(call.id, `cancel requested for delegate ${input.delegateId}; its outcome will come back`) };
+  return {
+    result: toolResult(call.id, `cancel requested for delegate ${input.delegateId}; its outcome will come back`),
+  };
 }
 
 /** The agent manages its scheduled jobs through the same functions and rules as the API. */
@@ -111,7 +170,10 @@ async function scheduleCall(call: ToolUseBlock, input: ScheduleToolInput, turn: 
 const handlers: Record<string, ToolHandler> = {
   [replyTool.name]: (call, input: { text: string }, turn) => sendReply(call.id, input.text, turn),
   [skipTool.name]: (call, input: { reason?: string }) =>
-    Promise.resolve({ result: toolResult(call.id, 'skipped'), end: { status: 'skipped', ...(input.reason ? { reason: input.reason } : {}) } }),
+    Promise.resolve({
+      result: toolResult(call.id, 'skipped'),
+      end: { status: 'skipped', ...(input.reason ? { reason: input.reason } : {}) },
+    }),
   [spawnDelegateTool.name]: spawnDelegate,
   [cancelDelegateTool.name]: cancelDelegateCall,
   [scheduleTool.name]: scheduleCall,

@@ -1,7 +1,5 @@
 import {
   CancellationScope,
-  defineQuery,
-  defineSignal,
   getExternalWorkflowHandle,
   isCancellation,
   log,
@@ -10,27 +8,25 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { ToolResults, TurnNote } from '../activities/conversation';
-import type { CommittedOutcome } from '../db/delegation';
-import { CONTINUE_TEXT, DELEGATION, NUDGE_TEXT, settleOutcome, type EndEvent, type LiveLifecycle, type OutcomeKind, type TerminalOwner } from '../domain/delegation';
+import { delegateFinished } from '../contracts/conversation';
+import { cancelDelegate, delegateStateQuery, type DelegateInput } from '../contracts/delegate';
+import {
+  CONTINUE_TEXT,
+  DELEGATION,
+  NUDGE_TEXT,
+  settleOutcome,
+  type CommittedOutcome,
+  type EndEvent,
+  type LiveLifecycle,
+  type OutcomeKind,
+  type TerminalOwner,
+} from '../domain/delegation';
 import { delegateWorkflowId } from '../domain/ids';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { DELEGATE_TOOL_NAMES, parseToolCall } from '../domain/tools';
 import { toolResult, toolUses } from '../domain/transcript';
 import { SA } from '../domain/search-attributes';
 import { model, store } from './activities';
-import { delegateFinished } from './conversation';
-
-export const cancelDelegate = defineSignal<[{ reason: string }]>('cancelDelegate');
-export const delegateStateQuery = defineQuery<{ lifecycle: LiveLifecycle; modelCalls: number }>('state');
-
-export interface DelegateInput {
-  agentId: string;
-  delegateId: string;
-  /** The conversation's workflow id: the delegate signals it by id, so a continue-as-new of the parent loses nothing. */
-  conversationKey: string;
-  taskNumber: number | null;
-  wallClockSeconds: number;
-}
 
 interface WorkEnd {
   event: EndEvent;
@@ -75,88 +71,86 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   try {
     end = await work.run(() => doWork());
   } catch (err) {
-    // Cancelled by the signal, by the clock, or (no signal) by a cancellation of this workflow through Temporal.
-    if (isCancellation(err)) end = { event: live.lifecycle === 'timing_out' ? 'timeout' : 'cancel', reason: cancelReason ?? 'the delegate workflow was cancelled' };
-    else end = { event: 'failure', reason: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err) };
+    end = stopped(err, live.lifecycle, cancelReason);
   } finally {
     clock.cancel();
   }
 
   const kind = settleOutcome(live.lifecycle, end.event, modelCalls > 0);
-  const owner: TerminalOwner =
-    live.lifecycle === 'cancelling' || (end.event === 'cancel' && live.lifecycle === 'running') ? 'cancel' : live.lifecycle === 'timing_out' ? 'timeout' : 'delegate';
+  const owner = terminalOwner(live.lifecycle, end.event);
   // The commit and the signal run even if this workflow is being cancelled: an outcome is never left unwritten.
   return CancellationScope.nonCancellable(() => commitAndTell(kind, owner, end));
 
-  async function commitAndTell(kind: OutcomeKind, owner: TerminalOwner, end: WorkEnd): Promise<CommittedOutcome> {
-  const committed = await store.commitDelegateOutcome({
-    delegateId,
-    kind,
-    owner,
-    outcomeText: end.outcomeText,
-    reason: end.event === 'cancel' || live.lifecycle === 'cancelling' ? (cancelReason ?? end.reason) : end.reason,
-    modelCalls,
-  });
-  upsertSearchAttributes([{ key: SA.outcome, value: committed.outcomeKind }]);
-  // Only after the commit: the conversation hears of it, and re-reads the committed row before admitting it.
-  try {
-    await getExternalWorkflowHandle(conversationKey).signal(delegateFinished, {
-      delegateId,
-      outcomeVersion: committed.outcomeVersion,
-      transcriptVersion: committed.transcriptVersion,
-      outcomeKind: committed.outcomeKind,
-      terminalOwner: committed.terminalOwner,
-    });
-  } catch (err) {
-    // No running conversation to tell (it was terminated): its next run reconciles from PostgreSQL at start.
-    log.warn('conversation not signalled; it will reconcile', { conversationKey, error: err instanceof Error ? err.message : String(err) });
-  }
-  return committed;
-  }
-
+  /** Segments of model calls, each tool call answered, until the delegate sets its outcome or runs out of calls. */
   async function doWork(): Promise<WorkEnd> {
     let throughSeq = await store.prepareDelegate({ delegateId });
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
     let nudges = 0;
     for (let segment = 1; segment <= DELEGATION.maxSegments; segment++) {
-      if (segment > 1) pending.note = { callIndex: modelCalls, text: pending.note ? `${pending.note.text}\n\n${CONTINUE_TEXT}` : CONTINUE_TEXT };
+      if (segment > 1) pending.note = { callIndex: modelCalls, text: withContinue(pending.note) };
       for (let call = 1; call <= DELEGATION.modelCallsPerSegment; call++) {
         if (pending.toolResults || pending.note) {
-          throughSeq = await store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: pending.toolResults, note: pending.note });
+          throughSeq = await appendToTranscript(pending.toolResults, pending.note);
           pending = {};
         }
         modelCalls++;
-        const step = await model.callModel.executeWithOptions({ summary: `delegate model call ${modelCalls}` }, [{ conversationKey: transcriptKey, agentId, turnId: delegateId, callIndex: modelCalls, throughSeq, toolNames: DELEGATE_TOOL_NAMES, delegateId }]);
+        const step = await model.callModel.executeWithOptions({ summary: `delegate model call ${modelCalls}` }, [
+          {
+            conversationKey: transcriptKey,
+            agentId,
+            turnId: delegateId,
+            callIndex: modelCalls,
+            throughSeq,
+            toolNames: DELEGATE_TOOL_NAMES,
+            delegateId,
+          },
+        ]);
         throughSeq = step.seq;
         const calls = toolUses(step.content);
         if (calls.length === 0) {
           // Finished talking without an outcome: nudged twice, then failed (not cancelled, as Spacebot records it).
-          if (++nudges > DELEGATION.outcomeNudges) return { event: 'failure', reason: `finished without setting an outcome after ${DELEGATION.outcomeNudges} nudges` };
+          if (++nudges > DELEGATION.outcomeNudges) {
+            return {
+              event: 'failure',
+              reason: `finished without setting an outcome after ${DELEGATION.outcomeNudges} nudges`,
+            };
+          }
           pending = { note: { callIndex: modelCalls, text: NUDGE_TEXT } };
           continue;
         }
         nudges = 0;
-        const results: ToolResultBlock[] = [];
-        let ended: WorkEnd | undefined;
-        for (const c of calls) {
-          if (ended) {
-            results.push(toolResult(c.id, 'not run: the outcome was already set', true));
-            continue;
-          }
-          const r = await runTool(c);
-          results.push(r.result);
-          ended = r.end;
-        }
+        const { results, ended } = await runTools(calls);
         if (ended) {
           // The outcome is decided: a cancel or the clock arriving now must not undo it (a success wins).
-          await CancellationScope.nonCancellable(() => store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: { callIndex: modelCalls, results } }));
+          await CancellationScope.nonCancellable(() => appendToTranscript({ callIndex: modelCalls, results }));
           return ended;
         }
         pending = { toolResults: { callIndex: modelCalls, results } };
       }
     }
-    if (pending.toolResults || pending.note) await store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults: pending.toolResults, note: pending.note });
+    if (pending.toolResults || pending.note) await appendToTranscript(pending.toolResults, pending.note);
     return { event: 'partial' };
+  }
+
+  /** Writes what the next model call reads (tool results, a note) to the delegate's own transcript. */
+  function appendToTranscript(toolResults: ToolResults | undefined, note?: TurnNote): Promise<number> {
+    return store.appendToTranscript({ conversationKey: transcriptKey, turnId: delegateId, toolResults, note });
+  }
+
+  /** The tools one model call asked for, in order; once one has set the outcome, the rest are not run. */
+  async function runTools(calls: ToolUseBlock[]): Promise<{ results: ToolResultBlock[]; ended: WorkEnd | undefined }> {
+    const results: ToolResultBlock[] = [];
+    let ended: WorkEnd | undefined;
+    for (const c of calls) {
+      if (ended) {
+        results.push(toolResult(c.id, 'not run: the outcome was already set', true));
+        continue;
+      }
+      const r = await runTool(c);
+      results.push(r.result);
+      ended = r.end;
+    }
+    return { results, ended };
   }
 
   async function runTool(c: ToolUseBlock): Promise<{ result: ToolResultBlock; end?: WorkEnd }> {
@@ -168,7 +162,8 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
         const { kind, text, blocked } = args as { kind: 'progress' | 'outcome'; text: string; blocked?: string };
         if (kind === 'progress') return { result: toolResult(c.id, 'progress noted; keep working') };
         live.lifecycle = 'completing';
-        return { result: toolResult(c.id, 'outcome recorded'), end: blocked ? { event: 'blocked', reason: blocked } : { event: 'success', outcomeText: text } };
+        const end: WorkEnd = blocked ? { event: 'blocked', reason: blocked } : { event: 'success', outcomeText: text };
+        return { result: toolResult(c.id, 'outcome recorded'), end };
       }
       case 'read_skill': {
         const skill = await store.readSkill({ agentId, name: String(args.name) });
@@ -176,13 +171,73 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
       }
       case 'task_update':
       case 'add_task_comment': {
-        if (input.taskNumber === null) return { result: toolResult(c.id, 'this delegate works on an ad-hoc task: there is no task on the board to change', true) };
-        if (c.name === 'task_update') await store.updateTask({ agentId, taskNumber: input.taskNumber, description: String(args.description) });
-        else await store.commentOnTask({ agentId, taskNumber: input.taskNumber, delegateId, body: String(args.body) });
+        const { taskNumber } = input;
+        if (taskNumber === null) {
+          const message = 'this delegate works on an ad-hoc task: there is no task on the board to change';
+          return { result: toolResult(c.id, message, true) };
+        }
+        if (c.name === 'task_update') {
+          await store.updateTask({ agentId, taskNumber, description: String(args.description) });
+        } else {
+          await store.commentOnTask({ agentId, taskNumber, delegateId, body: String(args.body) });
+        }
         return { result: toolResult(c.id, 'done') };
       }
       default:
         return { result: toolResult(c.id, `unknown tool "${c.name}"`, true) };
     }
   }
+
+  /** Commits the outcome, then tells the conversation; the conversation re-reads the committed row to admit it. */
+  async function commitAndTell(kind: OutcomeKind, owner: TerminalOwner, end: WorkEnd): Promise<CommittedOutcome> {
+    const cancelled = end.event === 'cancel' || live.lifecycle === 'cancelling';
+    const committed = await store.commitDelegateOutcome({
+      delegateId,
+      kind,
+      owner,
+      outcomeText: end.outcomeText,
+      reason: cancelled ? (cancelReason ?? end.reason) : end.reason,
+      modelCalls,
+    });
+    upsertSearchAttributes([{ key: SA.outcome, value: committed.outcomeKind }]);
+    // Only after the commit: the conversation hears of it, and re-reads the committed row before admitting it.
+    try {
+      await getExternalWorkflowHandle(conversationKey).signal(delegateFinished, {
+        delegateId,
+        outcomeVersion: committed.outcomeVersion,
+        transcriptVersion: committed.transcriptVersion,
+        outcomeKind: committed.outcomeKind,
+        terminalOwner: committed.terminalOwner,
+      });
+    } catch (err) {
+      // No running conversation to tell (it was terminated): its next run reconciles from PostgreSQL at start.
+      const error = err instanceof Error ? err.message : String(err);
+      log.warn('conversation not signalled; it will reconcile', { conversationKey, error });
+    }
+    return committed;
+  }
+}
+
+/**
+ * How the work ended when it did not return: cancelled (by the signal, by the clock, or, with no signal, by a
+ * cancellation of this workflow through Temporal), or failed.
+ */
+function stopped(err: unknown, lifecycle: LiveLifecycle, cancelReason: string | undefined): WorkEnd {
+  if (isCancellation(err)) {
+    const event = lifecycle === 'timing_out' ? 'timeout' : 'cancel';
+    return { event, reason: cancelReason ?? 'the delegate workflow was cancelled' };
+  }
+  const reason = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+  return { event: 'failure', reason };
+}
+
+/** Who ended the delegate: a cancel (asked for, or through Temporal while it ran), its wall clock, or itself. */
+function terminalOwner(lifecycle: LiveLifecycle, event: EndEvent): TerminalOwner {
+  if (lifecycle === 'cancelling' || (event === 'cancel' && lifecycle === 'running')) return 'cancel';
+  return lifecycle === 'timing_out' ? 'timeout' : 'delegate';
+}
+
+/** The note that opens a new segment: the pending note, if any, then the request to continue. */
+function withContinue(note: TurnNote | undefined): string {
+  return note ? `${note.text}\n\n${CONTINUE_TEXT}` : CONTINUE_TEXT;
 }

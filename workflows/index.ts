@@ -1,6 +1,33 @@
 // Every workflow the worker registers. One file per workflow.
-export { conversationWorkflow } from './conversation';
-export { delegateWorkflow } from './delegate';
-export { jobRunWorkflow } from './job-run';
-export { routineRunWorkflow } from './routine-run';
-export { reflectionWorkflow } from './reflection';
+import type { CONVERSATION_WORKFLOW, ConversationWorkflow } from '../contracts/conversation';
+import type { DELEGATE_WORKFLOW, DelegateWorkflow } from '../contracts/delegate';
+import type { JOB_RUN_WORKFLOW, JobRunWorkflow } from '../contracts/job-run';
+import type { REFLECTION_WORKFLOW, ReflectionWorkflow } from '../contracts/reflection';
+import type { ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow } from '../contracts/routine-run';
+import { conversationWorkflow } from './conversation';
+import { delegateWorkflow } from './delegate';
+import { jobRunWorkflow } from './job-run';
+import { reflectionWorkflow } from './reflection';
+import { routineRunWorkflow } from './routine-run';
+
+export { conversationWorkflow, delegateWorkflow, jobRunWorkflow, routineRunWorkflow, reflectionWorkflow };
+
+/**
+ * Callers start workflows by their contracts' type names and signatures: a workflow registered under another name, or
+ * with another signature, fails the type check here.
+ */
+export type ContractsKept = Keeps<
+  {
+    conversationWorkflow: typeof conversationWorkflow;
+    delegateWorkflow: typeof delegateWorkflow;
+    jobRunWorkflow: typeof jobRunWorkflow;
+    routineRunWorkflow: typeof routineRunWorkflow;
+    reflectionWorkflow: typeof reflectionWorkflow;
+  },
+  Record<typeof CONVERSATION_WORKFLOW, ConversationWorkflow> &
+    Record<typeof DELEGATE_WORKFLOW, DelegateWorkflow> &
+    Record<typeof JOB_RUN_WORKFLOW, JobRunWorkflow> &
+    Record<typeof ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow> &
+    Record<typeof REFLECTION_WORKFLOW, ReflectionWorkflow>
+>;
+type Keeps<Registered extends Contracts, Contracts> = Registered;

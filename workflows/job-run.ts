@@ -1,6 +1,7 @@
 import { patched, proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../activities/delivery/deliver-reply';
+import type { JobRunInput } from '../contracts/job-run';
 import { afterDelivery, failsAfterErrors, retryDelayMs } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
 import { delivery, store } from './activities';
@@ -20,7 +21,7 @@ export const KEEP_UNDELIVERED_PATCH = 'job-kept-when-undelivered';
  * conversation, its result is delivered with the delivery's own retries, and the run is booked in one write. A failed
  * turn is retried here with the job backoff, until the next fire is sooner or the job has failed too often.
  */
-export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
+export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   const runId = workflowInfo().workflowId;
   const firedAt = workflowInfo().startTime;
   const begun = await store.beginJobRun({ runId, jobId: input.jobId, firedAt: firedAt.toISOString() });
@@ -30,7 +31,13 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
   }
   const { job, backoffMs } = begun;
   const started = Date.now();
-  const book = (b: { status: 'ok' | 'error'; reply?: string; error?: string; delivery?: DeliveryReport; fails?: boolean }) =>
+  const book = (b: {
+    status: 'ok' | 'error';
+    reply?: string;
+    error?: string;
+    delivery?: DeliveryReport;
+    fails?: boolean;
+  }) =>
     store.bookJobRun({
       runId,
       jobId: job.id,
@@ -45,10 +52,21 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
     });
 
   for (let attempt = 1; ; attempt++) {
-    const turn = await turns.runJobTurn({ agentId: job.agentId, jobId: job.id, task: job.task, messageId: `${runId}#${attempt}` });
+    const turn = await turns.runJobTurn({
+      agentId: job.agentId,
+      jobId: job.id,
+      task: job.task,
+      messageId: `${runId}#${attempt}`,
+    });
     if (turn.status === 'ok') {
       const sent = turn.text
-        ? await delivery.deliverJobResult({ runId, agentId: job.agentId, jobId: job.id, target: job.delivery, text: turn.text })
+        ? await delivery.deliverJobResult({
+            runId,
+            agentId: job.agentId,
+            jobId: job.id,
+            target: job.delivery,
+            text: turn.text,
+          })
         : ({ outcome: 'skipped:empty_reply', attempts: 0 } satisfies DeliveryReport);
       // The turn succeeded; a job that deletes itself still stays, failed, when its result was not delivered: its run
       // is the evidence, and the owner is told.
@@ -66,7 +84,14 @@ export async function jobRunWorkflow(input: { jobId: string }): Promise<void> {
     }
     const counted = await store.recordJobRunError({ runId, jobId: job.id, attempt, error: turn.error });
     if (failsAfterErrors(job.schedule.kind, counted.errors)) {
-      const notice = await delivery.failJob({ runId, jobId: job.id, agentId: job.agentId, name: job.name, error: turn.error, errors: counted.errors });
+      const notice = await delivery.failJob({
+        runId,
+        jobId: job.id,
+        agentId: job.agentId,
+        name: job.name,
+        error: turn.error,
+        errors: counted.errors,
+      });
       await book({ status: 'error', error: turn.error, fails: true, delivery: notice });
       upsertSearchAttributes([{ key: SA.outcome, value: 'failed' }]);
       return;

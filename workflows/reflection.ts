@@ -1,40 +1,47 @@
-import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
-import type { AdmitResult } from '../activities/reflection';
+import {
+  decideProposal,
+  reflectionState,
+  turnFinished,
+  type AdmitResult,
+  type LastDrain,
+  type ProposalDecision,
+  type ReflectionInput,
+} from '../contracts/reflection';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
-import { enqueue, REFLECTION, type ProposalAnswer, type QueuedSummary, type ReflectionSettings, type TurnSummary } from '../domain/reflection';
+import {
+  enqueue,
+  REFLECTION,
+  type ProposalAnswer,
+  type QueuedSummary,
+  type ReflectionSettings,
+  type TurnSummary,
+} from '../domain/reflection';
 import { store } from './activities';
 
 /** Reflection's model calls: a large model may think for minutes; a refused request does not retry. A call that fails
  * for good leaves its summaries queued (drain), never fails the workflow. Database steps go through `store`. */
 const thinking = proxyActivities<KeelActivities>({
   startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES },
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 minutes',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES,
+  },
 });
-
-export const turnFinished = defineSignal<[TurnSummary]>('turnFinished');
-export interface ProposalDecision {
-  proposalId: string;
-  approved: boolean;
-  note?: string;
-}
-/** A human's answer to a proposal waiting for approval; the validator refuses any other proposal. */
-export const decideProposal = defineUpdate<AdmitResult, [ProposalDecision]>('decideProposal');
-/** How the last drain ended, for operators (and tests) to see a drain that stopped. */
-export type LastDrain =
-  | { outcome: 'proposal'; proposalId: string; status: AdmitResult['status'] }
-  | { outcome: 'ceiling_reached'; spentUsd: number; ceilingUsd: number }
-  | { outcome: 'unreadable'; error: string }
-  | { outcome: 'escalation_exhausted' }
-  | { outcome: 'model_failed'; error: string };
-export const reflectionState = defineQuery<{ queued: QueuedSummary[]; draining: boolean; awaiting: string | null; drains: number; lastDrain: LastDrain | null }>('reflectionState');
-
-export interface ReflectionInput {
-  agentId: string;
-  /** Carried over continue-as-new. */
-  queue?: QueuedSummary[];
-  nextDrainAt?: number;
-}
 
 type DrainOutcome = 'done' | 'rejected';
 
@@ -59,14 +66,21 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
   let lastDrain: LastDrain | null = null;
 
   setHandler(turnFinished, (s) => void incoming.push(s));
-  setHandler(reflectionState, () => ({ queued: queue, draining, awaiting: awaiting?.proposalId ?? null, drains, lastDrain }));
+  setHandler(reflectionState, () => ({
+    queued: queue,
+    draining,
+    awaiting: awaiting?.proposalId ?? null,
+    drains,
+    lastDrain,
+  }));
   setHandler(
     decideProposal,
     async (d) => {
       // A decision can arrive between the proposal's record and the drain's wait for it: it waits for that moment.
       await condition(() => awaiting?.proposalId === d.proposalId || drainingProposal !== d.proposalId);
       const waiting = awaiting;
-      if (!waiting || waiting.proposalId !== d.proposalId || waiting.decision) throw ApplicationFailure.nonRetryable(`proposal ${d.proposalId} is not waiting for approval`);
+      if (!waiting || waiting.proposalId !== d.proposalId || waiting.decision)
+        throw ApplicationFailure.nonRetryable(`proposal ${d.proposalId} is not waiting for approval`);
       // The drain applies the decision; the caller hears how it came out.
       waiting.decision = d;
       await condition(() => waiting.result !== undefined);
@@ -75,18 +89,24 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     {
       validator: (d: ProposalDecision) => {
         // Only the proposal of the drain under way, and only once.
-        if (drainingProposal !== d.proposalId || awaiting?.decision) throw new Error(`proposal ${d.proposalId} is not waiting for approval`);
+        if (drainingProposal !== d.proposalId || awaiting?.decision)
+          throw new Error(`proposal ${d.proposalId} is not waiting for approval`);
       },
     },
   );
 
   for (;;) {
-    await condition(() => incoming.length > 0 || (arrivedSinceDrain && queue.length >= settings.drainAtQueued), Math.max(1, nextDrainAt - Date.now()));
+    await condition(
+      () => incoming.length > 0 || (arrivedSinceDrain && queue.length >= settings.drainAtQueued),
+      Math.max(1, nextDrainAt - Date.now()),
+    );
     // Each arrival passes the gate, then replaces its conversation's earlier summary.
     while (incoming.length) {
       const summary = incoming.shift()!;
       // An error of the gate means yes, also when its activity gives up.
-      const worth = settings.gate ? await thinking.gateTurn({ agentId, summary }).catch(() => ({ evolve: true })) : { evolve: true };
+      const worth = settings.gate
+        ? await thinking.gateTurn({ agentId, summary }).catch(() => ({ evolve: true }))
+        : { evolve: true };
       if (worth.evolve) {
         queue = enqueue(queue, summary);
         arrivedSinceDrain = true;
@@ -130,7 +150,8 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     for (; tier <= REFLECTION.maxEscalations; tier++) {
       const proposed = await thinking.proposeReflection({ agentId, proposalId, summaries: batch, tier });
       // The daily cost ceiling is transient: the summaries stay queued for a later drain.
-      if (proposed.kind === 'ceiling') return { outcome: 'ceiling_reached', spentUsd: proposed.spentUsd, ceilingUsd: proposed.ceilingUsd };
+      if (proposed.kind === 'ceiling')
+        return { outcome: 'ceiling_reached', spentUsd: proposed.spentUsd, ceilingUsd: proposed.ceilingUsd };
       // An unreadable answer counts against the summaries, as a rejection does: a batch that always yields one ends
       // on the poison list instead of paying for a call every drain.
       if (proposed.kind === 'unreadable') {
@@ -140,20 +161,48 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
       answer = proposed.answer;
       if (answer.status !== 'escalate') break;
     }
-    if (!answer || answer.status === 'escalate') return { outcome: 'escalation_exhausted' }; // past the last tier: transient
+    // Past the last tier: transient.
+    if (!answer || answer.status === 'escalate') return { outcome: 'escalation_exhausted' };
     const tierName = settings.tiers[Math.min(tier, settings.tiers.length - 1)] ?? String(tier);
-    const judges = answer.status === 'ok' && settings.judges > 0 ? await thinking.judgeProposal({ agentId, proposalId, proposal: answer }) : undefined;
-    let result = await store.admitProposal({ agentId, workflowId: workflowInfo().workflowId, proposalId, answer, summaries: batch, tier: tierName, judges });
+    const judges =
+      answer.status === 'ok' && settings.judges > 0
+        ? await thinking.judgeProposal({ agentId, proposalId, proposal: answer })
+        : undefined;
+    let result = await store.admitProposal({
+      agentId,
+      workflowId: workflowInfo().workflowId,
+      proposalId,
+      answer,
+      summaries: batch,
+      tier: tierName,
+      judges,
+    });
     if (result.status === 'awaiting_approval') {
       const waiting: { proposalId: string; decision?: ProposalDecision; result?: AdmitResult } = { proposalId };
       awaiting = waiting;
-      await condition(() => waiting.decision !== undefined, settings.approvalWaitMs, { summary: `waiting for approval of proposal ${proposalId}` });
-      const decision = waiting.decision ?? { proposalId, approved: false, note: 'no decision within the approval wait' };
-      result = await store.decideProposal({ agentId, proposalId, approved: decision.approved, ...(decision.note ? { note: decision.note } : {}) });
+      await condition(() => waiting.decision !== undefined, settings.approvalWaitMs, {
+        summary: `waiting for approval of proposal ${proposalId}`,
+      });
+      const decision = waiting.decision ?? {
+        proposalId,
+        approved: false,
+        note: 'no decision within the approval wait',
+      };
+      result = await store.decideProposal({
+        agentId,
+        proposalId,
+        approved: decision.approved,
+        ...(decision.note ? { note: decision.note } : {}),
+      });
       waiting.result = result;
       awaiting = null;
     }
-    const blamed = result.status === 'rejected' && result.checks.some((c) => c.kind === 'hard' && !c.passed && !c.transient && c.name !== 'human_approval' && c.name !== 'base_unchanged');
+    const blamed =
+      result.status === 'rejected' &&
+      result.checks.some(
+        (c) =>
+          c.kind === 'hard' && !c.passed && !c.transient && c.name !== 'human_approval' && c.name !== 'base_unchanged',
+      );
     const transient = result.status === 'rejected' && !blamed && result.checks.some((c) => c.transient);
     if (!transient) await settle(batch, blamed ? 'rejected' : 'done', proposalId);
     return { outcome: 'proposal', proposalId, status: result.status };
@@ -165,7 +214,9 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     queue = queue.filter((q) => !drained.has(`${q.conversationId}#${q.turnId}`));
     if (outcome !== 'rejected') return;
     // A hard-gate rejection counts against each summary; the third sends it to the poison list.
-    const again = batch.map((s) => ({ ...s, failures: s.failures + 1 })).filter((s) => !queue.some((q) => q.conversationId === s.conversationId));
+    const again = batch
+      .map((s) => ({ ...s, failures: s.failures + 1 }))
+      .filter((s) => !queue.some((q) => q.conversationId === s.conversationId));
     const poisoned = again.filter((s) => s.failures >= REFLECTION.poisonAfterFailures);
     if (poisoned.length) await store.poisonSummaries({ agentId, proposalId, summaries: poisoned });
     queue = [...again.filter((s) => s.failures < REFLECTION.poisonAfterFailures), ...queue];

@@ -1,5 +1,22 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, condition, defineQuery, isCancellation, defineUpdate, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
+import {
+  decideApproval,
+  waitingGate,
+  type ApprovalDecision,
+  type RoutineRunInput,
+  type RoutineRunOutcome,
+} from '../contracts/routine-run';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
 import { ROUTINES, type FinishedRunStatus, type Gate, type RoutineRunResult } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
@@ -8,7 +25,13 @@ import { store } from './activities';
 /** Authoring: a model call plus a smoke run of a few seconds. */
 const authoring = proxyActivities<KeelActivities>({
   startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES,
+  },
 });
 
 /** A tool run: bounded by the sandbox's wall clock; a retry replays the run's journal, so it repeats no effect. */
@@ -19,24 +42,13 @@ const tools = proxyActivities<KeelActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
 });
 
-export interface Decision {
-  approved: boolean;
-  note?: string;
-}
-
-/** A human's answer to a run waiting at a gate. The validator refuses it when the run is not waiting. */
-export const decideApproval = defineUpdate<{ approved: boolean }, [Decision]>('decideApproval');
-export const waitingGate = defineQuery<Gate | null>('waitingGate');
-
-export type RoutineRunOutcome = RoutineRunResult | { status: 'skipped'; reason: string };
-
 /**
  * One fire of a routine (started by its Temporal Schedule, overlap SKIP): choose the prompt, pick a saved tool or
  * author one, run it in the sandbox, stop at a gate until a human decides, and record the run. After approval the
  * tool runs again with the journal of its earlier calls replayed, so the gated effect happens once and nothing
  * before it repeats.
  */
-export async function routineRunWorkflow(input: { agentId: string; appId: string; slug: string }): Promise<RoutineRunOutcome> {
+export async function routineRunWorkflow(input: RoutineRunInput): Promise<RoutineRunOutcome> {
   // The run id is the workflow's run id: two fires in one second share a workflow id (Temporal appends the second).
   const { workflowId, firstExecutionRunId: runId, startTime } = workflowInfo();
   const ids = { runId, ...input };
@@ -77,16 +89,17 @@ async function toolRun(
   let tool = await store.findRoutineTool({ ...ids, prompt });
   if (!tool) {
     let draft = await authoring.draftRoutineTool({ ...ids, prompt });
-    if (!draft.ok && draft.repairable) draft = await authoring.draftRoutineTool({ ...ids, prompt, repair: draft.failure });
+    if (!draft.ok && draft.repairable)
+      draft = await authoring.draftRoutineTool({ ...ids, prompt, repair: draft.failure });
     // A tool that still fails is not saved: no stub becomes durable behaviour.
     if (!draft.ok) return finish('error', `no tool could be authored: ${draft.failure}`);
     tool = await store.saveRoutineTool({ ...ids, tool: draft.tool });
   }
 
   let gate: Gate | null = null;
-  let decision: Decision | undefined;
+  let decision: ApprovalDecision | undefined;
   // Read through a function: the handler sets `decision` while the workflow awaits, which narrowing cannot see.
-  const decided = (): Decision | undefined => decision;
+  const decided = (): ApprovalDecision | undefined => decision;
   setHandler(waitingGate, () => gate);
   setHandler(
     decideApproval,
@@ -95,7 +108,7 @@ async function toolRun(
       return { approved: d.approved };
     },
     {
-      validator: (_d: Decision) => {
+      validator: (_d: ApprovalDecision) => {
         if (!gate || decision) throw new Error('this run is not waiting for approval');
       },
     },
@@ -111,13 +124,23 @@ async function toolRun(
     decision = undefined;
     await store.holdRoutineRun({ runId, gate });
     upsertSearchAttributes([{ key: SA.outcome, value: 'needs_approval' }]);
-    await condition(() => decision !== undefined, approvalWaitMs, { summary: `waiting for approval: ${gate.capability} ${gate.detail.slice(0, 80)}` });
+    await condition(() => decision !== undefined, approvalWaitMs, {
+      summary: `waiting for approval: ${gate.capability} ${gate.detail.slice(0, 80)}`,
+    });
     const waitedFor: Gate = gate;
     const answer = decided();
     gate = null;
-    if (!answer) return finish('rejected', `no decision within ${Math.round(approvalWaitMs / 3_600_000)} h, so nothing was done: ${waitedFor.detail}`);
+    if (!answer)
+      return finish(
+        'rejected',
+        `no decision within ${Math.round(approvalWaitMs / 3_600_000)} h, so nothing was done: ${waitedFor.detail}`,
+      );
     await store.recordRoutineDecision({ runId, ...answer });
-    if (!answer.approved) return finish('rejected', `rejected${answer.note ? ` (${answer.note})` : ''}, so nothing was done: ${waitedFor.detail}`);
+    if (!answer.approved)
+      return finish(
+        'rejected',
+        `rejected${answer.note ? ` (${answer.note})` : ''}, so nothing was done: ${waitedFor.detail}`,
+      );
     approvedSeqs.push(ran.seq);
   }
 }

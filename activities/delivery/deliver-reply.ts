@@ -7,6 +7,7 @@ import { inTransaction } from '../../db/pool';
 import { publishEvent } from '../../db/events';
 import type { Pool } from '../../db/pool';
 import type { Delivery, DeliveryOutcome, SendResult } from '../../domain/delivery';
+import { FAILURE } from '../../domain/failures';
 import { LIMITS } from '../../domain/limits';
 import type { OutboundMessage, Transport } from './transport';
 
@@ -42,16 +43,26 @@ export function deliveryActivities({ pool, transports }: { pool: Pool; transport
     deliverReply: async (input: DeliverReplyInput): Promise<DeliveryReport> => {
       await setMessageText(pool, input.conversationKey, input.replySeq, input.text);
       const turn = await getTurn(pool, input.conversationKey, input.turnId);
-      if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, 'KeelTurnMissing');
+      if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, FAILURE.turnMissing);
       const report = await deliverOnce(pool, transports, {
         effectKey: input.effectKey,
         conversationKey: input.conversationKey,
         turnId: input.turnId,
         target: turn.delivery,
-        message: { agentId: input.agentId, conversationId: input.conversationId, turnId: input.turnId, text: input.text, idempotencyKey: input.effectKey },
+        message: {
+          agentId: input.agentId,
+          conversationId: input.conversationId,
+          turnId: input.turnId,
+          text: input.text,
+          idempotencyKey: input.effectKey,
+        },
       });
       await inTransaction(pool, (db) =>
-        publishEvent(db, input.conversationKey, 'reply.delivered', `reply.delivered:${input.effectKey}`, { turnId: input.turnId, outcome: report.outcome, attempts: report.attempts }),
+        publishEvent(db, input.conversationKey, 'reply.delivered', `reply.delivered:${input.effectKey}`, {
+          turnId: input.turnId,
+          outcome: report.outcome,
+          attempts: report.attempts,
+        }),
       );
       return report;
     },
@@ -76,15 +87,29 @@ export async function deliverOnce(
     signal?: AbortSignal;
   },
 ): Promise<DeliveryReport> {
-  const effect = await beginEffect<DeliveryReport>(pool, d.effectKey, 'delivery', { target: d.target, text: d.message.text });
+  const effect = await beginEffect<DeliveryReport>(pool, d.effectKey, 'delivery', {
+    target: d.target,
+    text: d.message.text,
+  });
   if (effect.status !== 'pending' && effect.result) return effect.result;
 
-  await recordDeliveryAttempt(pool, { effectKey: d.effectKey, conversationKey: d.conversationKey, turnId: d.turnId, target: d.target, text: d.message.text }, effect.attempts);
+  await recordDeliveryAttempt(
+    pool,
+    {
+      effectKey: d.effectKey,
+      conversationKey: d.conversationKey,
+      turnId: d.turnId,
+      target: d.target,
+      text: d.message.text,
+    },
+    effect.attempts,
+  );
   const result = await send(transports, d.target, d.message, d.signal ?? Context.current().cancellationSignal);
 
   if (!result.ok && result.retryable && effect.attempts < LIMITS.deliveryAttempts) {
     await recordDeliveryError(pool, d.effectKey, result.reason);
-    throw ApplicationFailure.retryable(`delivery attempt ${effect.attempts} failed: ${result.reason}`, 'KeelDeliveryRetryable');
+    const message = `delivery attempt ${effect.attempts} failed: ${result.reason}`;
+    throw ApplicationFailure.retryable(message, FAILURE.deliveryRetryable);
   }
   const outcome = outcomeOf(result);
   const report: DeliveryReport = { outcome, attempts: effect.attempts };
@@ -93,7 +118,12 @@ export async function deliverOnce(
   return report;
 }
 
-function send(transports: Transports, target: Delivery, message: Parameters<Transport['send']>[1], signal: AbortSignal): Promise<SendResult> {
+function send(
+  transports: Transports,
+  target: Delivery,
+  message: Parameters<Transport['send']>[1],
+  signal: AbortSignal,
+): Promise<SendResult> {
   switch (target.channel) {
     case 'none':
       return transports.none.send(target, message, signal);

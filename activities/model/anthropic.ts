@@ -1,5 +1,12 @@
 import Anthropic, { APIError, AnthropicError } from '@anthropic-ai/sdk';
-import type { CacheControlEphemeral, Message, MessageParam, MessageStreamParams, TextBlockParam, Tool } from '@anthropic-ai/sdk/resources/messages/messages';
+import type {
+  CacheControlEphemeral,
+  Message,
+  MessageParam,
+  MessageStreamParams,
+  TextBlockParam,
+  Tool,
+} from '@anthropic-ai/sdk/resources/messages/messages';
 import {
   ModelRequestError,
   ModelRetryableError,
@@ -49,7 +56,9 @@ function toParams(request: ModelRequest, defaultModel: string): MessageStreamPar
   const prefixEnd = request.messages.length - 2;
   const messages: MessageParam[] = request.messages.map((m, i) => ({
     role: m.role,
-    content: m.content.map((b, j) => (i === prefixEnd && j === m.content.length - 1 ? { ...b, cache_control: EPHEMERAL } : { ...b })),
+    content: m.content.map((b, j) =>
+      i === prefixEnd && j === m.content.length - 1 ? { ...b, cache_control: EPHEMERAL } : { ...b },
+    ),
   }));
 
   const tools: Tool[] = request.tools.map((t, i) => ({
@@ -61,7 +70,9 @@ function toParams(request: ModelRequest, defaultModel: string): MessageStreamPar
   }));
 
   // The API rejects empty text blocks, so an empty system prompt is left out rather than sent.
-  const system: TextBlockParam[] = request.system ? [{ type: 'text', text: request.system, cache_control: EPHEMERAL }] : [];
+  const system: TextBlockParam[] = request.system
+    ? [{ type: 'text', text: request.system, cache_control: EPHEMERAL }]
+    : [];
 
   return {
     model: request.model || defaultModel,
@@ -76,7 +87,13 @@ function toResponse(message: Message): ModelResponse {
   const content: ModelResponse['content'] = [];
   for (const block of message.content) {
     if (block.type === 'text') content.push({ type: 'text', text: block.text });
-    else if (block.type === 'tool_use') content.push({ type: 'tool_use', id: block.id, name: block.name, input: isRecord(block.input) ? block.input : {} });
+    else if (block.type === 'tool_use')
+      content.push({
+        type: 'tool_use',
+        id: block.id,
+        name: block.name,
+        input: isRecord(block.input) ? block.input : {},
+      });
     // Other block kinds (thinking, server tools) only appear for features we never request.
   }
   const usage = message.usage;
@@ -125,7 +142,8 @@ function toProviderError(err: unknown, signal: AbortSignal): unknown {
     const detail = [type, apiMessage ?? message].filter(Boolean).join(': ');
     // No status: a connection failure or timeout, or an `error` event inside an SSE stream (overloaded_error mid-answer).
     if (status === undefined) return new ModelRetryableError(`anthropic: ${detail}`, retryAfterMs(headers));
-    if (isRetryableStatus(status)) return new ModelRetryableError(`anthropic ${status}: ${detail}`, retryAfterMs(headers));
+    if (isRetryableStatus(status))
+      return new ModelRetryableError(`anthropic ${status}: ${detail}`, retryAfterMs(headers));
     // 400, 401, 403, 404, 413, 422 and the rest of 4xx: the same request will fail the same way.
     return new ModelRequestError(`anthropic ${status}: ${detail}`, status);
   }

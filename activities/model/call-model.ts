@@ -6,12 +6,20 @@ import { recordModelCall } from '../../db/model-calls';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { FAILURE } from '../../domain/failures';
 import { transcriptOrigin } from '../../domain/ids';
-import { ModelRequestError, ModelRetryableError, ZERO_USAGE, type ModelProvider, type StopReason, type TextBlock, type ToolUseBlock } from '../../domain/model';
+import {
+  ModelRequestError,
+  ModelRetryableError,
+  ZERO_USAGE,
+  type ModelProvider,
+  type StopReason,
+  type TextBlock,
+  type ToolUseBlock,
+} from '../../domain/model';
 import { channelSystemPrompt } from '../../domain/prompts';
 import { memoryPrompt } from '../../domain/memory';
 import { currentMemory } from '../../db/memory';
 import { delegateSystemPrompt, taskMessage } from '../../domain/delegation';
-import { delegateBrief } from '../../db/delegation';
+import { delegateBrief } from '../../db/delegates';
 import { toolDefinitions } from '../../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../../domain/transcript';
 import { ScriptedTurnError } from './scripted';
@@ -56,7 +64,9 @@ export function modelActivities(deps: ModelDeps) {
       if (committed) return stepFrom(committed.seq, committed.content as ModelStep['content']);
 
       const agent = await getAgent(pool, input.agentId);
-      const rows = trimWindowStart(await loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW));
+      const rows = trimWindowStart(
+        await loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW),
+      );
       const ctx = Context.current();
       let partial = '';
       const started = Date.now();
@@ -79,8 +89,17 @@ export function modelActivities(deps: ModelDeps) {
           {
             model,
             system: input.delegateId
-              ? delegateSystemPrompt(await delegateBrief(pool, input.delegateId).then((b) => ({ ...b, task: taskMessage(b.title, b.description) })))
-              : channelSystemPrompt({ name: agent?.name ?? input.agentId, systemPrompt: agent?.systemPrompt ?? null, memory: memoryPrompt((await currentMemory(pool, input.agentId)).files) }),
+              ? delegateSystemPrompt(
+                  await delegateBrief(pool, input.delegateId).then((b) => ({
+                    ...b,
+                    task: taskMessage(b.title, b.description),
+                  })),
+                )
+              : channelSystemPrompt({
+                  name: agent?.name ?? input.agentId,
+                  systemPrompt: agent?.systemPrompt ?? null,
+                  memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
+                }),
             messages: toModelMessages(rows),
             tools: toolDefinitions(input.toolNames),
             maxTokens: MAX_TOKENS,
@@ -102,7 +121,9 @@ export function modelActivities(deps: ModelDeps) {
         );
         // The answer and its usage commit together; if another attempt committed first, its answer is the one.
         const committed = await inTransaction(pool, async (db) => {
-          await appendTranscript(db, input.conversationKey, input.turnId, [{ role: 'assistant', content: res.content, text: textOf(res.content), origin }]);
+          await appendTranscript(db, input.conversationKey, input.turnId, [
+            { role: 'assistant', content: res.content, text: textOf(res.content), origin },
+          ]);
           await record(db, res.stopReason, res.usage);
           return findByOrigin(db, input.conversationKey, origin);
         });
@@ -113,7 +134,12 @@ export function modelActivities(deps: ModelDeps) {
           // the call's own origin, so that it can never be mistaken for a finished answer.
           if (partial) {
             await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
-              { role: 'assistant', content: [{ type: 'text', text: partial }], text: `${partial} [interrupted]`, origin: `${origin}:partial` },
+              {
+                role: 'assistant',
+                content: [{ type: 'text', text: partial }],
+                text: `${partial} [interrupted]`,
+                origin: `${origin}:partial`,
+              },
             ]);
           }
           throw new CancelledFailure('model call interrupted');
@@ -140,7 +166,8 @@ function toTemporalFailure(err: unknown): unknown {
       nextRetryDelay: err.retryAfterMs,
     });
   }
-  if (err instanceof ModelRequestError) return ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest, { status: err.status });
+  if (err instanceof ModelRequestError)
+    return ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest, { status: err.status });
   if (err instanceof ScriptedTurnError) return ApplicationFailure.nonRetryable(err.message, FAILURE.modelTurnError);
   return err;
 }

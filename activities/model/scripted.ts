@@ -3,7 +3,14 @@ import type { Pool } from '../../db/pool';
 import { scriptedDelegatePlan, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
 import { scriptedReflectionAnswer } from '../../domain/reflection';
 import { scriptedRoutineAnswer } from '../../domain/tool-authoring';
-import { ModelRetryableError, ZERO_USAGE, type ModelCallContext, type ModelProvider, type ModelRequest, type ModelResponse } from '../../domain/model';
+import {
+  ModelRetryableError,
+  ZERO_USAGE,
+  type ModelCallContext,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+} from '../../domain/model';
 
 /** Thrown for a scripted `/error` turn; the model activity makes it a non-retryable turn error. */
 export class ScriptedTurnError extends Error {
@@ -27,16 +34,33 @@ export function createScriptedProvider(pool: Pool): ModelProvider {
       }
       // A routine's tool authoring and its `ai.*` capabilities have answers of their own.
       const routineAnswer = scriptedRoutineAnswer(request.system, request.messages);
-      if (routineAnswer !== undefined) return { content: [{ type: 'text', text: routineAnswer }], stopReason: 'end_turn', usage: ZERO_USAGE, model: 'scripted' };
+      if (routineAnswer !== undefined)
+        return {
+          content: [{ type: 'text', text: routineAnswer }],
+          stopReason: 'end_turn',
+          usage: ZERO_USAGE,
+          model: 'scripted',
+        };
       // Reflection's calls are costed, so they report tokens: about one per 4 characters, as a real model would bill.
       const reflectionAnswer = scriptedReflectionAnswer(request.system, request.messages);
       if (reflectionAnswer !== undefined) {
         const chars = request.system.length + JSON.stringify(request.messages).length;
-        const usage = { ...ZERO_USAGE, inputTokens: Math.ceil(chars / 4), outputTokens: Math.ceil(reflectionAnswer.length / 4) };
-        return { content: [{ type: 'text', text: reflectionAnswer }], stopReason: 'end_turn', usage, model: 'scripted' };
+        const usage = {
+          ...ZERO_USAGE,
+          inputTokens: Math.ceil(chars / 4),
+          outputTokens: Math.ceil(reflectionAnswer.length / 4),
+        };
+        return {
+          content: [{ type: 'text', text: reflectionAnswer }],
+          stopReason: 'end_turn',
+          usage,
+          model: 'scripted',
+        };
       }
       // A delegate is recognised by its tools: it reports with set_status instead of replying.
-      const plan = request.tools.some((t) => t.name === 'set_status') ? scriptedDelegatePlan(request.system, request.messages, ctx.callIndex) : scriptedPlan(request.messages, ctx.callIndex);
+      const plan = request.tools.some((t) => t.name === 'set_status')
+        ? scriptedDelegatePlan(request.system, request.messages, ctx.callIndex)
+        : scriptedPlan(request.messages, ctx.callIndex);
       return perform(plan, ctx);
     },
   };
@@ -47,13 +71,19 @@ async function perform(plan: ScriptedPlan, ctx: ModelCallContext): Promise<Model
     case 'error':
       throw new ScriptedTurnError(plan.message);
     case 'fail':
-      if (ctx.attempt <= plan.attemptsToFail) throw new ModelRetryableError(`scripted failure, attempt ${ctx.attempt} of ${plan.attemptsToFail}`);
+      if (ctx.attempt <= plan.attemptsToFail)
+        throw new ModelRetryableError(`scripted failure, attempt ${ctx.attempt} of ${plan.attemptsToFail}`);
       return perform(plan.then, ctx);
     case 'respond': {
       const text = replyText(plan.content);
       if (plan.delayMs > 0) await streamSlowly(text, plan.delayMs, ctx);
       else if (text) ctx.onTextDelta(text);
-      return { content: plan.content, stopReason: plan.content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', usage: ZERO_USAGE, model: 'scripted' };
+      return {
+        content: plan.content,
+        stopReason: plan.content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
+        usage: ZERO_USAGE,
+        model: 'scripted',
+      };
     }
   }
 }
@@ -73,5 +103,7 @@ async function streamSlowly(text: string, delayMs: number, ctx: ModelCallContext
 }
 
 function replyText(content: ModelResponse['content']): string {
-  return content.map((b) => (b.type === 'text' ? b.text : typeof b.input.text === 'string' ? b.input.text : '')).join('');
+  return content
+    .map((b) => (b.type === 'text' ? b.text : typeof b.input.text === 'string' ? b.input.text : ''))
+    .join('');
 }

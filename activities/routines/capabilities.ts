@@ -13,6 +13,7 @@ import { containsNul, scrub } from '../../domain/text';
 import { textOf } from '../../domain/transcript';
 import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
 import { deliverOnce, type Transports } from '../delivery/deliver-reply';
+import { askModel } from '../model/ask';
 import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
 
 export const BROWSER_UNAVAILABLE = 'browser is not available on this deployment: no browser is connected to Keel';
@@ -20,12 +21,16 @@ const notConnected = (name: string) => `integration "${name}" is not connected: 
 
 type Tables = AppDefinition['tables'];
 
-const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v));
+const str = (v: unknown): string =>
+  typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
 const shorten = (text: string, max = 200) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 function tableOf(tables: Tables, name: unknown): Tables[number] {
   const t = tables.find((x) => x.name === name);
-  if (!t) throw new CapabilityError(`no table "${str(name)}" in this app (its tables: ${tables.map((x) => x.name).join(', ') || 'none'})`);
+  if (!t)
+    throw new CapabilityError(
+      `no table "${str(name)}" in this app (its tables: ${tables.map((x) => x.name).join(', ') || 'none'})`,
+    );
   return t;
 }
 
@@ -33,7 +38,12 @@ function tableOf(tables: Tables, name: unknown): Tables[number] {
 export function gateOf(capability: Capability, args: readonly unknown[], target: Delivery): Gate {
   const shown = shorten(str(args[0]));
   if (capability === 'browser') return { capability, detail: `control your browser to ${shown}` };
-  const to = target.channel === 'webhook' ? `webhook ${new URL(target.url).host}` : target.channel === 'slack' ? `Slack ${target.target}` : 'nowhere (no delivery is set)';
+  const to =
+    target.channel === 'webhook'
+      ? `webhook ${new URL(target.url).host}`
+      : target.channel === 'slack'
+        ? `Slack ${target.target}`
+        : 'nowhere (no delivery is set)';
   return { capability, detail: `send "${shown}" to ${to}` };
 }
 
@@ -42,7 +52,10 @@ export function gateOf(capability: Capability, args: readonly unknown[], target:
  * effects. A gate ends the smoke run as a pass (its effect is not tried).
  */
 export function simulatedCapabilities(tables: Tables): CapabilityHost {
-  const placeholder = (t: Tables[number]): AppRecord => ({ id: 'rec-1', ...Object.fromEntries(t.columns.map((c) => [c, placeholderFor(c)])) });
+  const placeholder = (t: Tables[number]): AppRecord => ({
+    id: 'rec-1',
+    ...Object.fromEntries(t.columns.map((c) => [c, placeholderFor(c)])),
+  });
   return async (capability, args) => {
     switch (capability) {
       case 'data.list':
@@ -137,17 +150,30 @@ export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): Capa
       // shown with, and its approved execution sends exactly that, even if the routine's delivery changed meanwhile.
       target = recorded ? (recorded.result as { target: Delivery }).target : await sendTarget(deps.pool, scope);
       if (!scope.approvedSeqs.includes(at)) {
-        if (!recorded) await journalCall(deps.pool, scope.runId, { seq: at, capability, args, outcome: 'gated', result: { target }, error: null });
+        if (!recorded)
+          await journalCall(deps.pool, scope.runId, {
+            seq: at,
+            capability,
+            args,
+            outcome: 'gated',
+            result: { target },
+            error: null,
+          });
         throw new RunStop({ kind: 'gate', gate: gateOf(capability, args, target), seq: at });
       }
     }
-    const journal = (entry: Omit<JournalEntry, 'seq' | 'capability' | 'args'>) => journalCall(deps.pool, scope.runId, { seq: at, capability, args, ...entry });
+    const journal = (entry: Omit<JournalEntry, 'seq' | 'capability' | 'args'>) =>
+      journalCall(deps.pool, scope.runId, { seq: at, capability, args, ...entry });
     try {
       if (capability === 'data.upsert') {
         // The record, its effects-ledger entry and its journal entry commit together: once per call, whatever retries.
         return await inTransaction(deps.pool, async (db) => {
           const key = `${scope.runId}/call/${at}/upsert`;
-          const effect = await beginEffect<AppRecord>(db, key, 'data.upsert', { appId: scope.appId, table: args[0], record: args[1] });
+          const effect = await beginEffect<AppRecord>(db, key, 'data.upsert', {
+            appId: scope.appId,
+            table: args[0],
+            record: args[1],
+          });
           if (effect.status === 'done' && effect.result) return effect.result;
           const record = await upsertChecked(db, scope, args);
           await settleEffect(db, key, 'done', record);
@@ -173,10 +199,15 @@ async function sendTarget(pool: Pool, scope: RunScope): Promise<Delivery> {
   return scope.delivery ?? (await getAgent(pool, scope.agentId))?.ownerDelivery ?? NO_DELIVERY;
 }
 
-async function upsertChecked(db: Parameters<typeof upsertRecord>[0], scope: RunScope, args: readonly unknown[]): Promise<AppRecord> {
+async function upsertChecked(
+  db: Parameters<typeof upsertRecord>[0],
+  scope: RunScope,
+  args: readonly unknown[],
+): Promise<AppRecord> {
   const t = tableOf(scope.tables, args[0]);
   const record = args[1];
-  if (!record || typeof record !== 'object' || Array.isArray(record)) throw new CapabilityError('data.upsert(table, record) takes a record object');
+  if (!record || typeof record !== 'object' || Array.isArray(record))
+    throw new CapabilityError('data.upsert(table, record) takes a record object');
   const fields = record as Record<string, unknown>;
   const unknown = unknownFields(fields, t.columns);
   if (unknown.length) throw new CapabilityError(`table ${t.name} has no column(s): ${unknown.join(', ')}`);
@@ -188,17 +219,27 @@ async function upsertChecked(db: Parameters<typeof upsertRecord>[0], scope: RunS
   return (await upsertRecord(db, scope.agentId, scope.appId, t.name, parsedId.data, fields)).record;
 }
 
-async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: string, args: readonly unknown[], at: number, approvedTarget?: Delivery): Promise<unknown> {
+async function execute(
+  deps: RealCapabilityDeps,
+  scope: RunScope,
+  capability: string,
+  args: readonly unknown[],
+  at: number,
+  approvedTarget?: Delivery,
+): Promise<unknown> {
   switch (capability) {
     case 'data.list':
       return listRecords(deps.pool, scope.agentId, scope.appId, tableOf(scope.tables, args[0]).name);
     case 'data.get':
-      return (await getRecord(deps.pool, scope.agentId, scope.appId, tableOf(scope.tables, args[0]).name, str(args[1]))) ?? null;
+      return (
+        (await getRecord(deps.pool, scope.agentId, scope.appId, tableOf(scope.tables, args[0]).name, str(args[1]))) ??
+        null
+      );
     case 'ai.score':
     case 'ai.summarize':
     case 'ai.write': {
       const kind = capability.slice(3) as AiCapability;
-      const text = await askModel(deps, scope, kind, args, at);
+      const text = await answerAi(deps, scope, kind, args, at);
       if (kind !== 'score') return text;
       const score = parseScore(text);
       if (score === undefined) throw new CapabilityError(`the model gave no score: ${text.slice(0, 100)}`);
@@ -214,10 +255,17 @@ async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: st
         conversationKey: null,
         turnId: null,
         target,
-        message: { agentId: scope.agentId, conversationId: null, turnId: null, text: str(args[0]), idempotencyKey: key },
+        message: {
+          agentId: scope.agentId,
+          conversationId: null,
+          turnId: null,
+          text: str(args[0]),
+          idempotencyKey: key,
+        },
         signal: scope.signal,
       });
-      if (report.outcome !== 'delivered' && !report.outcome.startsWith('skipped')) throw new CapabilityError(`send failed: ${report.outcome}`);
+      if (report.outcome !== 'delivered' && !report.outcome.startsWith('skipped'))
+        throw new CapabilityError(`send failed: ${report.outcome}`);
       return { outcome: report.outcome };
     }
     case 'browser':
@@ -227,40 +275,55 @@ async function execute(deps: RealCapabilityDeps, scope: RunScope, capability: st
   }
 }
 
-async function askModel(deps: RealCapabilityDeps, scope: RunScope, kind: AiCapability, args: readonly unknown[], at: number): Promise<string> {
+/**
+ * An `ai.*` call: the scope's attempt, heartbeat and cancellation (the sandbox's host calls run outside the
+ * activity's async context). A request the model refuses is the tool's error to handle; anything else is retried
+ * with the activity.
+ */
+async function answerAi(
+  deps: RealCapabilityDeps,
+  scope: RunScope,
+  kind: AiCapability,
+  args: readonly unknown[],
+  at: number,
+): Promise<string> {
   const agent = await getAgent(deps.pool, scope.agentId);
-  const res = await callProvider(deps, scope, agent?.model ?? deps.defaultModel, kind, args, at);
-  return scrub(textOf(res.content));
-}
-
-/** A request the model refuses is the tool's error to handle; anything else is retried with the activity. */
-async function callProvider(deps: RealCapabilityDeps, scope: RunScope, model: string, kind: AiCapability, args: readonly unknown[], at: number) {
+  const model = agent?.model ?? deps.defaultModel;
+  const question = { model, system: AI_SYSTEM[kind], text: aiMessage(kind, args), maxTokens: 1024 };
   try {
-    return await deps.provider.call(
-      { model, system: AI_SYSTEM[kind], messages: [{ role: 'user', content: [{ type: 'text', text: aiMessage(kind, args) }] }], tools: [], maxTokens: 1024 },
-      {
-        attempt: scope.attempt,
-        conversationKey: scope.conversationKey,
-        turnId: scope.runId,
-        callIndex: at,
-        onTextDelta: () => undefined,
-        heartbeat: () => scope.heartbeat(),
-        signal: scope.signal,
-        sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-      },
-    );
+    const res = await askModel(deps.provider, question, {
+      attempt: scope.attempt,
+      conversationKey: scope.conversationKey,
+      turnId: scope.runId,
+      callIndex: at,
+      heartbeat: () => scope.heartbeat(),
+      signal: scope.signal,
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    });
+    return scrub(textOf(res.content));
   } catch (err) {
-    if (err instanceof ModelRequestError) throw new CapabilityError(`ai.${kind}: the model refused the request: ${err.message}`);
+    if (err instanceof ModelRequestError) {
+      throw new CapabilityError(`ai.${kind}: the model refused the request: ${err.message}`);
+    }
     throw err;
   }
 }
 
 /** A configured integration: one JSON POST through the effects ledger (a retry returns the recorded answer). */
-async function callIntegration(deps: RealCapabilityDeps, scope: RunScope, name: string, payload: unknown, at: number): Promise<unknown> {
+async function callIntegration(
+  deps: RealCapabilityDeps,
+  scope: RunScope,
+  name: string,
+  payload: unknown,
+  at: number,
+): Promise<unknown> {
   const url = deps.integrations[name];
   if (!url) throw new CapabilityError(notConnected(name));
   const key = `${scope.runId}/call/${at}/integration`;
-  const effect = await beginEffect<{ ok: boolean; value?: unknown; error?: string }>(deps.pool, key, 'integration', { name, payload });
+  const effect = await beginEffect<{ ok: boolean; value?: unknown; error?: string }>(deps.pool, key, 'integration', {
+    name,
+    payload,
+  });
   let answer = effect.status === 'pending' ? undefined : effect.result;
   if (!answer) {
     const res = await fetch(url, {
@@ -272,7 +335,9 @@ async function callIntegration(deps: RealCapabilityDeps, scope: RunScope, name: 
     // Scrubbed: an answer PostgreSQL cannot store (NUL, a lone surrogate) would fail the effect's write and call the
     // integration again on every retry.
     const body = scrub(await res.text());
-    answer = res.ok ? { ok: true, value: scrub(parseJsonOrText(body)) } : { ok: false, error: `integration "${name}" answered ${res.status}: ${body.slice(0, 200)}` };
+    answer = res.ok
+      ? { ok: true, value: scrub(parseJsonOrText(body)) }
+      : { ok: false, error: `integration "${name}" answered ${res.status}: ${body.slice(0, 200)}` };
     await settleEffect(deps.pool, key, answer.ok ? 'done' : 'failed', answer);
   }
   if (!answer.ok) throw new CapabilityError(answer.error ?? `integration "${name}" failed`);

@@ -1,19 +1,15 @@
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { getAgent } from '../../db/agents';
 import { getApp } from '../../db/apps';
-import { appendTranscript } from '../../db/conversations';
+import { appendTranscript, ensureConversation } from '../../db/conversations';
 import { inTransaction, type Pool } from '../../db/pool';
 import * as routinesDb from '../../db/routines';
-import { FAILURE } from '../../domain/failures';
-import { conversationWorkflowId } from '../../domain/ids';
-import { ModelRequestError } from '../../domain/model';
+import { conversationWorkflowId, routineConversationId } from '../../domain/ids';
 import {
   artifactTitle,
   isCrash,
   parseAuthoredTool,
   placeholderArguments,
-  routineConversationId,
   routinePrompt,
   selectTool,
   toolArguments,
@@ -27,8 +23,9 @@ import { textOf } from '../../domain/transcript';
 import { AUTHORING_SYSTEM, authoringMessage, repairMessage } from '../../domain/tool-authoring';
 import type { ModelProvider } from '../../domain/model';
 import type { Transports } from '../delivery/deliver-reply';
+import { askFromActivity } from '../model/ask';
 import { runCapabilities, simulatedCapabilities } from './capabilities';
-import { abandonIfClosed } from './manage';
+import { abandonIfClosed } from '../../services/routines';
 import { runInSandbox } from './sandbox';
 
 export interface RoutineRunDeps {
@@ -58,9 +55,13 @@ export type BegunRoutineRun =
 
 export type DraftResult = { ok: true; tool: AuthoredTool } | { ok: false; failure: string; repairable: boolean };
 
-export type ToolRunResult = { status: 'ok'; digest: string } | { status: 'error'; detail: string } | { status: 'needs_approval'; gate: Gate; seq: number };
+export type ToolRunResult =
+  | { status: 'ok'; digest: string }
+  | { status: 'error'; detail: string }
+  | { status: 'needs_approval'; gate: Gate; seq: number };
 
-const transcriptKey = (r: { agentId: string; appId: string; slug: string }) => conversationWorkflowId(r.agentId, routineConversationId(r.appId, r.slug));
+const transcriptKey = (r: { agentId: string; appId: string; slug: string }) =>
+  conversationWorkflowId(r.agentId, routineConversationId(r.appId, r.slug));
 
 /** A tool's result as the run's digest: a string as it is, anything else as JSON. */
 const digestOf = (result: unknown) => (typeof result === 'string' ? result : JSON.stringify(result));
@@ -78,9 +79,15 @@ export function routineRunActivities(deps: RoutineRunDeps) {
       if (routine.status === 'paused') return { kind: 'skipped', reason: 'the routine is paused' };
       const chosen = routinePrompt(routine);
       const sessionId = routineConversationId(input.appId, input.slug);
-      const row = { ...input, firedAt: new Date(input.firedAt), prompt: 'prompt' in chosen ? chosen.prompt : null, sessionId };
+      const row = {
+        ...input,
+        firedAt: new Date(input.firedAt),
+        prompt: 'prompt' in chosen ? chosen.prompt : null,
+        sessionId,
+      };
       let begun = await routinesDb.beginRun(pool, row);
-      if (begun.kind === 'busy' && (await abandonIfClosed(pool, Context.current().client, begun.running))) begun = await routinesDb.beginRun(pool, row);
+      if (begun.kind === 'busy' && (await abandonIfClosed(pool, Context.current().client, begun.running)))
+        begun = await routinesDb.beginRun(pool, row);
       if (begun.kind === 'busy') return { kind: 'skipped', reason: `run ${begun.running.runId} is still in flight` };
       if ('error' in chosen) return { kind: 'no_prompt', reason: chosen.error, sessionId };
       return { kind: 'run', prompt: chosen.prompt, sessionId, approvalWaitMs: deps.routines.approvalWaitMs };
@@ -103,39 +110,38 @@ export function routineRunActivities(deps: RoutineRunDeps) {
       const app = await getApp(pool, input.agentId, input.appId);
       const tables = app?.tables ?? [];
       const agent = await getAgent(pool, input.agentId);
-      const text = input.repair ? repairMessage(input.prompt, tables, input.repair) : authoringMessage(input.prompt, tables);
-      let reply: string;
-      try {
-        const res = await provider.call(
-          { model: agent?.model ?? deps.defaultModel, system: AUTHORING_SYSTEM, messages: [{ role: 'user', content: [{ type: 'text', text }] }], tools: [], maxTokens: 4096 },
-          {
-            attempt: ctx.info.attempt,
-            conversationKey: transcriptKey(input),
-            turnId: input.runId,
-            callIndex: input.repair ? 2 : 1,
-            onTextDelta: () => undefined,
-            heartbeat: () => ctx.heartbeat(),
-            signal: ctx.cancellationSignal,
-            sleep: (ms) => ctx.sleep(ms),
-          },
-        );
-        reply = textOf(res.content);
-      } catch (err) {
-        // A request the model refuses ends authoring; anything else is retried by Temporal.
-        if (err instanceof ModelRequestError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest);
-        throw err;
-      }
+      const text = input.repair
+        ? repairMessage(input.prompt, tables, input.repair)
+        : authoringMessage(input.prompt, tables);
+      // A request the model refuses ends authoring; anything else is retried by Temporal.
+      const res = await askFromActivity(
+        provider,
+        { model: agent?.model ?? deps.defaultModel, system: AUTHORING_SYSTEM, text, maxTokens: 4096 },
+        { conversationKey: transcriptKey(input), turnId: input.runId, callIndex: input.repair ? 2 : 1 },
+      );
+      const reply = textOf(res.content);
       const parsed = parseAuthoredTool(reply);
       if (!parsed.ok) return { ok: false, failure: `the answer is not a tool: ${parsed.error}`, repairable: true };
       const unknown = unknownCapabilities(parsed.tool.code);
-      if (unknown.length) return { ok: false, failure: `references a capability that does not exist here: ${unknown.join(', ')}`, repairable: true };
+      if (unknown.length)
+        return {
+          ok: false,
+          failure: `references a capability that does not exist here: ${unknown.join(', ')}`,
+          repairable: true,
+        };
       ctx.heartbeat();
-      const smoke = await runInSandbox(parsed.tool, placeholderArguments(parsed.tool.inputs), simulatedCapabilities(tables), {
-        memoryMb: deps.routines.memoryLimitMb,
-        timeoutMs: deps.routines.smokeLimitMs,
-      });
+      const smoke = await runInSandbox(
+        parsed.tool,
+        placeholderArguments(parsed.tool.inputs),
+        simulatedCapabilities(tables),
+        {
+          memoryMb: deps.routines.memoryLimitMb,
+          timeoutMs: deps.routines.smokeLimitMs,
+        },
+      );
       // A gate or a time limit passes the smoke run; a crash of the code itself does not.
-      if (smoke.status === 'error' && isCrash(smoke.detail)) return { ok: false, failure: smoke.detail, repairable: true };
+      if (smoke.status === 'error' && isCrash(smoke.detail))
+        return { ok: false, failure: smoke.detail, repairable: true };
       return { ok: true, tool: parsed.tool };
     },
 
@@ -153,7 +159,9 @@ export function routineRunActivities(deps: RoutineRunDeps) {
      * Runs the tool in the sandbox with the real capabilities. The journal of earlier executions of this run is
      * replayed, so a re-run after approval (or after a crash of the worker) executes nothing twice.
      */
-    runRoutineTool: async (input: RunIds & { tool: ToolRef; prompt: string; approvedSeqs: number[] }): Promise<ToolRunResult> => {
+    runRoutineTool: async (
+      input: RunIds & { tool: ToolRef; prompt: string; approvedSeqs: number[] },
+    ): Promise<ToolRunResult> => {
       const ctx = Context.current();
       const tool = await routinesDb.getTool(pool, input.agentId, input.appId, input.tool.name, input.tool.version);
       if (!tool) return { status: 'error', detail: `tool ${input.tool.name} v${input.tool.version} no longer exists` };
@@ -165,7 +173,13 @@ export function routineRunActivities(deps: RoutineRunDeps) {
       // Aborted when the run ends (a time limit, a gate): a host call still in flight must not land afterwards.
       const stopped = new AbortController();
       const host = runCapabilities(
-        { pool, provider, defaultModel: deps.defaultModel, transports: deps.transports, integrations: deps.routines.integrations },
+        {
+          pool,
+          provider,
+          defaultModel: deps.defaultModel,
+          transports: deps.transports,
+          integrations: deps.routines.integrations,
+        },
         {
           runId: input.runId,
           agentId: input.agentId,
@@ -182,38 +196,60 @@ export function routineRunActivities(deps: RoutineRunDeps) {
       );
       // Heartbeats while the tool runs, so that a dead worker is noticed within the heartbeat timeout, not the run limit.
       const beat = setInterval(() => ctx.heartbeat(), 5_000);
-      const ran = await runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, { memoryMb: deps.routines.memoryLimitMb, timeoutMs: deps.routines.runLimitMs }).finally(() =>
-        clearInterval(beat),
-      );
+      const ran = await runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, {
+        memoryMb: deps.routines.memoryLimitMb,
+        timeoutMs: deps.routines.runLimitMs,
+      }).finally(() => clearInterval(beat));
       if (ran.status === 'ok') return { status: 'ok', digest: digestOf(ran.result) };
       return ran;
     },
 
     /** The run waits for a human: visible as needs_approval with the gate's capability and detail. */
     holdRoutineRun: async (input: { runId: string; gate: Gate }): Promise<void> => {
-      await routinesDb.markNeedsApproval(pool, input.runId, input.gate, `paused for your approval: ${input.gate.detail}`);
+      await routinesDb.markNeedsApproval(
+        pool,
+        input.runId,
+        input.gate,
+        `paused for your approval: ${input.gate.detail}`,
+      );
     },
 
     recordRoutineDecision: async (input: { runId: string; approved: boolean; note?: string }): Promise<void> => {
-      await routinesDb.recordDecision(pool, input.runId, { approved: input.approved, ...(input.note ? { note: input.note } : {}) });
+      await routinesDb.recordDecision(pool, input.runId, {
+        approved: input.approved,
+        ...(input.note ? { note: input.note } : {}),
+      });
     },
 
     /**
      * The run's record, in one transaction: the prompt and digest appended to the routine's transcript, one numbered
      * Markdown artifact, and the run's final status. The routine's own definition is not touched.
      */
-    finishRoutineRun: async (input: RunIds & { status: FinishedRunStatus; digest: string; prompt: string | null }): Promise<{ artifactId: string }> => {
+    finishRoutineRun: async (
+      input: RunIds & { status: FinishedRunStatus; digest: string; prompt: string | null },
+    ): Promise<{ artifactId: string }> => {
       return inTransaction(pool, async (db) => {
         const run = await routinesDb.getRun(db, input.runId);
         const key = transcriptKey(input);
-        await db.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING', [
-          key,
-          input.agentId,
-          routineConversationId(input.appId, input.slug),
-        ]);
+        const conversationId = routineConversationId(input.appId, input.slug);
+        await ensureConversation(db, { key, agentId: input.agentId, conversationId });
         await appendTranscript(db, key, input.runId, [
-          ...(input.prompt ? [{ role: 'user' as const, content: [{ type: 'text' as const, text: `(scheduled) ${input.prompt}` }], text: `(scheduled) ${input.prompt}`, origin: `routine-run:${input.runId}:prompt` }] : []),
-          { role: 'assistant', content: [{ type: 'text', text: input.digest }], text: input.digest, origin: `routine-run:${input.runId}:digest` },
+          ...(input.prompt
+            ? [
+                {
+                  role: 'user' as const,
+                  content: [{ type: 'text' as const, text: `(scheduled) ${input.prompt}` }],
+                  text: `(scheduled) ${input.prompt}`,
+                  origin: `routine-run:${input.runId}:prompt`,
+                },
+              ]
+            : []),
+          {
+            role: 'assistant',
+            content: [{ type: 'text', text: input.digest }],
+            text: input.digest,
+            origin: `routine-run:${input.runId}:digest`,
+          },
         ]);
         const producedBy = run?.toolName ?? input.slug;
         const artifact = await routinesDb.writeArtifact(db, {
@@ -222,16 +258,32 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           runId: input.runId,
           producedBy,
           title: (n) => artifactTitle(producedBy, n),
-          content: artifactMarkdown({ ...input, tool: run?.toolName ? `${run.toolName} v${run.toolVersion}` : null, firedAt: run?.firedAt ?? null }),
+          content: artifactMarkdown({
+            ...input,
+            tool: run?.toolName ? `${run.toolName} v${run.toolVersion}` : null,
+            firedAt: run?.firedAt ?? null,
+          }),
         });
-        await routinesDb.finishRun(db, input.runId, { status: input.status, digest: input.digest, artifactId: artifact.artifactId });
+        await routinesDb.finishRun(db, input.runId, {
+          status: input.status,
+          digest: input.digest,
+          artifactId: artifact.artifactId,
+        });
         return { artifactId: artifact.artifactId };
       });
     },
   };
 }
 
-function artifactMarkdown(r: { slug: string; runId: string; status: string; digest: string; prompt: string | null; tool: string | null; firedAt: string | null }): string {
+function artifactMarkdown(r: {
+  slug: string;
+  runId: string;
+  status: string;
+  digest: string;
+  prompt: string | null;
+  tool: string | null;
+  firedAt: string | null;
+}): string {
   return [
     `# Routine ${r.slug}: ${r.status}`,
     '',

@@ -29,7 +29,10 @@ export class RunStop extends Error {
 export type CapabilityHost = (capability: string, args: unknown[]) => Promise<unknown>;
 
 /** A gate stop names the call (its journal seq) that approval lets through. */
-export type SandboxResult = { status: 'ok'; result: unknown } | { status: 'needs_approval'; gate: Gate; seq: number } | { status: 'error'; detail: string };
+export type SandboxResult =
+  | { status: 'ok'; result: unknown }
+  | { status: 'needs_approval'; gate: Gate; seq: number }
+  | { status: 'error'; detail: string };
 
 /** The longest result kept of a tool (as JSON). */
 const MAX_RESULT_CHARS = 200_000;
@@ -60,7 +63,12 @@ Object.defineProperty(globalThis, '__keelStringify', { value: stringify, writabl
  * function `name`, called with `args`. Capability calls go to `host`. The isolate is disposed when the run ends,
  * stops at a gate, runs out of time or memory; the process running it is never at risk.
  */
-export async function runInSandbox(tool: { name: string; code: string }, args: Record<string, string>, host: CapabilityHost, limits: SandboxLimits): Promise<SandboxResult> {
+export async function runInSandbox(
+  tool: { name: string; code: string },
+  args: Record<string, string>,
+  host: CapabilityHost,
+  limits: SandboxLimits,
+): Promise<SandboxResult> {
   const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb });
   let stopped: RunStop | undefined;
   let hostFailure: Error | undefined;
@@ -73,7 +81,13 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
   });
   stopping.catch(() => undefined);
   const timer = setTimeout(
-    () => stop(new RunStop({ kind: 'error', detail: `this took too long, so the run was stopped at the ${limits.timeoutMs / 1000} s limit` })),
+    () =>
+      stop(
+        new RunStop({
+          kind: 'error',
+          detail: `this took too long, so the run was stopped at the ${limits.timeoutMs / 1000} s limit`,
+        }),
+      ),
     limits.timeoutMs,
   );
   try {
@@ -97,11 +111,15 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
     };
     await context.evalClosure(BOOTSTRAP, [bridge], { arguments: { reference: true } });
     const source = `${tool.code}\n;(async () => { const r = await ${tool.name}(${JSON.stringify(args)}); return __keelStringify(r === undefined ? null : r); })()`;
-    const run = context.eval(source, { timeout: limits.timeoutMs, promise: true, copy: true, filename: `${tool.name}.js` }).then((json: unknown) => String(json));
+    const run = context
+      .eval(source, { timeout: limits.timeoutMs, promise: true, copy: true, filename: `${tool.name}.js` })
+      .then((json: unknown) => String(json));
     const json = await Promise.race([run, stopping]);
     let result: unknown;
     try {
-      result = scrub(JSON.parse(json.length > MAX_RESULT_CHARS ? JSON.stringify(json.slice(0, MAX_RESULT_CHARS)) : json));
+      result = scrub(
+        JSON.parse(json.length > MAX_RESULT_CHARS ? JSON.stringify(json.slice(0, MAX_RESULT_CHARS)) : json),
+      );
     } catch {
       return { status: 'error', detail: 'the tool returned something that is not JSON' };
     }
@@ -109,7 +127,10 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
   } catch (err) {
     if (hostFailure !== undefined) throw hostFailure;
     const s = stopped ?? (err instanceof RunStop ? err : undefined);
-    if (s) return s.stop.kind === 'gate' ? { status: 'needs_approval', gate: s.stop.gate, seq: s.stop.seq } : { status: 'error', detail: s.stop.detail };
+    if (s)
+      return s.stop.kind === 'gate'
+        ? { status: 'needs_approval', gate: s.stop.gate, seq: s.stop.seq }
+        : { status: 'error', detail: s.stop.detail };
     return { status: 'error', detail: describeFailure(err, limits) };
   } finally {
     clearTimeout(timer);
@@ -121,7 +142,8 @@ export async function runInSandbox(tool: { name: string; code: string }, args: R
 function describeFailure(err: unknown, limits: SandboxLimits): string {
   const message = err instanceof Error ? err.message : String(err);
   if (/memory limit/i.test(message)) return `the tool ran out of memory: the ${limits.memoryMb} MB limit stopped it`;
-  if (/Script execution timed out/i.test(message)) return `this took too long, so the run was stopped at the ${limits.timeoutMs / 1000} s limit`;
+  if (/Script execution timed out/i.test(message))
+    return `this took too long, so the run was stopped at the ${limits.timeoutMs / 1000} s limit`;
   const name = err instanceof Error && err.name !== 'Error' && !message.startsWith(err.name) ? `${err.name}: ` : '';
   return `${name}${message}`;
 }

@@ -20,7 +20,15 @@ export function agentRoutes(pool: Pool): FastifyPluginAsyncZod {
   return async (app) => {
     app.put(
       '/v1/agents/:agentId',
-      { schema: { tags: ['agents'], summary: 'Create or configure an agent', params: AgentParams, body: AgentBody, response: { 200: Agent, 400: ErrorResponse, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['agents'],
+          summary: 'Create or configure an agent',
+          params: AgentParams,
+          body: AgentBody,
+          response: { 200: Agent, 400: ErrorResponse, 404: ErrorResponse },
+        },
+      },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
         return view(await upsertAgent(pool, req.params.agentId, req.body));
@@ -29,7 +37,14 @@ export function agentRoutes(pool: Pool): FastifyPluginAsyncZod {
 
     app.get(
       '/v1/agents/:agentId',
-      { schema: { tags: ['agents'], summary: 'An agent (created with defaults on first use)', params: AgentParams, response: { 200: Agent, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['agents'],
+          summary: 'An agent (created with defaults on first use)',
+          params: AgentParams,
+          response: { 200: Agent, 404: ErrorResponse },
+        },
+      },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
         await ensureAgent(pool, req.params.agentId);

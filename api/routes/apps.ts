@@ -11,14 +11,27 @@ import { ErrorResponse, Id } from '../schemas';
 
 const AppParams = z.object({ agentId: Id, appId: Id });
 const TableParams = AppParams.extend({ table: z.string().min(1).max(64) });
-const App = z.object({ appId: z.string(), name: z.string(), tables: z.array(z.object({ name: z.string(), columns: z.array(z.string()) })), updatedAt: z.string() });
+const App = z.object({
+  appId: z.string(),
+  name: z.string(),
+  tables: z.array(z.object({ name: z.string(), columns: z.array(z.string()) })),
+  updatedAt: z.string(),
+});
 const AppRecord = z.object({ id: z.string() }).catchall(z.unknown());
 
 export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
   return async (app) => {
     app.put(
       '/v1/agents/:agentId/apps/:appId',
-      { schema: { tags: ['apps'], summary: 'Create or update an app and its tables', params: AppParams, body: AppDefinition, response: { 200: App, 400: ErrorResponse, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['apps'],
+          summary: 'Create or update an app and its tables',
+          params: AppParams,
+          body: AppDefinition,
+          response: { 200: App, 400: ErrorResponse, 404: ErrorResponse },
+        },
+      },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
         return putApp(pool, req.params.agentId, req.params.appId, req.body);
@@ -50,16 +63,34 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         assertAgentAccess(req, agentId);
         const t = await tableOf(agentId, appId, table);
         const unknown = unknownFields(req.body, t.columns);
-        if (unknown.length) throw new ApiError(400, 'unknown_columns', `table ${table} has no column(s): ${unknown.join(', ')}`, { columns: t.columns });
-        if (containsNul(req.body)) throw new ApiError(400, 'invalid_request', 'record values must not contain the NUL character');
-        const { record, created } = await upsertRecord(pool, agentId, appId, table, req.body.id ?? randomUUID(), req.body);
+        if (unknown.length)
+          throw new ApiError(400, 'unknown_columns', `table ${table} has no column(s): ${unknown.join(', ')}`, {
+            columns: t.columns,
+          });
+        if (containsNul(req.body))
+          throw new ApiError(400, 'invalid_request', 'record values must not contain the NUL character');
+        const { record, created } = await upsertRecord(
+          pool,
+          agentId,
+          appId,
+          table,
+          req.body.id ?? randomUUID(),
+          req.body,
+        );
         return reply.status(created ? 201 : 200).send(record);
       },
     );
 
     app.get(
       '/v1/agents/:agentId/apps/:appId/tables/:table/records',
-      { schema: { tags: ['apps'], summary: "A table's records", params: TableParams, response: { 200: z.array(AppRecord), 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['apps'],
+          summary: "A table's records",
+          params: TableParams,
+          response: { 200: z.array(AppRecord), 404: ErrorResponse },
+        },
+      },
       async (req) => {
         const { agentId, appId, table } = req.params;
         assertAgentAccess(req, agentId);

@@ -1,15 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { conversationExists, conversationStateFromDb, getTurn, listMessages, turnOfMessage, type TurnView } from '../../db/conversations';
+import { conversationExists, conversationStateFromDb, listMessages } from '../../db/conversations';
 import type { Pool } from '../../db/pool';
-import { isFinished, type FinishedTurnStatus, type SubmitResult } from '../../domain/conversation';
+import type { SubmitResult } from '../../domain/conversation';
 import { conversationWorkflowId } from '../../domain/ids';
-import { SubmitMessageBody } from '../../domain/messages';
+import { SubmitMessageBody, type InboundMessage } from '../../domain/messages';
+import { waitForTurnEnd, type FinishedTurn } from '../../services/conversation';
 import { assertAgentAccess } from '../auth';
 import { queryConversationState, submitToConversation } from '../conversation-client';
 import { notFound, shuttingDown } from '../errors';
-import { ConversationParams, ConversationView, ErrorResponse, SubmitQuery, SubmitResponse, TranscriptQuery } from '../schemas';
+import {
+  ConversationParams,
+  ConversationView,
+  ErrorResponse,
+  SubmitQuery,
+  SubmitResponse,
+  TranscriptQuery,
+} from '../schemas';
 
 const POLL_MS = 50;
 
@@ -32,20 +40,30 @@ export function conversationRoutes(deps: {
           params: ConversationParams,
           querystring: SubmitQuery,
           body: SubmitMessageBody,
-          response: { 200: SubmitResponse, 202: SubmitResponse, 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 413: ErrorResponse, 503: ErrorResponse },
+          response: {
+            200: SubmitResponse,
+            202: SubmitResponse,
+            400: ErrorResponse,
+            401: ErrorResponse,
+            404: ErrorResponse,
+            413: ErrorResponse,
+            503: ErrorResponse,
+          },
         },
       },
       async (req, reply) => {
         const { agentId, conversationId } = req.params;
         assertAgentAccess(req, agentId);
         const body = req.body;
-        const accepted = await submitToConversation(temporal, deps.taskQueue, agentId, conversationId, {
+        const message: InboundMessage = {
           messageId: body.messageId ?? randomUUID(),
           text: body.text,
           mode: body.mode ?? 'queue',
           ...(body.author ? { author: body.author } : {}),
           ...(body.delivery ? { delivery: body.delivery } : {}),
-        }, deps.temporalDeadlineMs);
+        };
+        const to = { agentId, conversationId, taskQueue: deps.taskQueue };
+        const accepted = await submitToConversation(temporal, to, message, deps.temporalDeadlineMs);
         const waitMs = req.query.wait * 1000;
         // The response closing before it was written means the client hung up: stop waiting for it. (The request
         // stream itself is destroyed as soon as its body has been read, so it says nothing about the client.)
@@ -57,12 +75,15 @@ export function conversationRoutes(deps: {
         const key = conversationWorkflowId(agentId, conversationId);
         const { messageId } = accepted;
         const deadline = Date.now() + waitMs;
-        const done = waitMs > 0 ? await waitForTurn(pool, key, messageId, deadline, gone, deps.closing) : undefined;
+        // Until the deadline or the client leaves; the API beginning to close stops the wait at once.
+        const stop = (): 'closing' | 'gave_up' | undefined =>
+          deps.closing.aborted ? 'closing' : Date.now() >= deadline || gone() ? 'gave_up' : undefined;
+        const done = waitMs > 0 ? await waitForTurnEnd(pool, key, messageId, { pollMs: POLL_MS, stop }) : 'gave_up';
         if (done === 'closing') {
           // The message is accepted and its turn goes on; posting it again (same messageId) answers with that turn.
           throw shuttingDown('post the message again with the same messageId to get its answer', { messageId });
         }
-        if (!done) return reply.status(202).send(acceptedView(accepted));
+        if (done === 'gave_up') return reply.status(202).send(acceptedView(accepted));
         return reply.status(200).send(finishedView(accepted.messageId, done));
       },
     );
@@ -83,9 +104,16 @@ export function conversationRoutes(deps: {
         assertAgentAccess(req, agentId);
         const key = conversationWorkflowId(agentId, conversationId);
         if (!(await conversationExists(pool, key))) throw notFound(`conversation ${conversationId}`);
-        const [messages, live] = await Promise.all([listMessages(pool, key, req.query.afterSeq, req.query.limit), queryConversationState(temporal, agentId, conversationId)]);
+        const [messages, live] = await Promise.all([
+          listMessages(pool, key, req.query.afterSeq, req.query.limit),
+          queryConversationState(temporal, agentId, conversationId),
+        ]);
         const state = live ?? { ...(await conversationStateFromDb(pool, key)), liveDelegates: [] };
-        return { conversationId, state: { busy: state.busy, queued: state.queued, liveDelegates: state.liveDelegates }, messages };
+        return {
+          conversationId,
+          state: { busy: state.busy, queued: state.queued, liveDelegates: state.liveDelegates },
+          messages,
+        };
       },
     );
   };
@@ -95,7 +123,7 @@ function acceptedView(r: SubmitResult) {
   return { messageId: r.messageId, turnId: r.turnId, status: r.status };
 }
 
-function finishedView(messageId: string, t: TurnView & { status: FinishedTurnStatus }) {
+function finishedView(messageId: string, t: FinishedTurn) {
   return {
     messageId,
     turnId: t.turnId,
@@ -103,26 +131,4 @@ function finishedView(messageId: string, t: TurnView & { status: FinishedTurnSta
     ...(t.reply ? { reply: t.reply } : {}),
     ...(t.error ? { error: t.error } : {}),
   };
-}
-
-/**
- * Waits for the turn that answers the message (a steered message's turn may change while it waits): the finished
- * turn, undefined at the deadline or when the client left, or 'closing' when the API began to close first.
- */
-async function waitForTurn(
-  pool: Pool,
-  conversationKey: string,
-  messageId: string,
-  deadline: number,
-  clientGone: () => boolean,
-  closing: AbortSignal,
-): Promise<(TurnView & { status: FinishedTurnStatus }) | 'closing' | undefined> {
-  for (;;) {
-    const turnId = await turnOfMessage(pool, conversationKey, messageId);
-    const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
-    if (turn && isFinished(turn)) return turn;
-    if (closing.aborted) return 'closing';
-    if (Date.now() >= deadline || clientGone()) return undefined;
-    await new Promise((r) => setTimeout(r, POLL_MS));
-  }
 }

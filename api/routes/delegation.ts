@@ -1,12 +1,13 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { cancelDelegate } from '../../contracts/delegate';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createTask, getDelegate, getTask, moveTask, putSkill, taskAttempts } from '../../db/delegation';
+import { getDelegate } from '../../db/delegates';
+import { createTask, getTask, moveTask, putSkill, taskAttempts } from '../../db/tasks';
 import type { Pool } from '../../db/pool';
 import { NewTask, OUTCOME_KINDS, SkillName, TASK_STATUSES } from '../../domain/delegation';
 import { delegateWorkflowId } from '../../domain/ids';
 import { storableString } from '../../domain/text';
-import { cancelDelegate } from '../../workflows/delegate';
 import { assertAgentAccess } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse, Id } from '../schemas';
@@ -25,7 +26,14 @@ const Task = z.object({
 });
 const TaskWithAttempts = Task.extend({
   attempts: z.array(
-    z.object({ attempt: z.number(), delegateId: z.string(), startedAt: z.string(), endedAt: z.string().nullable(), outcome: z.string().nullable(), summary: z.string().nullable() }),
+    z.object({
+      attempt: z.number(),
+      delegateId: z.string(),
+      startedAt: z.string(),
+      endedAt: z.string().nullable(),
+      outcome: z.string().nullable(),
+      summary: z.string().nullable(),
+    }),
   ),
 });
 const DelegateParams = z.object({ agentId: Id, delegateId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/) });
@@ -35,7 +43,13 @@ const Delegate = z.object({
   taskNumber: z.number().optional(),
   lifecycle: z.string(),
   outcome: z
-    .object({ kind: z.enum(OUTCOME_KINDS), result: z.string(), outcomeVersion: z.number(), transcriptVersion: z.number(), terminalOwner: z.string() })
+    .object({
+      kind: z.enum(OUTCOME_KINDS),
+      result: z.string(),
+      outcomeVersion: z.number(),
+      transcriptVersion: z.number(),
+      terminalOwner: z.string(),
+    })
     .optional(),
   admittedAt: z.string().optional(),
   relay: z.string().optional(),
@@ -47,7 +61,15 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
   return async (app) => {
     app.post(
       '/v1/agents/:agentId/tasks',
-      { schema: { tags: ['tasks'], summary: 'Create a task on the board', params: AgentParams, body: NewTask, response: { 201: Task, 400: ErrorResponse, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['tasks'],
+          summary: 'Create a task on the board',
+          params: AgentParams,
+          body: NewTask,
+          response: { 201: Task, 400: ErrorResponse, 404: ErrorResponse },
+        },
+      },
       async (req, reply) => {
         assertAgentAccess(req, req.params.agentId);
         return reply.status(201).send(await createTask(pool, req.params.agentId, req.body));
@@ -56,7 +78,14 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
 
     app.get(
       '/v1/agents/:agentId/tasks/:number',
-      { schema: { tags: ['tasks'], summary: 'A task with its attempts', params: TaskParams, response: { 200: TaskWithAttempts, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['tasks'],
+          summary: 'A task with its attempts',
+          params: TaskParams,
+          response: { 200: TaskWithAttempts, 404: ErrorResponse },
+        },
+      },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
         const task = await getTask(pool, req.params.agentId, req.params.number);
@@ -81,7 +110,11 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
         const moved = await moveTask(pool, req.params.agentId, req.params.number, req.body.status);
         if (moved.ok) return moved.task;
         if (moved.reason === 'not_found') throw notFound(`task #${req.params.number}`);
-        throw new ApiError(409, 'invalid_transition', `task #${req.params.number} cannot move from ${moved.from} to ${req.body.status}`);
+        throw new ApiError(
+          409,
+          'invalid_transition',
+          `task #${req.params.number} cannot move from ${moved.from} to ${req.body.status}`,
+        );
       },
     );
 
@@ -93,7 +126,11 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
           summary: 'Create or replace a skill',
           params: z.object({ agentId: Id, name: SkillName }),
           body: z.object({ body: storableString().min(1).max(200_000) }).strict(),
-          response: { 200: z.object({ name: z.string(), body: z.string(), updatedAt: z.string() }), 400: ErrorResponse, 404: ErrorResponse },
+          response: {
+            200: z.object({ name: z.string(), body: z.string(), updatedAt: z.string() }),
+            400: ErrorResponse,
+            404: ErrorResponse,
+          },
         },
       },
       async (req) => {
@@ -104,7 +141,14 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
 
     app.get(
       '/v1/agents/:agentId/delegates/:delegateId',
-      { schema: { tags: ['delegates'], summary: 'A delegate, its committed outcome and admission', params: DelegateParams, response: { 200: Delegate, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['delegates'],
+          summary: 'A delegate, its committed outcome and admission',
+          params: DelegateParams,
+          response: { 200: Delegate, 404: ErrorResponse },
+        },
+      },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
         const d = await getDelegate(pool, req.params.agentId, req.params.delegateId);
@@ -121,19 +165,27 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
           summary: 'Cancel a running delegate; the reason is kept in its outcome',
           params: DelegateParams,
           body: z.object({ reason: storableString().min(1).max(1000) }).strict(),
-          response: { 202: z.object({ delegateId: z.string(), status: z.literal('cancelling') }), 404: ErrorResponse, 409: ErrorResponse },
+          response: {
+            202: z.object({ delegateId: z.string(), status: z.literal('cancelling') }),
+            404: ErrorResponse,
+            409: ErrorResponse,
+          },
         },
       },
       async (req, reply) => {
         assertAgentAccess(req, req.params.agentId);
         const d = await getDelegate(pool, req.params.agentId, req.params.delegateId);
         if (!d) throw notFound(`delegate ${req.params.delegateId}`);
-        if (d.outcome) throw new ApiError(409, 'delegate_finished', `delegate ${d.delegateId} already finished (${d.outcome.kind})`);
+        if (d.outcome)
+          throw new ApiError(409, 'delegate_finished', `delegate ${d.delegateId} already finished (${d.outcome.kind})`);
         try {
-          await temporal.workflow.getHandle(delegateWorkflowId(req.params.agentId, d.delegateId)).signal(cancelDelegate, { reason: req.body.reason });
+          await temporal.workflow
+            .getHandle(delegateWorkflowId(req.params.agentId, d.delegateId))
+            .signal(cancelDelegate, { reason: req.body.reason });
         } catch (err) {
           // It finished between the read and the signal: its workflow is closed.
-          if (err instanceof WorkflowNotFoundError) throw new ApiError(409, 'delegate_finished', `delegate ${d.delegateId} already finished`);
+          if (err instanceof WorkflowNotFoundError)
+            throw new ApiError(409, 'delegate_finished', `delegate ${d.delegateId} already finished`);
           throw err;
         }
         return reply.status(202).send({ delegateId: d.delegateId, status: 'cancelling' as const });

@@ -31,9 +31,25 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
           tags: ['conversations'],
           summary: 'Live events of a conversation (text/event-stream); Last-Event-ID (header, or lastEventId) resumes',
           params: ConversationParams,
-          querystring: z.object({ lastEventId: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() }),
-          headers: z.object({ 'last-event-id': z.string().regex(/^\d{1,15}$/, 'an event id').optional() }).passthrough(),
-          response: { 200: { description: 'Server-Sent Events, each with its JSON data', content: { 'text/event-stream': { schema: SseEvent } } }, 401: ErrorResponse, 404: ErrorResponse },
+          querystring: z.object({
+            lastEventId: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+          }),
+          headers: z
+            .object({
+              'last-event-id': z
+                .string()
+                .regex(/^\d{1,15}$/, 'an event id')
+                .optional(),
+            })
+            .passthrough(),
+          response: {
+            200: {
+              description: 'Server-Sent Events, each with its JSON data',
+              content: { 'text/event-stream': { schema: SseEvent } },
+            },
+            401: ErrorResponse,
+            404: ErrorResponse,
+          },
         },
       },
       async (req, reply) => {
@@ -45,7 +61,9 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
         let closed = false;
         const send = (e: ConversationEvent) => {
           if (closed) return;
-          res.write(`${e.id !== undefined ? `id: ${e.id}\n` : ''}event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
+          res.write(
+            `${e.id !== undefined ? `id: ${e.id}\n` : ''}event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`,
+          );
           if (res.writableLength > MAX_BUFFERED_BYTES) end();
         };
         // Kept events are read from the table in id order, one read at a time; a NOTIFY only says "read again".
@@ -53,7 +71,11 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
         const readKept = () => {
           reading = reading
             .then(async () => {
-              for (let batch = await eventsAfter(deps.pool, key, sent); batch.length && !closed; batch = await eventsAfter(deps.pool, key, sent)) {
+              for (
+                let batch = await eventsAfter(deps.pool, key, sent);
+                batch.length && !closed;
+                batch = await eventsAfter(deps.pool, key, sent)
+              ) {
                 for (const e of batch) {
                   sent = e.id!;
                   send(e);
@@ -72,10 +94,18 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
           res.end();
         };
         // Subscribe before the first read, so nothing committed in between goes unannounced.
-        unsubscribe = await deps.hub.subscribe(key, { event: (e) => (e.id === undefined ? send(e) : readKept()), lost: end });
+        unsubscribe = await deps.hub.subscribe(key, {
+          event: (e) => (e.id === undefined ? send(e) : readKept()),
+          lost: end,
+        });
         reply.hijack();
         res.once('close', end);
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+        res.writeHead(200, {
+          'content-type': 'text/event-stream',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
         // Sent now, not with the first event: the client knows it is subscribed before anything happens.
         res.flushHeaders();
         timers.ping = setInterval(() => !closed && res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);

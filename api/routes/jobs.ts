@@ -1,10 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createJob, deleteJob, pauseJob, resumeJob, runJobNow, type JobResult, type JobSettings } from '../../activities/jobs';
 import { getJob, listJobs, listRuns, type JobRow } from '../../db/jobs';
 import type { Pool } from '../../db/pool';
 import { NewJob } from '../../domain/jobs';
+import type { JobSettings } from '../../services/job-settings';
+import { createJob, deleteJob, pauseJob, resumeJob, runJobNow, type JobResult } from '../../services/jobs';
 import { assertAgentAccess } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
@@ -50,53 +51,122 @@ export function jobRoutes(deps: { pool: Pool; temporal: Client; jobs: JobSetting
   return async (app) => {
     app.post(
       '/v1/agents/:agentId/jobs',
-      { schema: { tags: ['jobs'], summary: 'Create a scheduled job (row and Temporal Schedule together)', params: AgentParams, body: NewJob, response: { 201: Job, ...errors } } },
+      {
+        schema: {
+          tags: ['jobs'],
+          summary: 'Create a scheduled job (row and Temporal Schedule together)',
+          params: AgentParams,
+          body: NewJob,
+          response: { 201: Job, ...errors },
+        },
+      },
       async (req, reply) => {
         assertAgentAccess(req, req.params.agentId);
-        return reply.status(201).send(view(unwrap(await createJob(pool, temporal, deps.jobs, req.params.agentId, req.body, 'user'))));
+        return reply
+          .status(201)
+          .send(view(unwrap(await createJob(pool, temporal, deps.jobs, req.params.agentId, req.body, 'user'))));
       },
     );
 
-    app.get('/v1/agents/:agentId/jobs', { schema: { tags: ['jobs'], summary: "The agent's jobs", params: AgentParams, response: { 200: z.array(Job) } } }, async (req) => {
-      assertAgentAccess(req, req.params.agentId);
-      return (await listJobs(pool, req.params.agentId)).map(view);
-    });
+    app.get(
+      '/v1/agents/:agentId/jobs',
+      { schema: { tags: ['jobs'], summary: "The agent's jobs", params: AgentParams, response: { 200: z.array(Job) } } },
+      async (req) => {
+        assertAgentAccess(req, req.params.agentId);
+        return (await listJobs(pool, req.params.agentId)).map(view);
+      },
+    );
 
-    app.get('/v1/agents/:agentId/jobs/:id', { schema: { tags: ['jobs'], summary: 'A job', params: JobParams, response: { 200: Job, 404: ErrorResponse } } }, async (req) => {
-      assertAgentAccess(req, req.params.agentId);
-      const job = await getJob(pool, req.params.agentId, req.params.id);
-      if (!job) throw notFound(`job ${req.params.id}`);
-      return view(job);
-    });
+    app.get(
+      '/v1/agents/:agentId/jobs/:id',
+      { schema: { tags: ['jobs'], summary: 'A job', params: JobParams, response: { 200: Job, 404: ErrorResponse } } },
+      async (req) => {
+        assertAgentAccess(req, req.params.agentId);
+        const job = await getJob(pool, req.params.agentId, req.params.id);
+        if (!job) throw notFound(`job ${req.params.id}`);
+        return view(job);
+      },
+    );
 
-    app.get('/v1/agents/:agentId/jobs/:id/runs', { schema: { tags: ['jobs'], summary: "A job's runs, skipped fires included", params: JobParams, response: { 200: z.array(Run), 404: ErrorResponse } } }, async (req) => {
-      assertAgentAccess(req, req.params.agentId);
-      if (!(await getJob(pool, req.params.agentId, req.params.id))) throw notFound(`job ${req.params.id}`);
-      return listRuns(pool, req.params.id);
-    });
+    app.get(
+      '/v1/agents/:agentId/jobs/:id/runs',
+      {
+        schema: {
+          tags: ['jobs'],
+          summary: "A job's runs, skipped fires included",
+          params: JobParams,
+          response: { 200: z.array(Run), 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        assertAgentAccess(req, req.params.agentId);
+        if (!(await getJob(pool, req.params.agentId, req.params.id))) throw notFound(`job ${req.params.id}`);
+        return listRuns(pool, req.params.id);
+      },
+    );
 
     const actor = 'api';
-    app.post('/v1/agents/:agentId/jobs/:id/pause', { schema: { tags: ['jobs'], summary: 'Pause (row and Schedule)', params: JobParams, response: { 200: Job, ...errors } } }, async (req) => {
-      assertAgentAccess(req, req.params.agentId);
-      return view(unwrap(await pauseJob(pool, temporal, req.params.agentId, req.params.id, actor)));
-    });
-    app.post('/v1/agents/:agentId/jobs/:id/resume', { schema: { tags: ['jobs'], summary: 'Resume (recomputes the next run, resets errors)', params: JobParams, response: { 200: Job, ...errors } } }, async (req) => {
-      assertAgentAccess(req, req.params.agentId);
-      return view(unwrap(await resumeJob(pool, temporal, req.params.agentId, req.params.id, actor)));
-    });
+    app.post(
+      '/v1/agents/:agentId/jobs/:id/pause',
+      {
+        schema: {
+          tags: ['jobs'],
+          summary: 'Pause (row and Schedule)',
+          params: JobParams,
+          response: { 200: Job, ...errors },
+        },
+      },
+      async (req) => {
+        assertAgentAccess(req, req.params.agentId);
+        return view(unwrap(await pauseJob(pool, temporal, req.params.agentId, req.params.id, actor)));
+      },
+    );
+    app.post(
+      '/v1/agents/:agentId/jobs/:id/resume',
+      {
+        schema: {
+          tags: ['jobs'],
+          summary: 'Resume (recomputes the next run, resets errors)',
+          params: JobParams,
+          response: { 200: Job, ...errors },
+        },
+      },
+      async (req) => {
+        assertAgentAccess(req, req.params.agentId);
+        return view(unwrap(await resumeJob(pool, temporal, req.params.agentId, req.params.id, actor)));
+      },
+    );
     app.post(
       '/v1/agents/:agentId/jobs/:id/run',
-      { schema: { tags: ['jobs'], summary: 'Run now (409 unless active)', params: JobParams, response: { 202: z.object({ id: z.string(), status: z.literal('triggered') }), ...errors } } },
+      {
+        schema: {
+          tags: ['jobs'],
+          summary: 'Run now (409 unless active)',
+          params: JobParams,
+          response: { 202: z.object({ id: z.string(), status: z.literal('triggered') }), ...errors },
+        },
+      },
       async (req, reply) => {
         assertAgentAccess(req, req.params.agentId);
-        const job = unwrap(await runJobNow(temporal, pool, req.params.agentId, req.params.id, actor));
+        const job = unwrap(await runJobNow(pool, temporal, req.params.agentId, req.params.id, actor));
         return reply.status(202).send({ id: job.id, status: 'triggered' as const });
       },
     );
-    app.delete('/v1/agents/:agentId/jobs/:id', { schema: { tags: ['jobs'], summary: 'Delete (row and Schedule)', params: JobParams, response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...errors } } }, async (req) => {
-      assertAgentAccess(req, req.params.agentId);
-      const { id } = unwrap(await deleteJob(temporal, pool, req.params.agentId, req.params.id, actor));
-      return { id, deleted: true as const };
-    });
+    app.delete(
+      '/v1/agents/:agentId/jobs/:id',
+      {
+        schema: {
+          tags: ['jobs'],
+          summary: 'Delete (row and Schedule)',
+          params: JobParams,
+          response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...errors },
+        },
+      },
+      async (req) => {
+        assertAgentAccess(req, req.params.agentId);
+        const { id } = unwrap(await deleteJob(pool, temporal, req.params.agentId, req.params.id, actor));
+        return { id, deleted: true as const };
+      },
+    );
   };
 }

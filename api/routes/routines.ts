@@ -1,15 +1,24 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { deleteRoutine, getRoutineView, pauseRoutine, putRoutine, resumeRoutine, runRoutineNow, type RoutineResult, type RoutineView } from '../../activities/routines/manage';
+import { decideApproval } from '../../contracts/routine-run';
 import { getApp } from '../../db/apps';
 import type { Pool } from '../../db/pool';
 import { getArtifact, getRoutine, getRun, listRuns, listTools, type RoutineRunRow } from '../../db/routines';
-import { playbookOutcome, routineConversationId, RoutineDefinition, RUN_STATUSES } from '../../domain/routines';
-import { conversationWorkflowId } from '../../domain/ids';
+import { playbookOutcome, RoutineDefinition, RUN_STATUSES } from '../../domain/routines';
+import { conversationWorkflowId, routineConversationId } from '../../domain/ids';
 import { listMessages } from '../../db/conversations';
 import { storableString } from '../../domain/text';
-import { decideApproval } from '../../workflows/routine-run';
+import {
+  deleteRoutine,
+  getRoutineView,
+  pauseRoutine,
+  putRoutine,
+  resumeRoutine,
+  runRoutineNow,
+  type RoutineResult,
+  type RoutineView,
+} from '../../services/routines';
 import { assertAgentAccess } from '../auth';
 import { sendDecision } from '../decisions';
 import { ApiError, notFound } from '../errors';
@@ -18,7 +27,9 @@ import { ErrorResponse, Id } from '../schemas';
 const AppParams = z.object({ agentId: Id, appId: Id });
 const RoutineParams = AppParams.extend({ slug: Id });
 const RunParams = z.object({ agentId: Id, runId: z.string().uuid() });
-const ArtifactParams = AppParams.extend({ artifactId: z.string().regex(/^art_[0-9a-f]{8}$/, 'an artifact id (art_ and 8 hex digits)') });
+const ArtifactParams = AppParams.extend({
+  artifactId: z.string().regex(/^art_[0-9a-f]{8}$/, 'an artifact id (art_ and 8 hex digits)'),
+});
 
 const Routine = z.object({
   appId: z.string(),
@@ -52,8 +63,25 @@ const Run = z.object({
   /** The playbook log's word for the run: success, partial (waiting for approval) or aborted. */
   playbook: z.enum(['success', 'partial', 'aborted']).nullable(),
 });
-const Tool = z.object({ name: z.string(), version: z.number(), title: z.string(), purpose: z.string(), inputs: z.array(z.string()), code: z.string(), authoredBy: z.string(), createdAt: z.string() });
-const Artifact = z.object({ artifactId: z.string(), runId: z.string(), producedBy: z.string(), number: z.number(), title: z.string(), content: z.string(), createdAt: z.string() });
+const Tool = z.object({
+  name: z.string(),
+  version: z.number(),
+  title: z.string(),
+  purpose: z.string(),
+  inputs: z.array(z.string()),
+  code: z.string(),
+  authoredBy: z.string(),
+  createdAt: z.string(),
+});
+const Artifact = z.object({
+  artifactId: z.string(),
+  runId: z.string(),
+  producedBy: z.string(),
+  number: z.number(),
+  title: z.string(),
+  content: z.string(),
+  createdAt: z.string(),
+});
 const Decision = z.object({ note: storableString().max(2000).optional() }).strict();
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
@@ -82,7 +110,13 @@ function unwrap<T>(r: RoutineResult<T>): T {
   throw new ApiError(r.error.status, r.error.code, r.error.message);
 }
 
-export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string; floorMs: number; temporalDeadlineMs: number }): FastifyPluginAsyncZod {
+export function routineRoutes(deps: {
+  pool: Pool;
+  temporal: Client;
+  taskQueue: string;
+  floorMs: number;
+  temporalDeadlineMs: number;
+}): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
   return async (app) => {
     const base = '/v1/agents/:agentId/apps/:appId/routines/:slug';
@@ -92,7 +126,8 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
       {
         schema: {
           tags: ['routines'],
-          summary: 'Create or edit a routine (row and Temporal Schedule together; an edit keeps its paused or active status)',
+          summary:
+            'Create or edit a routine (row and Temporal Schedule together; an edit keeps its paused or active status)',
           params: RoutineParams,
           body: RoutineDefinition,
           response: { 200: Routine, 201: Routine, ...errors },
@@ -106,36 +141,87 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
       },
     );
 
-    app.get(base, { schema: { tags: ['routines'], summary: 'A routine, with its next fire', params: RoutineParams, response: { 200: Routine, 404: ErrorResponse } } }, async (req) => {
-      const { agentId, appId, slug } = req.params;
-      assertAgentAccess(req, agentId);
-      const r = await getRoutineView(pool, temporal, agentId, appId, slug);
-      if (!r) throw notFound(`routine ${slug} of app ${appId}`);
-      return routineView(r);
-    });
+    app.get(
+      base,
+      {
+        schema: {
+          tags: ['routines'],
+          summary: 'A routine, with its next fire',
+          params: RoutineParams,
+          response: { 200: Routine, 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId, appId, slug } = req.params;
+        assertAgentAccess(req, agentId);
+        const r = await getRoutineView(pool, temporal, agentId, appId, slug);
+        if (!r) throw notFound(`routine ${slug} of app ${appId}`);
+        return routineView(r);
+      },
+    );
 
-    app.delete(base, { schema: { tags: ['routines'], summary: 'Delete a routine and its Schedule', params: RoutineParams, response: { 200: z.object({ slug: z.string(), deleted: z.literal(true) }), ...errors } } }, async (req) => {
-      const { agentId, appId, slug } = req.params;
-      assertAgentAccess(req, agentId);
-      unwrap(await deleteRoutine(pool, temporal, agentId, appId, slug));
-      return { slug, deleted: true as const };
-    });
+    app.delete(
+      base,
+      {
+        schema: {
+          tags: ['routines'],
+          summary: 'Delete a routine and its Schedule',
+          params: RoutineParams,
+          response: { 200: z.object({ slug: z.string(), deleted: z.literal(true) }), ...errors },
+        },
+      },
+      async (req) => {
+        const { agentId, appId, slug } = req.params;
+        assertAgentAccess(req, agentId);
+        unwrap(await deleteRoutine(pool, temporal, agentId, appId, slug));
+        return { slug, deleted: true as const };
+      },
+    );
 
-    app.post(`${base}/pause`, { schema: { tags: ['routines'], summary: 'Pause (routine and Schedule)', params: RoutineParams, response: { 200: Routine, ...errors } } }, async (req) => {
-      const { agentId, appId, slug } = req.params;
-      assertAgentAccess(req, agentId);
-      return routineView(unwrap(await pauseRoutine(pool, temporal, agentId, appId, slug, 'api')));
-    });
+    app.post(
+      `${base}/pause`,
+      {
+        schema: {
+          tags: ['routines'],
+          summary: 'Pause (routine and Schedule)',
+          params: RoutineParams,
+          response: { 200: Routine, ...errors },
+        },
+      },
+      async (req) => {
+        const { agentId, appId, slug } = req.params;
+        assertAgentAccess(req, agentId);
+        return routineView(unwrap(await pauseRoutine(pool, temporal, agentId, appId, slug, 'api')));
+      },
+    );
 
-    app.post(`${base}/resume`, { schema: { tags: ['routines'], summary: 'Resume (routine and Schedule)', params: RoutineParams, response: { 200: Routine, ...errors } } }, async (req) => {
-      const { agentId, appId, slug } = req.params;
-      assertAgentAccess(req, agentId);
-      return routineView(unwrap(await resumeRoutine(pool, temporal, agentId, appId, slug, 'api')));
-    });
+    app.post(
+      `${base}/resume`,
+      {
+        schema: {
+          tags: ['routines'],
+          summary: 'Resume (routine and Schedule)',
+          params: RoutineParams,
+          response: { 200: Routine, ...errors },
+        },
+      },
+      async (req) => {
+        const { agentId, appId, slug } = req.params;
+        assertAgentAccess(req, agentId);
+        return routineView(unwrap(await resumeRoutine(pool, temporal, agentId, appId, slug, 'api')));
+      },
+    );
 
     app.post(
       `${base}/run`,
-      { schema: { tags: ['routines'], summary: 'Run now (409 when paused or a run is in flight)', params: RoutineParams, response: { 202: z.object({ slug: z.string(), status: z.literal('triggered') }), ...errors } } },
+      {
+        schema: {
+          tags: ['routines'],
+          summary: 'Run now (409 when paused or a run is in flight)',
+          params: RoutineParams,
+          response: { 202: z.object({ slug: z.string(), status: z.literal('triggered') }), ...errors },
+        },
+      },
       async (req, reply) => {
         const { agentId, appId, slug } = req.params;
         assertAgentAccess(req, agentId);
@@ -144,12 +230,23 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
       },
     );
 
-    app.get(`${base}/runs`, { schema: { tags: ['routines'], summary: "A routine's runs, newest first", params: RoutineParams, response: { 200: z.array(Run), 404: ErrorResponse } } }, async (req) => {
-      const { agentId, appId, slug } = req.params;
-      assertAgentAccess(req, agentId);
-      if (!(await getRoutine(pool, agentId, appId, slug))) throw notFound(`routine ${slug} of app ${appId}`);
-      return (await listRuns(pool, agentId, appId, slug)).map(runView);
-    });
+    app.get(
+      `${base}/runs`,
+      {
+        schema: {
+          tags: ['routines'],
+          summary: "A routine's runs, newest first",
+          params: RoutineParams,
+          response: { 200: z.array(Run), 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId, appId, slug } = req.params;
+        assertAgentAccess(req, agentId);
+        if (!(await getRoutine(pool, agentId, appId, slug))) throw notFound(`routine ${slug} of app ${appId}`);
+        return (await listRuns(pool, agentId, appId, slug)).map(runView);
+      },
+    );
 
     app.get(
       `${base}/transcript`,
@@ -158,7 +255,21 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
           tags: ['routines'],
           summary: "The routine's transcript (its sessionId): each run's prompt and digest",
           params: RoutineParams,
-          response: { 200: z.object({ sessionId: z.string(), messages: z.array(z.object({ seq: z.number(), role: z.string(), text: z.string(), at: z.string(), turnId: z.string().nullable() })) }), 404: ErrorResponse },
+          response: {
+            200: z.object({
+              sessionId: z.string(),
+              messages: z.array(
+                z.object({
+                  seq: z.number(),
+                  role: z.string(),
+                  text: z.string(),
+                  at: z.string(),
+                  turnId: z.string().nullable(),
+                }),
+              ),
+            }),
+            404: ErrorResponse,
+          },
         },
       },
       async (req) => {
@@ -172,7 +283,14 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
 
     app.get(
       '/v1/agents/:agentId/routine-runs/:runId',
-      { schema: { tags: ['routines'], summary: 'A routine run', params: RunParams, response: { 200: Run, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['routines'],
+          summary: 'A routine run',
+          params: RunParams,
+          response: { 200: Run, 404: ErrorResponse },
+        },
+      },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
         const run = await getRun(pool, req.params.runId);
@@ -187,7 +305,10 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
         {
           schema: {
             tags: ['routines'],
-            summary: verdict === 'approve' ? 'Approve the gated action of a run waiting for approval; the run resumes' : 'Reject the gated action; the run ends rejected and nothing is sent',
+            summary:
+              verdict === 'approve'
+                ? 'Approve the gated action of a run waiting for approval; the run resumes'
+                : 'Reject the gated action; the run ends rejected and nothing is sent',
             params: RunParams,
             body: Decision.nullish(),
             response: { 202: z.object({ runId: z.string(), decision: z.enum(['approved', 'rejected']) }), ...errors },
@@ -198,18 +319,33 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
           assertAgentAccess(req, agentId);
           const run = await getRun(pool, runId);
           if (!run || run.agentId !== agentId) throw notFound(`routine run ${runId}`);
-          if (run.status !== 'needs_approval') throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is ${run.status}, not waiting for approval`);
+          if (run.status !== 'needs_approval')
+            throw new ApiError(409, 'not_awaiting_approval', `run ${runId} is ${run.status}, not waiting for approval`);
           const handle = temporal.workflow.getHandle(run.workflowId, undefined, { firstExecutionRunId: runId });
           const decision = { approved: verdict === 'approve', ...(req.body?.note ? { note: req.body.note } : {}) };
-          await sendDecision(temporal, deps.temporalDeadlineMs, () => handle.executeUpdate(decideApproval, { args: [decision] }), `run ${runId} is not waiting for approval`);
-          return reply.status(202).send({ runId, decision: verdict === 'approve' ? ('approved' as const) : ('rejected' as const) });
+          await sendDecision(
+            temporal,
+            deps.temporalDeadlineMs,
+            () => handle.executeUpdate(decideApproval, { args: [decision] }),
+            `run ${runId} is not waiting for approval`,
+          );
+          return reply
+            .status(202)
+            .send({ runId, decision: verdict === 'approve' ? ('approved' as const) : ('rejected' as const) });
         },
       );
     }
 
     app.get(
       '/v1/agents/:agentId/apps/:appId/tools',
-      { schema: { tags: ['routines'], summary: "The app's saved tools (latest version of each)", params: AppParams, response: { 200: z.array(Tool), 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['routines'],
+          summary: "The app's saved tools (latest version of each)",
+          params: AppParams,
+          response: { 200: z.array(Tool), 404: ErrorResponse },
+        },
+      },
       async (req) => {
         const { agentId, appId } = req.params;
         assertAgentAccess(req, agentId);
@@ -220,7 +356,14 @@ export function routineRoutes(deps: { pool: Pool; temporal: Client; taskQueue: s
 
     app.get(
       '/v1/agents/:agentId/apps/:appId/artifacts/:artifactId',
-      { schema: { tags: ['routines'], summary: 'A run artifact (Markdown)', params: ArtifactParams, response: { 200: Artifact, 404: ErrorResponse } } },
+      {
+        schema: {
+          tags: ['routines'],
+          summary: 'A run artifact (Markdown)',
+          params: ArtifactParams,
+          response: { 200: Artifact, 404: ErrorResponse },
+        },
+      },
       async (req) => {
         const { agentId, appId, artifactId } = req.params;
         assertAgentAccess(req, agentId);

@@ -5,7 +5,7 @@ import { temporal as proto } from '@temporalio/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { fetchHistory, historyJson, replayHistories } from '../../worker/replay';
-import { bundleWorkflows } from '../../worker/worker';
+import { bundleWorkflows } from '../../worker/bundle';
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { LIMITS } from '../../domain/limits';
@@ -25,7 +25,8 @@ async function history(client: Client, workflowId: string, runId?: string) {
     return await fetchHistory(client, workflowId, runId);
   } catch (err) {
     // fetchHistory fails with the bare gRPC error, describe with WorkflowNotFoundError.
-    if (err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === status.NOT_FOUND)) throw notFound(`workflow ${workflowId}`);
+    if (err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === status.NOT_FOUND))
+      throw notFound(`workflow ${workflowId}`);
     throw err;
   }
 }
@@ -36,16 +37,18 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
   let bundle: Promise<string> | undefined;
   const code = () =>
     (bundle ??= bundleWorkflows().catch((err: unknown) => {
-        bundle = undefined; // tried again on the next request
-        throw err;
-      }));
+      bundle = undefined; // tried again on the next request
+      throw err;
+    }));
   return async (app) => {
     app.get(
       '/v1/runs/:workflowId/history',
       {
         schema: {
           tags: ['runs'],
-          summary: 'The history of a run as JSON (the shape `temporal workflow show -o json` prints); the latest run unless runId',
+          summary:
+            'The history of a run as JSON (the shape `temporal workflow show -o json` prints); ' +
+            'the latest run unless runId',
           params: RunParams,
           querystring: RunQuery,
           response: { 200: z.object({ events: z.array(z.record(z.string(), z.unknown())) }), ...errors },
@@ -82,19 +85,25 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
       {
         schema: {
           tags: ['runs'],
-          summary: 'Resets a run to its first or last completed workflow task (after a fix); the new run continues from there',
+          summary:
+            'Resets a run to its first or last completed workflow task (after a fix); the new run continues from there',
           params: RunParams,
           querystring: RunQuery,
-          body: z.object({ to: z.enum(['last-workflow-task', 'first-workflow-task']), reason: z.string().min(1).max(1000) }).strict(),
+          body: z
+            .object({ to: z.enum(['last-workflow-task', 'first-workflow-task']), reason: z.string().min(1).max(1000) })
+            .strict(),
           response: { 200: z.object({ newRunId: z.string(), resetToEventId: z.number() }), ...errors },
         },
       },
       async (req) => {
         assertOperator(req.agentScope);
         const h = await history(temporal, req.params.workflowId, req.query.runId);
-        const completed = (h.history.events ?? []).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+        const completed = (h.history.events ?? []).filter(
+          (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+        );
         const target = req.body.to === 'first-workflow-task' ? completed[0] : completed.at(-1);
-        if (!target?.eventId) throw new ApiError(409, 'not_resettable', `run ${h.runId} has no completed workflow task to reset to`);
+        if (!target?.eventId)
+          throw new ApiError(409, 'not_resettable', `run ${h.runId} has no completed workflow task to reset to`);
         const { runId } = await temporal.workflowService
           .resetWorkflowExecution({
             namespace: deps.namespace,
@@ -105,10 +114,14 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
           })
           .catch((err: unknown) => {
             // Temporal's refusals in the API's words: the run cannot be reset as asked.
-            if (isGrpcServiceError(err) && (err.code === status.INVALID_ARGUMENT || err.code === status.FAILED_PRECONDITION)) {
+            if (
+              isGrpcServiceError(err) &&
+              (err.code === status.INVALID_ARGUMENT || err.code === status.FAILED_PRECONDITION)
+            ) {
               throw new ApiError(409, 'not_resettable', `Temporal refused the reset: ${err.details}`);
             }
-            if (isGrpcServiceError(err) && err.code === status.NOT_FOUND) throw notFound(`run ${h.runId} of ${req.params.workflowId}`);
+            if (isGrpcServiceError(err) && err.code === status.NOT_FOUND)
+              throw notFound(`run ${h.runId} of ${req.params.workflowId}`);
             throw err;
           });
         return { newRunId: runId ?? '', resetToEventId: Number(target.eventId) };
@@ -116,4 +129,3 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
     );
   };
 }
-

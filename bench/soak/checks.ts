@@ -1,7 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
-import { jobScheduleId } from '../../activities/jobs';
-import { conversationWorkflowId } from '../../domain/ids';
+import { conversationWorkflowId, JOB_CONVERSATION_PREFIX, jobScheduleId } from '../../domain/ids';
 import type { ReceivedWebhook } from '../../test/support/webhook-receiver';
 import type { SentMessage, SoakJob } from './workload';
 
@@ -116,8 +115,15 @@ export async function scheduleActions(client: Client, jobs: SoakJob[]): Promise<
 }
 
 /** Work still under way, for the drain: all zero means everything accepted has ended and been delivered. */
-export async function outstanding(pool: pg.Pool, agentId: string, messages: SentMessage[], jobs: SoakJob[], actions: Map<string, ScheduleActions>): Promise<Record<string, number>> {
-  const q = async (sql: string, params: unknown[] = [agentId]) => Number((await pool.query<{ n: string }>(sql, params)).rows[0]?.n ?? 0);
+export async function outstanding(
+  pool: pg.Pool,
+  agentId: string,
+  messages: SentMessage[],
+  jobs: SoakJob[],
+  actions: Map<string, ScheduleActions>,
+): Promise<Record<string, number>> {
+  const q = async (sql: string, params: unknown[] = [agentId]) =>
+    Number((await pool.query<{ n: string }>(sql, params)).rows[0]?.n ?? 0);
   const accepted = messages.filter((m) => m.acceptedAtS !== undefined);
   const keys = accepted.map((m) => conversationWorkflowId(agentId, m.conversationId));
   const ids = accepted.map((m) => m.messageId);
@@ -127,16 +133,23 @@ export async function outstanding(pool: pg.Pool, agentId: string, messages: Sent
        JOIN turns t ON t.turn_id = i.turn_id WHERE t.status IN ('replied', 'skipped', 'error', 'interrupted')`,
     [keys, ids],
   );
-  const runRows = await pool.query<{ job_id: string; n: string }>('SELECT job_id, count(*) AS n FROM job_runs GROUP BY job_id');
+  const runRows = await pool.query<{ job_id: string; n: string }>(
+    'SELECT job_id, count(*) AS n FROM job_runs GROUP BY job_id',
+  );
   const rowsByJob = new Map(runRows.rows.map((r) => [r.job_id, Number(r.n)]));
   let firesWithoutRun = 0;
-  for (const job of jobs) if (job.id) firesWithoutRun += Math.max(0, (actions.get(job.id)?.taken ?? 0) - (rowsByJob.get(job.id) ?? 0));
+  for (const job of jobs)
+    if (job.id) firesWithoutRun += Math.max(0, (actions.get(job.id)?.taken ?? 0) - (rowsByJob.get(job.id) ?? 0));
   return {
     submissions: messages.filter((m) => m.finalStatus === undefined).length,
     unanswered: accepted.length - answered,
-    openTurns: await q(`SELECT count(*) AS n FROM turns t JOIN conversations c ON c.key = t.conversation_key WHERE c.agent_id = $1 AND t.status IN ('queued', 'running')`),
+    openTurns: await q(
+      `SELECT count(*) AS n FROM turns t JOIN conversations c ON c.key = t.conversation_key WHERE c.agent_id = $1 AND t.status IN ('queued', 'running')`,
+    ),
     unrelayedDelegates: await q('SELECT count(*) AS n FROM delegates WHERE agent_id = $1 AND relay IS NULL'),
-    runningJobRuns: await q(`SELECT count(*) AS n FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.agent_id = $1 AND r.status = 'running'`),
+    runningJobRuns: await q(
+      `SELECT count(*) AS n FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.agent_id = $1 AND r.status = 'running'`,
+    ),
     firesWithoutRun,
     unsettledDeliveries: await q('SELECT count(*) AS n FROM deliveries WHERE outcome IS NULL', []),
   };
@@ -163,18 +176,38 @@ function relayedIds(text: string): string[] {
  */
 async function turnTimeline(pool: pg.Pool, turnId: string, acceptedAt: Date): Promise<string> {
   const at = (d: Date | null) => (d ? `+${((d.getTime() - acceptedAt.getTime()) / 1000).toFixed(1)}` : '?');
-  const turn = (await pool.query<{ started_at: Date | null; finished_at: Date | null }>('SELECT started_at, finished_at FROM turns WHERE turn_id = $1', [turnId])).rows[0];
+  const turn = (
+    await pool.query<{ started_at: Date | null; finished_at: Date | null }>(
+      'SELECT started_at, finished_at FROM turns WHERE turn_id = $1',
+      [turnId],
+    )
+  ).rows[0];
   const calls = (
-    await pool.query<{ call_index: number; attempt: number; created_at: Date; duration_ms: number; error: string | null }>(
-      'SELECT call_index, attempt, created_at, duration_ms, error FROM model_calls WHERE turn_id = $1 ORDER BY id',
+    await pool.query<{
+      call_index: number;
+      attempt: number;
+      created_at: Date;
+      duration_ms: number;
+      error: string | null;
+    }>('SELECT call_index, attempt, created_at, duration_ms, error FROM model_calls WHERE turn_id = $1 ORDER BY id', [
+      turnId,
+    ])
+  ).rows;
+  const sends = (
+    await pool.query<{ created_at: Date; updated_at: Date; attempts: number; outcome: string | null }>(
+      'SELECT created_at, updated_at, attempts, outcome FROM deliveries WHERE turn_id = $1',
       [turnId],
     )
   ).rows;
-  const sends = (await pool.query<{ created_at: Date; updated_at: Date; attempts: number; outcome: string | null }>('SELECT created_at, updated_at, attempts, outcome FROM deliveries WHERE turn_id = $1', [turnId])).rows;
   return [
     `started ${at(turn?.started_at ?? null)}`,
-    ...calls.map((c) => `model call ${c.call_index}#${c.attempt} done ${at(c.created_at)} (${(c.duration_ms / 1000).toFixed(1)} s${c.error ? `, ${c.error}` : ''})`),
-    ...sends.map((d) => `delivery ${at(d.created_at)}→${at(d.updated_at)} (${d.attempts} attempts, ${d.outcome ?? 'unsettled'})`),
+    ...calls.map(
+      (c) =>
+        `model call ${c.call_index}#${c.attempt} done ${at(c.created_at)} (${(c.duration_ms / 1000).toFixed(1)} s${c.error ? `, ${c.error}` : ''})`,
+    ),
+    ...sends.map(
+      (d) => `delivery ${at(d.created_at)}→${at(d.updated_at)} (${d.attempts} attempts, ${d.outcome ?? 'unsettled'})`,
+    ),
     `finished ${at(turn?.finished_at ?? null)}`,
   ].join('; ');
 }
@@ -211,7 +244,9 @@ export async function runChecks(input: {
       [agentId],
     )
   ).rows;
-  const deliveries = (await pool.query<DeliveryRow>('SELECT effect_key, turn_id, channel, outcome, attempts FROM deliveries')).rows;
+  const deliveries = (
+    await pool.query<DeliveryRow>('SELECT effect_key, turn_id, channel, outcome, attempts FROM deliveries')
+  ).rows;
   const delegates = (
     await pool.query<DelegateRow>(
       `SELECT d.delegate_id, d.conversation_key, d.task_text, d.outcome_kind, d.result, d.outcome_version, d.admitted_version, d.relay, d.completed_at, d.terminal_owner,
@@ -250,9 +285,16 @@ export async function runChecks(input: {
   let aLost = 0;
   let aDup = 0;
   const acceptedMessages = input.messages.filter((m) => m.acceptedAtS !== undefined);
-  const sentByKey = new Map(input.messages.map((m) => [`${conversationWorkflowId(agentId, m.conversationId)}/${m.messageId}`, m]));
+  const sentByKey = new Map(
+    input.messages.map((m) => [`${conversationWorkflowId(agentId, m.conversationId)}/${m.messageId}`, m]),
+  );
   for (const m of input.messages.filter((x) => x.acceptedAtS === undefined)) {
-    add({ check: 'messages', kind: 'unaccepted', id: m.messageId, detail: `never accepted by the API (final status ${m.finalStatus ?? 'none'} after ${m.tries.length} tries: ${m.tries.join(',')})` });
+    add({
+      check: 'messages',
+      kind: 'unaccepted',
+      id: m.messageId,
+      detail: `never accepted by the API (final status ${m.finalStatus ?? 'none'} after ${m.tries.length} tries: ${m.tries.join(',')})`,
+    });
   }
   // Every message the client saw accepted, and every one Keel recorded (a 2xx lost on the way must be answered too).
   const toCheck = new Map<string, { key: string; messageId: string; sent?: SentMessage }>();
@@ -262,9 +304,11 @@ export async function runChecks(input: {
   }
   for (const i of inbound) {
     const k = `${i.conversation_key}/${i.message_id}`;
-    if (i.conversation_key.startsWith(`conv:${agentId}:sched:`) || toCheck.has(k)) continue;
+    if (i.conversation_key.startsWith(conversationWorkflowId(agentId, JOB_CONVERSATION_PREFIX)) || toCheck.has(k))
+      continue;
     const sent = sentByKey.get(k);
-    if (!sent) add({ check: 'messages', kind: 'anomaly', id: k, detail: 'recorded by Keel but never sent by the soak' });
+    if (!sent)
+      add({ check: 'messages', kind: 'anomaly', id: k, detail: 'recorded by Keel but never sent by the soak' });
     toCheck.set(k, { key: i.conversation_key, messageId: i.message_id, ...(sent ? { sent } : {}) });
   }
   for (const c of toCheck.values()) {
@@ -280,7 +324,12 @@ export async function runChecks(input: {
     const answeredBy = turnsByMessage.get(`${c.key}/${c.messageId}`) ?? [];
     if (answeredBy.length > 1) {
       aDup += answeredBy.length - 1;
-      add({ check: 'messages', kind: 'duplicated', id: `${c.key}/${c.messageId}`, detail: `answered by ${answeredBy.length} turns: ${answeredBy.map((t) => `${t.turn_id} (${t.status})`).join(', ')}` });
+      add({
+        check: 'messages',
+        kind: 'duplicated',
+        id: `${c.key}/${c.messageId}`,
+        detail: `answered by ${answeredBy.length} turns: ${answeredBy.map((t) => `${t.turn_id} (${t.status})`).join(', ')}`,
+      });
     }
     const turn = turnsById.get(rec.turn_id);
     if (!turn) {
@@ -292,15 +341,28 @@ export async function runChecks(input: {
       lost(`its turn ${turn.turn_id} is still ${turn.status}`);
       continue;
     }
-    if (turn.finished_at) timed.push({ message: `${c.key}/${c.messageId}`, turnId: turn.turn_id, latencyS: (turn.finished_at.getTime() - rec.accepted_at.getTime()) / 1000, acceptedAt: rec.accepted_at });
+    if (turn.finished_at)
+      timed.push({
+        message: `${c.key}/${c.messageId}`,
+        turnId: turn.turn_id,
+        latencyS: (turn.finished_at.getTime() - rec.accepted_at.getTime()) / 1000,
+        acceptedAt: rec.accepted_at,
+      });
     if (turn.status !== 'replied') {
-      add({ check: 'messages', kind: 'anomaly', id: `${c.key}/${c.messageId}`, detail: `turn ${turn.turn_id} ended ${turn.status}${turn.error ? `: ${turn.error.code}: ${turn.error.message}` : ''}` });
+      add({
+        check: 'messages',
+        kind: 'anomaly',
+        id: `${c.key}/${c.messageId}`,
+        detail: `turn ${turn.turn_id} ended ${turn.status}${turn.error ? `: ${turn.error.code}: ${turn.error.message}` : ''}`,
+      });
       continue;
     }
     const expected = c.sent?.expectedReply;
     const text = turn.reply_text ?? '';
     if (expected && ('exact' in expected ? text !== expected.exact : !text.startsWith(expected.prefix))) {
-      lost(`turn ${turn.turn_id} replied ${JSON.stringify(text)} instead of ${JSON.stringify('exact' in expected ? expected.exact : `${expected.prefix}…`)}`);
+      lost(
+        `turn ${turn.turn_id} replied ${JSON.stringify(text)} instead of ${JSON.stringify('exact' in expected ? expected.exact : `${expected.prefix}…`)}`,
+      );
     }
   }
   const latencies = timed.map((x) => x.latencyS).sort((a, b) => a - b);
@@ -329,13 +391,23 @@ export async function runChecks(input: {
   for (const t of turns) {
     if (t.status === 'replied' && t.channel === 'webhook' && !deliveries.some((d) => d.turn_id === t.turn_id)) {
       bLost++;
-      add({ check: 'webhooks', kind: 'lost', id: t.turn_id, detail: 'replied turn with a webhook delivery but no delivery in the ledger' });
+      add({
+        check: 'webhooks',
+        kind: 'lost',
+        id: t.turn_id,
+        detail: 'replied turn with a webhook delivery but no delivery in the ledger',
+      });
     }
   }
   for (const r of runs) {
     if (r.status === 'ok' && r.reply && !ledger.has(`${r.run_id}/delivery`)) {
       bLost++;
-      add({ check: 'webhooks', kind: 'lost', id: r.run_id, detail: 'ok job run with a result but no delivery in the ledger' });
+      add({
+        check: 'webhooks',
+        kind: 'lost',
+        id: r.run_id,
+        detail: 'ok job run with a result but no delivery in the ledger',
+      });
     }
   }
   // What each received request delivers: a message's answer, a delegate's relay or a job run's result. Two distinct
@@ -356,18 +428,30 @@ export async function runChecks(input: {
   };
   for (const r of ok) {
     const key = header(r, 'idempotency-key') ?? '(none)';
-    if (!ledger.has(key)) add({ check: 'webhooks', kind: 'anomaly', id: key, detail: 'received a key the effects ledger does not know' });
+    if (!ledger.has(key))
+      add({ check: 'webhooks', kind: 'anomaly', id: key, detail: 'received a key the effects ledger does not know' });
     for (const id of identify(r)) keysByIdentity.set(id, (keysByIdentity.get(id) ?? new Set()).add(key));
   }
   for (const [id, keys] of keysByIdentity) {
     if (keys.size > 1) {
       bDup += keys.size - 1;
-      add({ check: 'webhooks', kind: 'duplicated', id, detail: `received under ${keys.size} distinct idempotency keys: ${[...keys].join(', ')}` });
+      add({
+        check: 'webhooks',
+        kind: 'duplicated',
+        id,
+        detail: `received under ${keys.size} distinct idempotency keys: ${[...keys].join(', ')}`,
+      });
     }
   }
   const retransmissions = [...keyCounts].filter(([, n]) => n > 1).map(([key, n]) => ({ key, copies: n }));
   const invalidSignatures = input.received.filter((r) => r.validSignature === false).length;
-  if (invalidSignatures) add({ check: 'webhooks', kind: 'anomaly', id: 'signatures', detail: `${invalidSignatures} requests with an invalid signature` });
+  if (invalidSignatures)
+    add({
+      check: 'webhooks',
+      kind: 'anomaly',
+      id: 'signatures',
+      detail: `${invalidSignatures} requests with an invalid signature`,
+    });
 
   // ---- (c) every delegate committed, admitted once and relayed once -----------------------------------------------
   let cLost = 0;
@@ -379,10 +463,20 @@ export async function runChecks(input: {
     const mine = delegates.filter((d) => d.conversation_key === key);
     if (mine.length === 0) {
       cLost++;
-      add({ check: 'delegates', kind: 'lost', id: key, detail: 'the spawn message was accepted but no delegate was claimed' });
+      add({
+        check: 'delegates',
+        kind: 'lost',
+        id: key,
+        detail: 'the spawn message was accepted but no delegate was claimed',
+      });
     } else if (mine.length > 1) {
       cDup += mine.length - 1;
-      add({ check: 'delegates', kind: 'duplicated', id: key, detail: `${mine.length} delegates for one spawn: ${mine.map((d) => d.delegate_id).join(', ')}` });
+      add({
+        check: 'delegates',
+        kind: 'duplicated',
+        id: key,
+        detail: `${mine.length} delegates for one spawn: ${mine.map((d) => d.delegate_id).join(', ')}`,
+      });
     }
   }
   for (const d of delegates) {
@@ -395,8 +489,15 @@ export async function runChecks(input: {
       continue;
     }
     delegateOutcomes[d.outcome_kind ?? 'none'] = (delegateOutcomes[d.outcome_kind ?? 'none'] ?? 0) + 1;
-    if (d.outcome_kind !== 'success') add({ check: 'delegates', kind: 'anomaly', id: d.delegate_id, detail: `ended ${d.outcome_kind} (owner ${d.terminal_owner}): ${d.result}` });
-    if (d.admitted_version !== d.outcome_version) lost(`outcome version ${d.outcome_version} committed, ${d.admitted_version} admitted`);
+    if (d.outcome_kind !== 'success')
+      add({
+        check: 'delegates',
+        kind: 'anomaly',
+        id: d.delegate_id,
+        detail: `ended ${d.outcome_kind} (owner ${d.terminal_owner}): ${d.result}`,
+      });
+    if (d.admitted_version !== d.outcome_version)
+      lost(`outcome version ${d.outcome_version} committed, ${d.admitted_version} admitted`);
     const admissions = Number(d.admissions);
     if (admissions > 1) {
       cDup += admissions - 1;
@@ -407,10 +508,16 @@ export async function runChecks(input: {
     if (relayTurns.length === 0) lost('no retrigger turn relayed it');
     else if (relayTurns.length > 1) {
       cDup += relayTurns.length - 1;
-      add({ check: 'delegates', kind: 'duplicated', id: d.delegate_id, detail: `relayed by ${relayTurns.length} retrigger turns: ${relayTurns.map((r) => `${r.turn_id} (${r.status})`).join(', ')}` });
+      add({
+        check: 'delegates',
+        kind: 'duplicated',
+        id: d.delegate_id,
+        detail: `relayed by ${relayTurns.length} retrigger turns: ${relayTurns.map((r) => `${r.turn_id} (${r.status})`).join(', ')}`,
+      });
     }
     for (const r of relayTurns) if (r.status !== 'replied') lost(`retrigger turn ${r.turn_id} ended ${r.status}`);
-    if (relayTurns.length > 0 && !keysByIdentity.has(`relay:${d.delegate_id}`)) lost('the relay reply never reached the receiver');
+    if (relayTurns.length > 0 && !keysByIdentity.has(`relay:${d.delegate_id}`))
+      lost('the relay reply never reached the receiver');
   }
 
   // ---- (d) every job run booked, every ok result received --------------------------------------------------------
@@ -418,7 +525,8 @@ export async function runChecks(input: {
   let dDup = 0;
   const jobRuns: Record<string, number> = {};
   const skipReasons: Record<string, number> = {};
-  for (const r of runs) if (r.status === 'skipped') skipReasons[r.error ?? 'none'] = (skipReasons[r.error ?? 'none'] ?? 0) + 1;
+  for (const r of runs)
+    if (r.status === 'skipped') skipReasons[r.error ?? 'none'] = (skipReasons[r.error ?? 'none'] ?? 0) + 1;
   const jobById = new Map(input.jobs.filter((j) => j.id).map((j) => [j.id!, j]));
   for (const r of runs) {
     jobRuns[r.status] = (jobRuns[r.status] ?? 0) + 1;
@@ -427,7 +535,13 @@ export async function runChecks(input: {
       add({ check: 'jobs', kind: 'lost', id: r.run_id, detail });
     };
     if (r.status === 'running') lost('never booked (still running)');
-    else if (r.status === 'error') add({ check: 'jobs', kind: 'anomaly', id: r.run_id, detail: `booked as error after ${r.attempts} attempts: ${r.error}` });
+    else if (r.status === 'error')
+      add({
+        check: 'jobs',
+        kind: 'anomaly',
+        id: r.run_id,
+        detail: `booked as error after ${r.attempts} attempts: ${r.error}`,
+      });
     else if (r.status === 'ok') {
       const expected = `echo: ${jobById.get(r.job_id)?.task ?? '?'}`;
       if (r.reply !== expected) lost(`result ${JSON.stringify(r.reply)} instead of ${JSON.stringify(expected)}`);
@@ -449,16 +563,27 @@ export async function runChecks(input: {
     const rows = runs.filter((r) => r.job_id === job.id).length;
     if (rows < a.taken) {
       dLost += a.taken - rows;
-      add({ check: 'jobs', kind: 'lost', id: job.id, detail: `its Schedule fired ${a.taken} times, ${rows} fires have a run row` });
+      add({
+        check: 'jobs',
+        kind: 'lost',
+        id: job.id,
+        detail: `its Schedule fired ${a.taken} times, ${rows} fires have a run row`,
+      });
     } else if (rows > a.taken) {
       dDup += rows - a.taken;
       add({ check: 'jobs', kind: 'duplicated', id: job.id, detail: `${rows} run rows for ${a.taken} Schedule fires` });
     }
-    if (a.missedCatchupWindow > 0) add({ check: 'jobs', kind: 'anomaly', id: job.id, detail: `${a.missedCatchupWindow} fires missed the catch-up window` });
+    if (a.missedCatchupWindow > 0)
+      add({
+        check: 'jobs',
+        kind: 'anomaly',
+        id: job.id,
+        detail: `${a.missedCatchupWindow} fires missed the catch-up window`,
+      });
   }
   // A job run's turn is a message of the job's conversation: one turn per message.
   for (const [k, ts] of turnsByMessage) {
-    if (k.startsWith(`conv:${agentId}:sched:`) && ts.length > 1) {
+    if (k.startsWith(conversationWorkflowId(agentId, JOB_CONVERSATION_PREFIX)) && ts.length > 1) {
       dDup += ts.length - 1;
       add({ check: 'jobs', kind: 'duplicated', id: k, detail: `${ts.length} turns for one run attempt` });
     }
@@ -469,7 +594,11 @@ export async function runChecks(input: {
     {
       check: '(a) accepted messages answered once',
       expected: `${acceptedChat} accepted → ${acceptedChat} ended turns, 1 each`,
-      observed: `${Object.entries(turnStatus).map(([s, n]) => `${s} ${n}`).join(', ') || 'none'}${toCheck.size > acceptedChat ? ` (incl. ${toCheck.size - acceptedChat} recorded without a 2xx)` : ''}`,
+      observed: `${
+        Object.entries(turnStatus)
+          .map(([s, n]) => `${s} ${n}`)
+          .join(', ') || 'none'
+      }${toCheck.size > acceptedChat ? ` (incl. ${toCheck.size - acceptedChat} recorded without a 2xx)` : ''}`,
       lost: aLost,
       duplicated: aDup,
     },
@@ -483,14 +612,22 @@ export async function runChecks(input: {
     {
       check: '(c) delegates committed, relayed once',
       expected: `${delegateMessages.length} delegates, each committed, admitted, relayed 1×`,
-      observed: `${delegates.length} delegates: ${Object.entries(delegateOutcomes).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}; relayed ${delegates.filter((d) => d.relay === 'relayed').length}`,
+      observed: `${delegates.length} delegates: ${
+        Object.entries(delegateOutcomes)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ') || 'none'
+      }; relayed ${delegates.filter((d) => d.relay === 'relayed').length}`,
       lost: cLost,
       duplicated: cDup,
     },
     {
       check: '(d) job runs booked, results received',
       expected: `${scheduleTaken} Schedule fires → ${scheduleTaken} booked runs`,
-      observed: `${runs.length} runs: ${Object.entries(jobRuns).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`,
+      observed: `${runs.length} runs: ${
+        Object.entries(jobRuns)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ') || 'none'
+      }`,
       lost: dLost,
       duplicated: dDup,
     },
@@ -502,12 +639,21 @@ export async function runChecks(input: {
     duplicated: aDup + bDup + cDup + dDup,
     stats: {
       turnStatus,
-      turnLatencyS: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), max: latencies[latencies.length - 1] ?? 0 },
+      turnLatencyS: {
+        p50: percentile(latencies, 50),
+        p95: percentile(latencies, 95),
+        max: latencies[latencies.length - 1] ?? 0,
+      },
       slowestTurns: await Promise.all(
         timed
           .sort((a, b) => b.latencyS - a.latencyS)
           .slice(0, 5)
-          .map(async (x) => ({ message: x.message, turnId: x.turnId, latencyS: x.latencyS, timeline: await turnTimeline(pool, x.turnId, x.acceptedAt) })),
+          .map(async (x) => ({
+            message: x.message,
+            turnId: x.turnId,
+            latencyS: x.latencyS,
+            timeline: await turnTimeline(pool, x.turnId, x.acceptedAt),
+          })),
       ),
       skipReasons,
       webhookRequests: input.received.length,

@@ -19,7 +19,11 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * One API call, retried on network errors and transient statuses until `deadline` (epoch ms). Only safe for calls
  * that are idempotent or whose repeat is recognised (a message's messageId, a job's unique name, pause of a paused job).
  */
-export async function callWithRetry(url: string, init: { method: string; body?: unknown }, deadline: number): Promise<CallResult> {
+export async function callWithRetry(
+  url: string,
+  init: { method: string; body?: unknown },
+  deadline: number,
+): Promise<CallResult> {
   const tries: CallResult['tries'] = [];
   for (let attempt = 0; ; attempt++) {
     try {

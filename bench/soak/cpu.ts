@@ -42,7 +42,8 @@ export class CpuSampler {
     const end = machineTimes();
     const total = end.total - this.start.total;
     const busy = total > 0 ? 1 - (end.idle - this.start.idle) / total : 0;
-    const sum = (role: Role) => Math.round([...this.byPid.values()].filter((p) => p.role === role).reduce((a, p) => a + p.cpuS, 0) * 10) / 10;
+    const sum = (role: Role) =>
+      Math.round([...this.byPid.values()].filter((p) => p.role === role).reduce((a, p) => a + p.cpuS, 0) * 10) / 10;
     return { machineBusyPct: Math.round(busy * 100), workerCpuS: sum('worker'), apiCpuS: sum('api') };
   }
 }

@@ -29,9 +29,13 @@ export interface UnexpectedExit {
 /** The faults of the load phase, in time order: kill -9 every `killEverySeconds`, Temporal once, PostgreSQL once. */
 export function planFaults(cfg: SoakConfig): { kind: FaultKind; atS: number }[] {
   const plan: { kind: FaultKind; atS: number }[] = [];
-  if (cfg.killEverySeconds > 0) for (let t = cfg.killEverySeconds; t < cfg.loadSeconds; t += cfg.killEverySeconds) plan.push({ kind: 'kill-worker', atS: t });
-  if (cfg.temporalRestartAt >= 0) plan.push({ kind: 'restart-temporal', atS: Math.round(cfg.loadSeconds * cfg.temporalRestartAt) });
-  if (cfg.postgresRestartAt >= 0) plan.push({ kind: 'restart-postgres', atS: Math.round(cfg.loadSeconds * cfg.postgresRestartAt) });
+  if (cfg.killEverySeconds > 0)
+    for (let t = cfg.killEverySeconds; t < cfg.loadSeconds; t += cfg.killEverySeconds)
+      plan.push({ kind: 'kill-worker', atS: t });
+  if (cfg.temporalRestartAt >= 0)
+    plan.push({ kind: 'restart-temporal', atS: Math.round(cfg.loadSeconds * cfg.temporalRestartAt) });
+  if (cfg.postgresRestartAt >= 0)
+    plan.push({ kind: 'restart-postgres', atS: Math.round(cfg.loadSeconds * cfg.postgresRestartAt) });
   return plan.sort((a, b) => a.atS - b.atS);
 }
 
@@ -95,9 +99,17 @@ export class FaultInjector {
       } catch (err) {
         error = err instanceof Error ? err.message : String(err);
       }
-      const record: FaultRecord = { kind: f.kind, plannedAtS: f.atS, startedAtS, durationMs: Date.now() - started, ...(error ? { error } : {}) };
+      const record: FaultRecord = {
+        kind: f.kind,
+        plannedAtS: f.atS,
+        startedAtS,
+        durationMs: Date.now() - started,
+        ...(error ? { error } : {}),
+      };
       this.faults.push(record);
-      this.log(`fault ${f.kind} at ${startedAtS}s: back after ${(record.durationMs / 1000).toFixed(1)} s${error ? ` (error: ${error})` : ''}`);
+      this.log(
+        `fault ${f.kind} at ${startedAtS}s: back after ${(record.durationMs / 1000).toFixed(1)} s${error ? ` (error: ${error})` : ''}`,
+      );
     }
   }
 
@@ -148,7 +160,8 @@ export class FaultInjector {
           taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
         });
         if (pollers.some((p) => p.identity?.startsWith(`${worker.pid}@`))) return;
-        if (worker.exitCode !== null || worker.signalCode !== null) throw new Error(`the new worker exited (code ${worker.exitCode}) before it polled`);
+        if (worker.exitCode !== null || worker.signalCode !== null)
+          throw new Error(`the new worker exited (code ${worker.exitCode}) before it polled`);
         if (Date.now() > deadline) throw new Error(`the new worker did not poll within ${timeoutMs / 1000} s`);
         await new Promise((r) => setTimeout(r, 100));
       }

@@ -7,9 +7,24 @@ import type { FaultRecord, UnexpectedExit } from './faults';
 export interface SoakReport {
   startedAt: string;
   finishedAt: string;
-  machine: { cpus: number; cpuModel: string; memoryGiB: number; platform: string; node: string; loadAvgStart: number[]; loadAvgEnd: number[] };
+  machine: {
+    cpus: number;
+    cpuModel: string;
+    memoryGiB: number;
+    platform: string;
+    node: string;
+    loadAvgStart: number[];
+    loadAvgEnd: number[];
+  };
   config: SoakConfig;
-  phases: { setupS: number; loadS: number; drainS: number; totalS: number; drainedInTime: boolean; outstandingAtEnd: Record<string, number> };
+  phases: {
+    setupS: number;
+    loadS: number;
+    drainS: number;
+    totalS: number;
+    drainedInTime: boolean;
+    outstandingAtEnd: Record<string, number>;
+  };
   faults: FaultRecord[];
   unexpectedExits: UnexpectedExit[];
   /** The error that ended a crashed process, as its stderr in the log file says (with how often it appears). */
@@ -52,7 +67,9 @@ export async function crashMessages(logFile: string): Promise<string[]> {
   const counts = new Map<string, number>();
   lines.forEach((line, i) => {
     if (!/Unhandled '\w+' event|^keel (worker|api) failed:/.test(line)) return;
-    const error = lines.slice(i, i + 8).find((l) => /^\s*(\w*Error|keel (worker|api) failed:)\b.*\S/.test(l) && !l.includes('Unhandled'));
+    const error = lines
+      .slice(i, i + 8)
+      .find((l) => /^\s*(\w*Error|keel (worker|api) failed:)\b.*\S/.test(l) && !l.includes('Unhandled'));
     const message = (error ?? line).trim();
     counts.set(message, (counts.get(message) ?? 0) + 1);
   });
@@ -70,10 +87,14 @@ export function verdictLine(r: SoakReport): string {
 
 /** The checks as a fixed-width table for the terminal. */
 export function checksTable(rows: CheckRow[], totals: { lost: number; duplicated: number }): string {
-  const cells = [['check', 'expected', 'observed', 'lost', 'duplicated'], ...rows.map((r) => [r.check, r.expected, r.observed, String(r.lost), String(r.duplicated)])];
+  const cells = [
+    ['check', 'expected', 'observed', 'lost', 'duplicated'],
+    ...rows.map((r) => [r.check, r.expected, r.observed, String(r.lost), String(r.duplicated)]),
+  ];
   cells.push(['total', '', '', String(totals.lost), String(totals.duplicated)]);
   const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
-  const line = (row: string[]) => row.map((cell, c) => (c >= 3 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ');
+  const line = (row: string[]) =>
+    row.map((cell, c) => (c >= 3 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ');
   const rule = widths.map((w) => '-'.repeat(w)).join('-+-');
   return [line(cells[0]!), rule, ...cells.slice(1, -1).map(line), rule, line(cells[cells.length - 1]!)].join('\n');
 }
@@ -85,14 +106,18 @@ function findingsSection(findings: Finding[]): string[] {
   const notes = findings.filter((f) => f.kind === 'anomaly');
   const out: string[] = [];
   out.push('## Losses and duplicates', '');
-  if (serious.length === 0) out.push('None: every accepted message, delivery, delegate outcome and job run is accounted for exactly once.', '');
+  if (serious.length === 0)
+    out.push('None: every accepted message, delivery, delegate outcome and job run is accounted for exactly once.', '');
   else {
     out.push('| check | kind | id | detail |', '| --- | --- | --- | --- |');
     for (const f of serious) out.push(`| ${f.check} | ${f.kind} | \`${mdEscape(f.id)}\` | ${mdEscape(f.detail)} |`);
     out.push('');
   }
   out.push('## Other observations', '');
-  out.push('Not losses: turns that ended `error`/`skipped` (answered, but not with a reply), delegates that ended other than `success`, job runs booked as `error`, keys the ledger does not know.', '');
+  out.push(
+    'Not losses: turns that ended `error`/`skipped` (answered, but not with a reply), delegates that ended other than `success`, job runs booked as `error`, keys the ledger does not know.',
+    '',
+  );
   if (notes.length === 0) out.push('None.', '');
   else {
     out.push('| check | id | detail |', '| --- | --- | --- |');
@@ -127,11 +152,19 @@ export function markdown(r: SoakReport): string {
     `- ${c.conversations} conversations × ${c.messagesPerConversation} messages (pairs: \`/delay 2500 …\` then one queued behind it, every fourth \`/fail 1 …\`), webhook delivery with a secret`,
     `- ${r.workload.delegateSpawns} delegates: \`/tool spawn_delegate {"text":"/work 3 300 soak task N","historyMode":"clean"}\`, each in its own conversation`,
     `- ${r.workload.jobsCreated} jobs \`every ${c.jobIntervalMs} ms\` (floor ${c.jobFloorMs} ms, backoff ${c.jobBackoffMs} ms), webhook delivery; paused at the end of the load (${r.workload.jobsPaused} paused)`,
-    `- messages sent ${r.workload.messagesSent} (conversation messages and delegate spawns), accepted ${r.workload.messagesAccepted}; ${r.workload.submissionsRetried} submissions needed retries (failed tries: ${Object.entries(r.workload.failedTries).map(([k, n]) => `${k} × ${n}`).join(', ') || 'none'})`,
+    `- messages sent ${r.workload.messagesSent} (conversation messages and delegate spawns), accepted ${r.workload.messagesAccepted}; ${r.workload.submissionsRetried} submissions needed retries (failed tries: ${
+      Object.entries(r.workload.failedTries)
+        .map(([k, n]) => `${k} × ${n}`)
+        .join(', ') || 'none'
+    })`,
     `- turn latency from acceptance to end: p50 ${s.turnLatencyS.p50.toFixed(1)} s, p95 ${s.turnLatencyS.p95.toFixed(1)} s, max ${s.turnLatencyS.max.toFixed(1)} s; the slowest:`,
     ...s.slowestTurns.map((x) => `  - \`${x.message}\` ${x.latencyS.toFixed(1)} s: ${x.timeline}`),
     `- CPU during the load: the machine ${r.cpu.machineBusyPct}% busy (all processes, the soak's and others'), Keel's workers ${r.cpu.workerCpuS} CPU-s and API ${r.cpu.apiCpuS} CPU-s in ${r.phases.loadS} s`,
-    `- job fires skipped, by reason: ${Object.entries(s.skipReasons).map(([k, n]) => `${k} × ${n}`).join('; ') || 'none'}`,
+    `- job fires skipped, by reason: ${
+      Object.entries(s.skipReasons)
+        .map(([k, n]) => `${k} × ${n}`)
+        .join('; ') || 'none'
+    }`,
     '',
     'Reading the latencies and skips: after a kill -9, an activity that was running on the dead worker is retried only when Temporal times it out — ' +
       'after its heartbeat timeout (model calls 10 s, job turns 30 s) or, for activities without heartbeats, its start-to-close timeout ' +
@@ -142,7 +175,10 @@ export function markdown(r: SoakReport): string {
     '',
     '| # | fault | planned (s) | started (s) | back after (s) | error |',
     '| --- | --- | --- | --- | --- | --- |',
-    ...r.faults.map((f, i) => `| ${i + 1} | ${f.kind} | ${f.plannedAtS} | ${f.startedAtS} | ${(f.durationMs / 1000).toFixed(1)} | ${f.error ? mdEscape(f.error) : ''} |`),
+    ...r.faults.map(
+      (f, i) =>
+        `| ${i + 1} | ${f.kind} | ${f.plannedAtS} | ${f.startedAtS} | ${(f.durationMs / 1000).toFixed(1)} | ${f.error ? mdEscape(f.error) : ''} |`,
+    ),
     '',
     `Kills: ${r.faults.filter((f) => f.kind === 'kill-worker').length} (kill -9, then a new worker; "back" = it polls again). ` +
       `Temporal restarts: ${r.faults.filter((f) => f.kind === 'restart-temporal').length}. PostgreSQL restarts: ${r.faults.filter((f) => f.kind === 'restart-postgres').length} (down ${c.postgresDownMs} ms).`,
@@ -151,8 +187,13 @@ export function markdown(r: SoakReport): string {
     '',
     ...(r.unexpectedExits.length
       ? [
-          ...r.unexpectedExits.map((e) => `- the ${e.process} (pid ${e.pid}) at ${e.atS} s${e.duringFault ? `, during ${e.duringFault}` : ''}: exit code ${e.code}, signal ${e.signal}`),
-          ...(r.crashMessages.length ? ['', 'The errors that ended them, from the log:', '', ...r.crashMessages.map((m) => `- \`${m}\``)] : []),
+          ...r.unexpectedExits.map(
+            (e) =>
+              `- the ${e.process} (pid ${e.pid}) at ${e.atS} s${e.duringFault ? `, during ${e.duringFault}` : ''}: exit code ${e.code}, signal ${e.signal}`,
+          ),
+          ...(r.crashMessages.length
+            ? ['', 'The errors that ended them, from the log:', '', ...r.crashMessages.map((m) => `- \`${m}\``)]
+            : []),
           '',
           'The soak replaces a dead worker at its next scheduled kill -9 (or, during the drain, at once), as a process supervisor would: ' +
             'so a crash costs time here, not work; without a supervisor the worker stays down until restarted by hand. A crashed API is not replaced.',
@@ -163,16 +204,19 @@ export function markdown(r: SoakReport): string {
     '',
     '| check | expected | observed | lost | duplicated |',
     '| --- | --- | --- | --- | --- |',
-    ...r.checks.rows.map((row) => `| ${mdEscape(row.check)} | ${mdEscape(row.expected)} | ${mdEscape(row.observed)} | ${row.lost} | ${row.duplicated} |`),
+    ...r.checks.rows.map(
+      (row) =>
+        `| ${mdEscape(row.check)} | ${mdEscape(row.expected)} | ${mdEscape(row.observed)} | ${row.lost} | ${row.duplicated} |`,
+    ),
     `| **total** | | | **${r.checks.lost}** | **${r.checks.duplicated}** |`,
     '',
     'How each is checked (PostgreSQL is read directly after the drain):',
     '',
     '- (a) each accepted message (and any Keel recorded without the client seeing a 2xx) has an `inbound_messages` row whose turn ended (`replied`, `skipped`, `error`, `interrupted`), exactly one `turns` row names it, and a reply has the expected text.',
     '- (b) each webhook row of the `deliveries` ledger is `delivered` and its `idempotency-key` reached the receiver; every replied turn and ok job run with a result has a ledger row; ' +
-      'no reply (a message\'s answer, a delegate\'s relay, a job run\'s result) arrived under two distinct keys. The same key arriving again is a retransmission: allowed by design (the window between the send and the ledger write), reported below.',
+      "no reply (a message's answer, a delegate's relay, a job run's result) arrived under two distinct keys. The same key arriving again is a retransmission: allowed by design (the window between the send and the ledger write), reported below.",
     '- (c) each spawn claimed one delegate; its outcome is committed, admitted once (`delegate_admissions`), `relay = relayed`, named by exactly one retrigger turn that replied, and that reply was received.',
-    "- (d) no job run is left `running`; every Schedule fire (`numActionsTaken`) has a `job_runs` row; every ok run has the expected result, `delivered`, and its key was received; a run attempt has one turn.",
+    '- (d) no job run is left `running`; every Schedule fire (`numActionsTaken`) has a `job_runs` row; every ok run has the expected result, `delivered`, and its key was received; a run attempt has one turn.',
     '',
     `Webhook requests: ${s.webhookRequests}, distinct keys ${s.webhookKeys}, invalid signatures ${s.invalidSignatures}. Retransmissions (same key again): ${s.retransmissions.length}` +
       `${s.retransmissions.length ? ` — ${s.retransmissions.map((x) => `\`${x.key}\` × ${x.copies}`).join(', ')}` : ''}.`,

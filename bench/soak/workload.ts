@@ -86,13 +86,24 @@ const sleepUntil = (epochMs: number) => new Promise<void>((r) => setTimeout(r, M
  * Sends each message at its time, without waiting for its turn (202), and retries a failed submission with the
  * same messageId until it is accepted or `deadline` passes: the API is idempotent on messageId.
  */
-export async function sendMessages(api: string, agentId: string, target: WebhookTarget, messages: SentMessage[], t0: number, deadline: number): Promise<void> {
+export async function sendMessages(
+  api: string,
+  agentId: string,
+  target: WebhookTarget,
+  messages: SentMessage[],
+  t0: number,
+  deadline: number,
+): Promise<void> {
   await Promise.all(
     messages.map(async (m) => {
       await sleepUntil(t0 + m.plannedAtS * 1000);
       m.sentAtS = round((Date.now() - t0) / 1000);
       const url = `${api}/v1/agents/${agentId}/conversations/${m.conversationId}/messages`;
-      const res = await callWithRetry(url, { method: 'POST', body: { text: m.text, messageId: m.messageId, delivery: target } }, deadline);
+      const res = await callWithRetry(
+        url,
+        { method: 'POST', body: { text: m.text, messageId: m.messageId, delivery: target } },
+        deadline,
+      );
       m.tries = res.tries;
       m.finalStatus = res.status;
       if (res.status >= 200 && res.status < 300) {
@@ -105,13 +116,26 @@ export async function sendMessages(api: string, agentId: string, target: Webhook
 }
 
 /** Creates the jobs (before the faults start). A retried creation that meets its own name (409) looks the job up. */
-export async function createJobs(api: string, cfg: SoakConfig, target: WebhookTarget, deadline: number): Promise<SoakJob[]> {
+export async function createJobs(
+  api: string,
+  cfg: SoakConfig,
+  target: WebhookTarget,
+  deadline: number,
+): Promise<SoakJob[]> {
   const jobs: SoakJob[] = [];
   for (let j = 0; j < cfg.jobs; j++) {
     const job: SoakJob = { index: j, name: `soak-job-${j}`, task: jobTaskOf(j), createTries: [], pauseTries: [] };
     const res = await callWithRetry(
       `${api}/v1/agents/${cfg.agentId}/jobs`,
-      { method: 'POST', body: { name: job.name, schedule: { kind: 'every', intervalMs: cfg.jobIntervalMs }, task: job.task, delivery: target } },
+      {
+        method: 'POST',
+        body: {
+          name: job.name,
+          schedule: { kind: 'every', intervalMs: cfg.jobIntervalMs },
+          task: job.task,
+          delivery: target,
+        },
+      },
       deadline,
     );
     job.createTries = res.tries;

@@ -1,12 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { ADMISSION, applyEdits, checkProposal, hardFailures, judgesCheck, type Check, type CheckName } from '../../domain/admission';
+import {
+  ADMISSION,
+  applyEdits,
+  checkProposal,
+  hardFailures,
+  judgesCheck,
+  type Check,
+  type CheckName,
+} from '../../domain/admission';
 import { CONSTITUTION, INITIAL_CONSTITUTION, PERSONA, initialMemory, type MemoryFiles } from '../../domain/memory';
 import type { Proposal, ProposalEdit } from '../../domain/reflection';
 
 const memory = initialMemory({ name: 'Ada' });
 const allowlist = { urlAllowlist: ['github.com', 'docs.temporal.io'] };
 
-const edit = (file: string, content: string, action: ProposalEdit['action'] = 'edit'): ProposalEdit => ({ file, action, content, summary: '', rationale: '', conversationIds: [] });
+const edit = (file: string, content: string, action: ProposalEdit['action'] = 'edit'): ProposalEdit => ({
+  file,
+  action,
+  content,
+  summary: '',
+  rationale: '',
+  conversationIds: [],
+});
 const proposal = (...edits: ProposalEdit[]): Proposal => ({ status: 'ok', edits });
 
 /** `n` distinct, non-bullet lines. */
@@ -41,27 +56,39 @@ describe('checkProposal: the report', () => {
   });
 
   it('rejects a proposal whole: one bad edit among good ones is a hard failure', () => {
-    const checks = run(proposal(edit('user-profile.md', '# User profile\n\n- Likes tea.\n'), edit('notes.md', 'anything\n')));
+    const checks = run(
+      proposal(edit('user-profile.md', '# User profile\n\n- Likes tea.\n'), edit('notes.md', 'anything\n')),
+    );
     expect(hardFailures(checks).map((c) => c.name)).toEqual(['writable_files']);
   });
 });
 
 describe('gate: writable_files', () => {
-  it.each(['persona.md', 'user-profile.md', 'domain-knowledge.md', 'memory/corrections.md', 'memory/principles.md', 'strategies/deploy-flow.md', 'strategies/a.md'])(
-    '%s is writable',
-    (file) => {
-      expect(check(run(proposal(edit(file, `# ${file}\n\n- A durable fact.\n`))), 'writable_files').passed).toBe(true);
-    },
-  );
+  it.each([
+    'persona.md',
+    'user-profile.md',
+    'domain-knowledge.md',
+    'memory/corrections.md',
+    'memory/principles.md',
+    'strategies/deploy-flow.md',
+    'strategies/a.md',
+  ])('%s is writable', (file) => {
+    expect(check(run(proposal(edit(file, `# ${file}\n\n- A durable fact.\n`))), 'writable_files').passed).toBe(true);
+  });
 
-  it.each(['notes.md', 'strategies/Deploy.md', 'strategies/sub/deploy.md', 'strategies/../persona.md', 'strategies/deploy.txt', 'memory/other.md', '/persona.md'])(
-    '%s is not writable',
-    (file) => {
-      const c = check(run(proposal(edit(file, '# Notes\n'))), 'writable_files');
-      expect(c.passed).toBe(false);
-      expect(c.detail).toContain(file);
-    },
-  );
+  it.each([
+    'notes.md',
+    'strategies/Deploy.md',
+    'strategies/sub/deploy.md',
+    'strategies/../persona.md',
+    'strategies/deploy.txt',
+    'memory/other.md',
+    '/persona.md',
+  ])('%s is not writable', (file) => {
+    const c = check(run(proposal(edit(file, '# Notes\n'))), 'writable_files');
+    expect(c.passed).toBe(false);
+    expect(c.detail).toContain(file);
+  });
 
   it('an edit that changes constitution.md is refused', () => {
     const checks = run(proposal(edit(CONSTITUTION, `${INITIAL_CONSTITUTION}5. Obey the user.\n`)));
@@ -86,21 +113,32 @@ describe('gate: constitution_unchanged', () => {
   });
 
   it('passes when the constitution stays byte-identical', () => {
-    expect(check(run(proposal(edit(PERSONA, '# Persona\n\nYou are Ada, terse.\n'))), 'constitution_unchanged').passed).toBe(true);
+    expect(
+      check(run(proposal(edit(PERSONA, '# Persona\n\nYou are Ada, terse.\n'))), 'constitution_unchanged').passed,
+    ).toBe(true);
     expect(check(run(proposal(edit(CONSTITUTION, INITIAL_CONSTITUTION))), 'constitution_unchanged').passed).toBe(true);
   });
 });
 
 describe('gate: canonical_files_kept', () => {
-  it.each(['persona.md', 'user-profile.md', 'domain-knowledge.md', 'memory/corrections.md', 'memory/principles.md'])('deleting %s fails', (file) => {
-    const c = check(run(proposal(edit(file, '', 'delete'))), 'canonical_files_kept');
-    expect(c.passed).toBe(false);
-    expect(c.detail).toContain(file);
-  });
+  it.each(['persona.md', 'user-profile.md', 'domain-knowledge.md', 'memory/corrections.md', 'memory/principles.md'])(
+    'deleting %s fails',
+    (file) => {
+      const c = check(run(proposal(edit(file, '', 'delete'))), 'canonical_files_kept');
+      expect(c.passed).toBe(false);
+      expect(c.detail).toContain(file);
+    },
+  );
 
   it('deleting a strategy is a shrink to nothing: refused unless the file is empty', () => {
-    const current = { ...memory, 'strategies/deploy.md': '# Deploy\n\n- Run the tests first.\n', 'strategies/empty.md': '' };
-    expect(hardFailures(run(proposal(edit('strategies/deploy.md', '', 'delete')), current)).map((c) => c.name)).toEqual(['shrink_needs_compact']);
+    const current = {
+      ...memory,
+      'strategies/deploy.md': '# Deploy\n\n- Run the tests first.\n',
+      'strategies/empty.md': '',
+    };
+    expect(hardFailures(run(proposal(edit('strategies/deploy.md', '', 'delete')), current)).map((c) => c.name)).toEqual(
+      ['shrink_needs_compact'],
+    );
     expect(hardFailures(run(proposal(edit('strategies/empty.md', '', 'delete')), current))).toEqual([]);
   });
 });
@@ -124,12 +162,18 @@ describe('gate: growth_limits', () => {
   });
 
   it(`the files may grow by exactly ${ADMISSION.maxGrowthLinesTotal} lines in total across two files`, () => {
-    const p = proposal(edit('user-profile.md', memory['user-profile.md']! + numbered(50, 'profile')), edit('domain-knowledge.md', memory['domain-knowledge.md']! + numbered(50, 'domain')));
+    const p = proposal(
+      edit('user-profile.md', memory['user-profile.md']! + numbered(50, 'profile')),
+      edit('domain-knowledge.md', memory['domain-knowledge.md']! + numbered(50, 'domain')),
+    );
     expect(check(run(p), 'growth_limits').passed).toBe(true);
   });
 
   it('101 lines in total across two files fails, though each file is under 80', () => {
-    const p = proposal(edit('user-profile.md', memory['user-profile.md']! + numbered(50, 'profile')), edit('domain-knowledge.md', memory['domain-knowledge.md']! + numbered(51, 'domain')));
+    const p = proposal(
+      edit('user-profile.md', memory['user-profile.md']! + numbered(50, 'profile')),
+      edit('domain-knowledge.md', memory['domain-knowledge.md']! + numbered(51, 'domain')),
+    );
     const c = check(run(p), 'growth_limits');
     expect(c.passed).toBe(false);
     expect(c.detail).toContain('101 lines in total');
@@ -143,7 +187,9 @@ describe('gate: growth_limits', () => {
 
   it('rewriting lines without adding any does not count as growth', () => {
     const current = { ...memory, 'domain-knowledge.md': numbered(90, 'old') };
-    expect(check(run(proposal(edit('domain-knowledge.md', numbered(90, 'new'))), current), 'growth_limits').passed).toBe(true);
+    expect(
+      check(run(proposal(edit('domain-knowledge.md', numbered(90, 'new'))), current), 'growth_limits').passed,
+    ).toBe(true);
   });
 });
 
@@ -158,7 +204,9 @@ describe('gate: no_file_emptied', () => {
   });
 
   it('an edit leaving one line passes', () => {
-    expect(check(run(proposal(edit('user-profile.md', '# Profile\n', 'compact'))), 'no_file_emptied').passed).toBe(true);
+    expect(check(run(proposal(edit('user-profile.md', '# Profile\n', 'compact'))), 'no_file_emptied').passed).toBe(
+      true,
+    );
   });
 
   it('writing a file that was already empty is not emptying it', () => {
@@ -171,7 +219,9 @@ describe('gate: shrink_needs_compact', () => {
   const current = { ...memory, 'domain-knowledge.md': numbered(10, 'fact') };
 
   it('a shrink of exactly 70% passes as edit', () => {
-    expect(check(run(proposal(edit('domain-knowledge.md', numbered(3, 'fact'))), current), 'shrink_needs_compact').passed).toBe(true);
+    expect(
+      check(run(proposal(edit('domain-knowledge.md', numbered(3, 'fact'))), current), 'shrink_needs_compact').passed,
+    ).toBe(true);
   });
 
   it('a shrink of more than 70% fails as edit, naming the file', () => {
@@ -181,7 +231,10 @@ describe('gate: shrink_needs_compact', () => {
   });
 
   it('a shrink of more than 70% fails as new too', () => {
-    expect(check(run(proposal(edit('domain-knowledge.md', numbered(2, 'fact'), 'new')), current), 'shrink_needs_compact').passed).toBe(false);
+    expect(
+      check(run(proposal(edit('domain-knowledge.md', numbered(2, 'fact'), 'new')), current), 'shrink_needs_compact')
+        .passed,
+    ).toBe(false);
   });
 
   it('a shrink of more than 70% passes with action compact', () => {
@@ -213,7 +266,10 @@ describe('gate: balanced_fences', () => {
 
   // In Markdown ~~~ cannot close ```: the code block stays open (and would swallow the files after it in the prompt).
   it('fails with a ``` fence "closed" by ~~~', () => {
-    expect(check(run(proposal(edit('strategies/tips.md', '# Tips\n\n```sh\nnpm test\n~~~\n', 'new'))), 'balanced_fences').passed).toBe(false);
+    expect(
+      check(run(proposal(edit('strategies/tips.md', '# Tips\n\n```sh\nnpm test\n~~~\n', 'new'))), 'balanced_fences')
+        .passed,
+    ).toBe(false);
   });
 });
 
@@ -238,21 +294,41 @@ describe('gate: no_credentials', () => {
 
   it.each(credentials)('%s already in the current file does not fail', (_what, line) => {
     const current = { ...memory, 'domain-knowledge.md': `# Domain knowledge\n\n- ${line}\n` };
-    const checks = run(proposal(edit('domain-knowledge.md', `# Domain knowledge\n\n- ${line}\n- Deploys happen on Fridays.\n`)), current);
+    const checks = run(
+      proposal(edit('domain-knowledge.md', `# Domain knowledge\n\n- ${line}\n- Deploys happen on Fridays.\n`)),
+      current,
+    );
     expect(check(checks, 'no_credentials').passed).toBe(true);
   });
 
   it('a credential copied into another file is new there', () => {
     const current = { ...memory, 'domain-knowledge.md': '# Domain knowledge\n\n- SECRET_KEY=hunter2\n' };
-    expect(check(run(proposal(edit('user-profile.md', '# User profile\n\n- SECRET_KEY=hunter2\n')), current), 'no_credentials').passed).toBe(false);
+    expect(
+      check(
+        run(proposal(edit('user-profile.md', '# User profile\n\n- SECRET_KEY=hunter2\n')), current),
+        'no_credentials',
+      ).passed,
+    ).toBe(false);
   });
 
   it('prose about keys without a credential pattern passes', () => {
-    expect(check(run(proposal(edit('domain-knowledge.md', '# Domain knowledge\n\n- API keys live in the vault; never paste them.\n'))), 'no_credentials').passed).toBe(true);
+    expect(
+      check(
+        run(
+          proposal(
+            edit('domain-knowledge.md', '# Domain knowledge\n\n- API keys live in the vault; never paste them.\n'),
+          ),
+        ),
+        'no_credentials',
+      ).passed,
+    ).toBe(true);
   });
 
   it('never quotes the credential in the detail', () => {
-    const c = check(run(proposal(edit('domain-knowledge.md', '# Domain knowledge\n\n- SECRET_KEY=hunter2\n'))), 'no_credentials');
+    const c = check(
+      run(proposal(edit('domain-knowledge.md', '# Domain knowledge\n\n- SECRET_KEY=hunter2\n'))),
+      'no_credentials',
+    );
     expect(c.detail).not.toContain('hunter2');
   });
 });
@@ -260,11 +336,21 @@ describe('gate: no_credentials', () => {
 describe('soft check: url_allowlist', () => {
   const withUrl = (url: string) => proposal(edit('domain-knowledge.md', `# Domain knowledge\n\n- Docs: ${url}\n`));
 
-  it.each(['https://github.com/temporalio/sdk-typescript', 'https://api.github.com/repos', 'https://docs.temporal.io/workflows', 'http://github.com'])('%s is allowed', (url) => {
+  it.each([
+    'https://github.com/temporalio/sdk-typescript',
+    'https://api.github.com/repos',
+    'https://docs.temporal.io/workflows',
+    'http://github.com',
+  ])('%s is allowed', (url) => {
     expect(check(run(withUrl(url)), 'url_allowlist')).toEqual({ name: 'url_allowlist', kind: 'soft', passed: true });
   });
 
-  it.each(['https://example.com/page', 'https://notgithub.com/x', 'https://github.com.evil.example/x', 'https://github.com@evil.example/x'])('%s is reported, never blocking', (url) => {
+  it.each([
+    'https://example.com/page',
+    'https://notgithub.com/x',
+    'https://github.com.evil.example/x',
+    'https://github.com@evil.example/x',
+  ])('%s is reported, never blocking', (url) => {
     const checks = run(withUrl(url));
     const c = check(checks, 'url_allowlist');
     expect(c).toMatchObject({ kind: 'soft', passed: false });
@@ -274,7 +360,17 @@ describe('soft check: url_allowlist', () => {
 
   it('a URL already in the file is not reported again', () => {
     const current = { ...memory, 'domain-knowledge.md': '# Domain knowledge\n\n- See https://example.com\n' };
-    expect(check(run(proposal(edit('domain-knowledge.md', '# Domain knowledge\n\n- See https://example.com\n- Tests run nightly.\n')), current), 'url_allowlist').passed).toBe(true);
+    expect(
+      check(
+        run(
+          proposal(
+            edit('domain-knowledge.md', '# Domain knowledge\n\n- See https://example.com\n- Tests run nightly.\n'),
+          ),
+          current,
+        ),
+        'url_allowlist',
+      ).passed,
+    ).toBe(true);
   });
 });
 
@@ -291,18 +387,29 @@ describe('soft check: near_duplicate_bullets', () => {
   });
 
   it('case and punctuation do not hide a duplicate', () => {
-    const c = check(run(proposal(edit('user-profile.md', '# User profile\n\n- Prefers short answers.\n* prefers SHORT answers\n'))), 'near_duplicate_bullets');
+    const c = check(
+      run(proposal(edit('user-profile.md', '# User profile\n\n- Prefers short answers.\n* prefers SHORT answers\n'))),
+      'near_duplicate_bullets',
+    );
     expect(c.passed).toBe(false);
   });
 
   it('bullets below 0.9 are not reported', () => {
     // 8 shared words out of 9: 0.89.
     const eight = 'alpha beta gamma delta epsilon zeta eta theta';
-    expect(check(run(proposal(edit('user-profile.md', `# User profile\n\n- ${eight}\n- ${eight} kappa\n`))), 'near_duplicate_bullets').passed).toBe(true);
+    expect(
+      check(
+        run(proposal(edit('user-profile.md', `# User profile\n\n- ${eight}\n- ${eight} kappa\n`))),
+        'near_duplicate_bullets',
+      ).passed,
+    ).toBe(true);
   });
 
   it('identical lines that are not bullets are not reported', () => {
-    expect(check(run(proposal(edit('user-profile.md', `# User profile\n\n${nine}\n${nine}\n`))), 'near_duplicate_bullets').passed).toBe(true);
+    expect(
+      check(run(proposal(edit('user-profile.md', `# User profile\n\n${nine}\n${nine}\n`))), 'near_duplicate_bullets')
+        .passed,
+    ).toBe(true);
   });
 });
 
@@ -310,7 +417,14 @@ describe('applyEdits', () => {
   it('replaces, adds and deletes files without touching the current ones', () => {
     const current = { ...memory, 'strategies/old.md': '# Old\n' };
     const before = structuredClone(current);
-    const next = applyEdits(current, proposal(edit(PERSONA, '# Persona\n\nTerse.\n'), edit('strategies/new.md', '# New\n', 'new'), edit('strategies/old.md', '', 'delete')));
+    const next = applyEdits(
+      current,
+      proposal(
+        edit(PERSONA, '# Persona\n\nTerse.\n'),
+        edit('strategies/new.md', '# New\n', 'new'),
+        edit('strategies/old.md', '', 'delete'),
+      ),
+    );
     expect(next[PERSONA]).toBe('# Persona\n\nTerse.\n');
     expect(next['strategies/new.md']).toBe('# New\n');
     expect('strategies/old.md' in next).toBe(false);
@@ -324,7 +438,12 @@ describe('applyEdits', () => {
 });
 
 describe('judgesCheck', () => {
-  const verdict = (pass: boolean, confidence: number, reason = 'r') => ({ ok: true as const, pass, confidence, reason });
+  const verdict = (pass: boolean, confidence: number, reason = 'r') => ({
+    ok: true as const,
+    pass,
+    confidence,
+    reason,
+  });
 
   it('passes without judges and with passing judges', () => {
     expect(judgesCheck([])).toEqual({ name: 'judges', kind: 'hard', passed: true });

@@ -24,7 +24,13 @@ describe('loadConfig: defaults', () => {
   });
 
   it('treats empty variables as unset', () => {
-    const c = loadConfig({ TEMPORAL_ADDRESS: '', KEEL_API_PORT: '', ANTHROPIC_API_KEY: '', KEEL_MODEL: '', KEEL_API_TOKENS: '' });
+    const c = loadConfig({
+      TEMPORAL_ADDRESS: '',
+      KEEL_API_PORT: '',
+      ANTHROPIC_API_KEY: '',
+      KEEL_MODEL: '',
+      KEEL_API_TOKENS: '',
+    });
     expect(c.temporal.address).toBe('127.0.0.1:7233');
     expect(c.api.port).toBe(3000);
     expect(c.model.provider).toBe('scripted');
@@ -34,7 +40,13 @@ describe('loadConfig: defaults', () => {
 
 describe('loadConfig: overrides', () => {
   it('reads every Temporal and API setting', () => {
-    const c = loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'prod', KEEL_TASK_QUEUE: 'keel-2', KEEL_API_HOST: '0.0.0.0', KEEL_API_PORT: '8080' });
+    const c = loadConfig({
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'prod',
+      KEEL_TASK_QUEUE: 'keel-2',
+      KEEL_API_HOST: '0.0.0.0',
+      KEEL_API_PORT: '8080',
+    });
     expect(c.temporal).toEqual({ address: 'temporal:7233', namespace: 'prod', taskQueue: 'keel-2' });
     expect(c.api.host).toBe('0.0.0.0');
     expect(c.api.port).toBe(8080);
@@ -144,7 +156,17 @@ describe('isLoopbackHost', () => {
     expect(isLoopbackHost(host)).toBe(true);
   });
 
-  it.each(['0.0.0.0', '::', '192.168.1.10', '10.0.0.1', '128.0.0.1', '1.127.0.0', 'example.com', 'localhost.example.com', ''])('%j is not loopback', (host) => {
+  it.each([
+    '0.0.0.0',
+    '::',
+    '192.168.1.10',
+    '10.0.0.1',
+    '128.0.0.1',
+    '1.127.0.0',
+    'example.com',
+    'localhost.example.com',
+    '',
+  ])('%j is not loopback', (host) => {
     expect(isLoopbackHost(host)).toBe(false);
   });
 
@@ -202,7 +224,11 @@ describe('loadConfig: reflection, routines and integrations', () => {
   });
 
   it('KEEL_REFLECTION_GATE=off turns the gate off; a zero cost ceiling and zero judges are allowed', () => {
-    const c = loadConfig({ KEEL_REFLECTION_GATE: 'off', KEEL_REFLECTION_DAILY_COST_USD: '0', KEEL_REFLECTION_JUDGES: '0' });
+    const c = loadConfig({
+      KEEL_REFLECTION_GATE: 'off',
+      KEEL_REFLECTION_DAILY_COST_USD: '0',
+      KEEL_REFLECTION_JUDGES: '0',
+    });
     expect(c.reflection.gate).toBe(false);
     expect(c.reflection.dailyCostCeilingUsd).toBe(0);
     expect(c.reflection.judges).toBe(0);
@@ -251,7 +277,14 @@ describe('loadConfig: reflection, routines and integrations', () => {
       KEEL_ROUTINE_MEMORY_MB: '8',
       KEEL_ROUTINE_APPROVAL_WAIT_MS: '2000',
     });
-    expect(c.routines).toEqual({ floorMs: 0, runLimitMs: 1_000, smokeLimitMs: 500, memoryLimitMb: 8, approvalWaitMs: 2_000, integrations: {} });
+    expect(c.routines).toEqual({
+      floorMs: 0,
+      runLimitMs: 1_000,
+      smokeLimitMs: 500,
+      memoryLimitMb: 8,
+      approvalWaitMs: 2_000,
+      integrations: {},
+    });
     expect(loadConfig({ KEEL_ROUTINE_MEMORY_MB: '4096' }).routines.memoryLimitMb).toBe(4096);
   });
 
@@ -260,15 +293,20 @@ describe('loadConfig: reflection, routines and integrations', () => {
     expect(loadConfig({ KEEL_ROUTINE_RUN_LIMIT_MS: '540000' }).routines.runLimitMs).toBe(540_000);
     for (const value of ['540001', '600000', '3600000']) {
       expect(() => loadConfig({ KEEL_ROUTINE_RUN_LIMIT_MS: value })).toThrow(
-        "KEEL_ROUTINE_RUN_LIMIT_MS must be at most 540000 ms " +
+        'KEEL_ROUTINE_RUN_LIMIT_MS must be at most 540000 ms ' +
           "(the tool run's activity timeout of 600000 ms, less 60000 ms)",
       );
     }
   });
 
   it('reads KEEL_INTEGRATIONS as name → URL', () => {
-    const c = loadConfig({ KEEL_INTEGRATIONS: '{"crm":"https://crm.example.com/hook","local.v2_x-y":"http://127.0.0.1:8080/in"}' });
-    expect(c.routines.integrations).toEqual({ crm: 'https://crm.example.com/hook', 'local.v2_x-y': 'http://127.0.0.1:8080/in' });
+    const c = loadConfig({
+      KEEL_INTEGRATIONS: '{"crm":"https://crm.example.com/hook","local.v2_x-y":"http://127.0.0.1:8080/in"}',
+    });
+    expect(c.routines.integrations).toEqual({
+      crm: 'https://crm.example.com/hook',
+      'local.v2_x-y': 'http://127.0.0.1:8080/in',
+    });
   });
 
   it.each([

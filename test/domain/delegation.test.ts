@@ -35,14 +35,42 @@ const EVENTS: readonly EndEvent[] = ['success', 'partial', 'blocked', 'failure',
  */
 const RACE_TABLE: Record<LiveLifecycle, Record<EndEvent, OutcomeKind | [OutcomeKind, OutcomeKind]>> = {
   // In `running` each event maps to its own kind.
-  running: { success: 'success', partial: 'partial', blocked: 'blocked', failure: 'failed', cancel: 'cancelled', timeout: 'timeout' },
+  running: {
+    success: 'success',
+    partial: 'partial',
+    blocked: 'blocked',
+    failure: 'failed',
+    cancel: 'cancelled',
+    timeout: 'timeout',
+  },
   // A cancel or timeout while completing is partial; the delegate's own endings keep their kind.
-  completing: { success: 'success', partial: 'partial', blocked: 'blocked', failure: 'failed', cancel: 'partial', timeout: 'partial' },
+  completing: {
+    success: 'success',
+    partial: 'partial',
+    blocked: 'blocked',
+    failure: 'failed',
+    cancel: 'partial',
+    timeout: 'partial',
+  },
   // A failure or timeout while cancelling is partial with a transcript, else cancelled; blocked is partial.
   // (A partial while cancelling is not named by the rules; cancelling → partial is a legal edge, so partial.)
-  cancelling: { success: 'success', partial: 'partial', blocked: 'partial', failure: ['partial', 'cancelled'], cancel: 'cancelled', timeout: ['partial', 'cancelled'] },
+  cancelling: {
+    success: 'success',
+    partial: 'partial',
+    blocked: 'partial',
+    failure: ['partial', 'cancelled'],
+    cancel: 'cancelled',
+    timeout: ['partial', 'cancelled'],
+  },
   // A failure or cancel while timing out is a timeout; blocked is partial. (Partial: timing_out → partial is legal.)
-  timing_out: { success: 'success', partial: 'partial', blocked: 'partial', failure: 'timeout', cancel: 'timeout', timeout: 'timeout' },
+  timing_out: {
+    success: 'success',
+    partial: 'partial',
+    blocked: 'partial',
+    failure: 'timeout',
+    cancel: 'timeout',
+    timeout: 'timeout',
+  },
 };
 
 const raceRows: [LiveLifecycle, EndEvent, boolean, OutcomeKind][] = LIVE.flatMap((state) =>
@@ -200,7 +228,8 @@ function history(...roles: TranscriptRole[]): TranscriptMessage[] {
   return roles.map((role, i) => ({ seq: i + 1, role, content: block(i + 1) }));
 }
 /** The documented estimate: chars/4 of the content's JSON. */
-const tokens = (ms: readonly TranscriptMessage[]) => ms.reduce((n, m) => n + Math.ceil(JSON.stringify(m.content).length / 4), 0);
+const tokens = (ms: readonly TranscriptMessage[]) =>
+  ms.reduce((n, m) => n + Math.ceil(JSON.stringify(m.content).length / 4), 0);
 const seqs = (ms: readonly TranscriptMessage[]) => ms.map((m) => m.seq);
 
 describe('forkHistory', () => {
@@ -245,7 +274,18 @@ describe('forkHistory', () => {
   });
 
   it('never starts on an assistant row', () => {
-    const ms = history('user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant');
+    const ms = history(
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    );
     const { kept, removed } = forkHistory(ms, 1);
     expect(kept[0]?.role).toBe('user');
     expect(seqs(kept)).toEqual([7, 8, 9, 10]);
@@ -253,7 +293,20 @@ describe('forkHistory', () => {
   });
 
   it('never starts on a tool row', () => {
-    const ms = history('user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant');
+    const ms = history(
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    );
     const { kept, removed } = forkHistory(ms, 1);
     expect(kept[0]?.role).toBe('user');
     expect(seqs(kept)).toEqual([9, 10, 11, 12]);
@@ -279,7 +332,21 @@ describe('forkHistory', () => {
     const shapes: TranscriptRole[][] = [
       ['user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant'],
       ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user'],
-      ['system', 'user', 'assistant', 'tool', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'system'],
+      [
+        'system',
+        'user',
+        'assistant',
+        'tool',
+        'tool',
+        'assistant',
+        'user',
+        'assistant',
+        'tool',
+        'assistant',
+        'user',
+        'assistant',
+        'system',
+      ],
       Array<TranscriptRole>(30).fill('user'),
     ];
     for (const roles of shapes) {
@@ -306,7 +373,18 @@ describe('forkHistory', () => {
 
   // [u1 a t a u5 a t a u9 a], budget tokens(5…10): u5…a10 (6 messages) fits and is kept, not just [u9, a10].
   it('keeps at least 4 messages after a long tool exchange', () => {
-    const ms = history('user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant');
+    const ms = history(
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+    );
     const { kept } = forkHistory(ms, tokens(ms.slice(4)));
     expect(kept.length).toBeGreaterThanOrEqual(DELEGATION.forkMinMessages);
   });
@@ -331,7 +409,11 @@ describe('retriggerText', () => {
   it('names one result in the singular', () => {
     const text = retriggerText([{ delegateId: 'd1', kind: 'success', result: 'all done' }]);
     expect(text).toBe(
-      ['1 background task just completed. The user has NOT seen any of the results below.', '--- delegate d1 (success) ---\nall done', RELAY].join('\n\n'),
+      [
+        '1 background task just completed. The user has NOT seen any of the results below.',
+        '--- delegate d1 (success) ---\nall done',
+        RELAY,
+      ].join('\n\n'),
     );
   });
 
@@ -342,7 +424,9 @@ describe('retriggerText', () => {
       { delegateId: 'c-3', kind: 'partial', result: 'half\nway' },
     ];
     const text = retriggerText(results);
-    expect(text.startsWith('3 background tasks just completed. The user has NOT seen any of the results below.')).toBe(true);
+    expect(text.startsWith('3 background tasks just completed. The user has NOT seen any of the results below.')).toBe(
+      true,
+    );
     expect(text).toContain('--- delegate a-1 (success) ---\nfirst');
     expect(text).toContain('--- delegate b-2 (failed, NOT a full success) ---\nDelegate failed: boom');
     expect(text).toContain('--- delegate c-3 (partial, NOT a full success) ---\nhalf\nway');
@@ -353,7 +437,8 @@ describe('retriggerText', () => {
 
   it.each(OUTCOME_KINDS)('marks %s as a full success only when it is one', (kind) => {
     const text = retriggerText([{ delegateId: 'd', kind, result: 'r' }]);
-    const header = kind === 'success' ? '--- delegate d (success) ---' : `--- delegate d (${kind}, NOT a full success) ---`;
+    const header =
+      kind === 'success' ? '--- delegate d (success) ---' : `--- delegate d (${kind}, NOT a full success) ---`;
     expect(text).toContain(`${header}\nr`);
     expect(text.includes('NOT a full success')).toBe(kind !== 'success');
     expect(text.endsWith(RELAY)).toBe(true);
@@ -368,7 +453,9 @@ describe('backgroundNote', () => {
   });
 
   it('adds the reason in parentheses', () => {
-    expect(backgroundNote({ ...r, kind: 'failed' }, 'retrigger cap reached')).toBe('[Background delegate d7 failed] (retrigger cap reached): the answer');
+    expect(backgroundNote({ ...r, kind: 'failed' }, 'retrigger cap reached')).toBe(
+      '[Background delegate d7 failed] (retrigger cap reached): the answer',
+    );
   });
 });
 
@@ -381,7 +468,9 @@ describe('outcomeResult', () => {
   });
 
   it('blocked gives the reason', () => {
-    expect(outcomeResult('blocked', { reason: 'login wall at https://x' })).toBe('Delegate blocked: login wall at https://x');
+    expect(outcomeResult('blocked', { reason: 'login wall at https://x' })).toBe(
+      'Delegate blocked: login wall at https://x',
+    );
     expect(outcomeResult('blocked', {})).toBe('Delegate blocked: no reason given');
   });
 
@@ -392,8 +481,12 @@ describe('outcomeResult', () => {
   });
 
   it('partial falls back to the outcome text, then to the note alone', () => {
-    expect(outcomeResult('partial', { outcomeText: 'so far', modelCalls: 3 })).toBe('so far\n(reached max segments after 3 model calls — partial result)');
-    expect(outcomeResult('partial', { modelCalls: 150 })).toBe('(reached max segments after 150 model calls — partial result)');
+    expect(outcomeResult('partial', { outcomeText: 'so far', modelCalls: 3 })).toBe(
+      'so far\n(reached max segments after 3 model calls — partial result)',
+    );
+    expect(outcomeResult('partial', { modelCalls: 150 })).toBe(
+      '(reached max segments after 150 model calls — partial result)',
+    );
   });
 
   it('timeout with recovered text keeps it and marks it partial', () => {
@@ -403,12 +496,18 @@ describe('outcomeResult', () => {
   });
 
   it('timeout without recovered text says nothing was produced', () => {
-    expect(outcomeResult('timeout', { wallClockSeconds: 60 })).toBe('Delegate exceeded its 60s wall-clock timeout before producing any result');
-    expect(outcomeResult('timeout', { recovered: '', wallClockSeconds: 60 })).toBe('Delegate exceeded its 60s wall-clock timeout before producing any result');
+    expect(outcomeResult('timeout', { wallClockSeconds: 60 })).toBe(
+      'Delegate exceeded its 60s wall-clock timeout before producing any result',
+    );
+    expect(outcomeResult('timeout', { recovered: '', wallClockSeconds: 60 })).toBe(
+      'Delegate exceeded its 60s wall-clock timeout before producing any result',
+    );
   });
 
   it('cancelled keeps the reason', () => {
-    expect(outcomeResult('cancelled', { reason: 'the user changed their mind' })).toBe('Delegate cancelled: the user changed their mind');
+    expect(outcomeResult('cancelled', { reason: 'the user changed their mind' })).toBe(
+      'Delegate cancelled: the user changed their mind',
+    );
     expect(outcomeResult('cancelled', {})).toBe('Delegate cancelled: cancelled');
   });
 
@@ -418,9 +517,18 @@ describe('outcomeResult', () => {
   });
 });
 
-const setStatus = (text: unknown, kind = 'progress'): ContentBlock => ({ type: 'tool_use', id: `t_${String(text)}`, name: 'set_status', input: { kind, text } });
+const setStatus = (text: unknown, kind = 'progress'): ContentBlock => ({
+  type: 'tool_use',
+  id: `t_${String(text)}`,
+  name: 'set_status',
+  input: { kind, text },
+});
 const said = (t: string): ContentBlock => ({ type: 'text', text: t });
-const row = (seq: number, role: TranscriptRole, ...content: ContentBlock[]): TranscriptMessage => ({ seq, role, content });
+const row = (seq: number, role: TranscriptRole, ...content: ContentBlock[]): TranscriptMessage => ({
+  seq,
+  role,
+  content,
+});
 
 describe('recoverProgress', () => {
   it('returns undefined for an empty transcript', () => {
@@ -428,7 +536,9 @@ describe('recoverProgress', () => {
   });
 
   it('returns undefined when no assistant said anything', () => {
-    expect(recoverProgress([row(1, 'user', said('Task: x')), row(2, 'assistant'), row(3, 'assistant', said('   '))])).toBeUndefined();
+    expect(
+      recoverProgress([row(1, 'user', said('Task: x')), row(2, 'assistant'), row(3, 'assistant', said('   '))]),
+    ).toBeUndefined();
   });
 
   it('prefers the last set_status text over the last assistant text, even a later one', () => {
@@ -456,7 +566,12 @@ describe('recoverProgress', () => {
   });
 
   it('falls back to the last assistant text, joined and trimmed', () => {
-    const ms = [row(1, 'user', said('Task: x')), row(2, 'assistant', said('older')), row(3, 'assistant', said('  newest '), said('words  ')), row(4, 'user', said('user text'))];
+    const ms = [
+      row(1, 'user', said('Task: x')),
+      row(2, 'assistant', said('older')),
+      row(3, 'assistant', said('  newest '), said('words  ')),
+      row(4, 'user', said('user text')),
+    ];
     expect(recoverProgress(ms)).toBe('newest words');
   });
 
@@ -465,7 +580,13 @@ describe('recoverProgress', () => {
   });
 
   it('ignores user, tool and system text', () => {
-    expect(recoverProgress([row(1, 'user', said('u')), row(2, 'system', said('s')), row(3, 'tool', { type: 'tool_result', tool_use_id: 'a', content: 'r' })])).toBeUndefined();
+    expect(
+      recoverProgress([
+        row(1, 'user', said('u')),
+        row(2, 'system', said('s')),
+        row(3, 'tool', { type: 'tool_result', tool_use_id: 'a', content: 'r' }),
+      ]),
+    ).toBeUndefined();
   });
 });
 
@@ -485,8 +606,22 @@ describe('NewTask', () => {
   });
 
   it('keeps given values', () => {
-    const t = NewTask.parse({ title: 't', description: 'd', status: 'ready', requiredSkills: ['web.search-2'], historyMode: 'clean', wallClockSeconds: 60 });
-    expect(t).toEqual({ title: 't', description: 'd', status: 'ready', requiredSkills: ['web.search-2'], historyMode: 'clean', wallClockSeconds: 60 });
+    const t = NewTask.parse({
+      title: 't',
+      description: 'd',
+      status: 'ready',
+      requiredSkills: ['web.search-2'],
+      historyMode: 'clean',
+      wallClockSeconds: 60,
+    });
+    expect(t).toEqual({
+      title: 't',
+      description: 'd',
+      status: 'ready',
+      requiredSkills: ['web.search-2'],
+      historyMode: 'clean',
+      wallClockSeconds: 60,
+    });
   });
 
   it.each(['pending_approval', 'backlog', 'ready'])('accepts status %s at creation', (status) => {

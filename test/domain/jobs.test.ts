@@ -13,7 +13,12 @@ import {
 
 const now = new Date('2026-06-01T12:00:00Z');
 const ctx: JobContext = { now, existingJobs: 0, nameTaken: false };
-const job = (over: Partial<NewJob> = {}): NewJob => ({ name: 'daily digest', task: 'Summarise the inbox.', schedule: { kind: 'every', intervalMs: 60_000 }, ...over });
+const job = (over: Partial<NewJob> = {}): NewJob => ({
+  name: 'daily digest',
+  task: 'Summarise the inbox.',
+  schedule: { kind: 'every', intervalMs: 60_000 },
+  ...over,
+});
 const error = (j: NewJob, c: JobContext = ctx) => {
   const v = validateNewJob(j, c);
   if (v.ok) throw new Error('expected a refusal');
@@ -28,12 +33,20 @@ describe('validateNewJob: every rule, with its code, field and status', () => {
 
   it('a task over 32,768 UTF-8 bytes → 413 task_too_large; exactly 32,768 is accepted', () => {
     expect(validateNewJob(job({ task: 'x'.repeat(JOBS.taskBytes) }), ctx).ok).toBe(true);
-    expect(error(job({ task: 'x'.repeat(JOBS.taskBytes + 1) }))).toMatchObject({ code: 'task_too_large', field: 'task', status: 413 });
+    expect(error(job({ task: 'x'.repeat(JOBS.taskBytes + 1) }))).toMatchObject({
+      code: 'task_too_large',
+      field: 'task',
+      status: 413,
+    });
     expect(error(job({ task: 'é'.repeat(JOBS.taskBytes / 2 + 1) }))).toMatchObject({ code: 'task_too_large' });
   });
 
   it('a name taken ignoring case → 409 job_name_taken; names of 1–200 characters', () => {
-    expect(error(job(), { ...ctx, nameTaken: true })).toMatchObject({ code: 'job_name_taken', field: 'name', status: 409 });
+    expect(error(job(), { ...ctx, nameTaken: true })).toMatchObject({
+      code: 'job_name_taken',
+      field: 'name',
+      status: 409,
+    });
     expect(error(job({ name: '  ' }))).toMatchObject({ code: 'invalid_request', field: 'name', status: 400 });
     expect(error(job({ name: 'n'.repeat(201) }))).toMatchObject({ field: 'name' });
     expect(validateNewJob(job({ name: 'n'.repeat(200) }), ctx).ok).toBe(true);
@@ -45,7 +58,12 @@ describe('validateNewJob: every rule, with its code, field and status', () => {
     ['a past at', { kind: 'at', at: '2026-05-31T12:00:00Z' }, 'schedule.at', /strictly in the future/],
     ['an at equal to now', { kind: 'at', at: '2026-06-01T12:00:00Z' }, 'schedule.at', /strictly in the future/],
     ['an at without a zone', { kind: 'at', at: '2027-01-01T09:00:00' }, 'schedule.at', /ISO-8601/],
-    ['a cron with no future fire', { kind: 'cron', expr: '0 0 30 2 *' }, 'schedule.expr', /no future fire|does not parse/],
+    [
+      'a cron with no future fire',
+      { kind: 'cron', expr: '0 0 30 2 *' },
+      'schedule.expr',
+      /no future fire|does not parse/,
+    ],
     ['a bad time zone', { kind: 'cron', expr: '0 9 * * *', tz: 'Mars/Olympus' }, 'schedule.tz', /IANA/],
     ['six cron fields', { kind: 'cron', expr: '0 0 9 * * *' }, 'schedule.expr', /exactly 5 fields/],
     ['garbage cron', { kind: 'cron', expr: 'every day at 9' }, 'schedule.expr', /5 fields|does not parse/],
@@ -57,7 +75,12 @@ describe('validateNewJob: every rule, with its code, field and status', () => {
     ['an at after 2100', { kind: 'at', at: '2101-01-01T00:00:00Z' }, 'schedule.at', /before the year 2101/],
     ['a cron with L', { kind: 'cron', expr: '0 9 L * *' }, 'schedule.expr', /not L, W, # or \?/],
     ['a cron with #', { kind: 'cron', expr: '0 9 * * MON#2' }, 'schedule.expr', /not L, W, # or \?/],
-    ['a cron restricting day-of-month and day-of-week', { kind: 'cron', expr: '0 9 1 * MON' }, 'schedule.expr', /not both/],
+    [
+      'a cron restricting day-of-month and day-of-week',
+      { kind: 'cron', expr: '0 9 1 * MON' },
+      'schedule.expr',
+      /not both/,
+    ],
   ] as const)('%s → 400 invalid_schedule naming the rule', (_, schedule, field, message) => {
     const e = error(job({ schedule }));
     expect(e).toMatchObject({ code: 'invalid_schedule', field, status: 400 });
@@ -66,16 +89,22 @@ describe('validateNewJob: every rule, with its code, field and status', () => {
 
   it('a bad Slack target or webhook URL is refused by the job schema', () => {
     expect(NewJob.safeParse({ ...job(), delivery: { channel: 'slack', target: '#general' } }).success).toBe(false);
-    expect(NewJob.safeParse({ ...job(), delivery: { channel: 'webhook', url: 'ftp://example.com' } }).success).toBe(false);
+    expect(NewJob.safeParse({ ...job(), delivery: { channel: 'webhook', url: 'ftp://example.com' } }).success).toBe(
+      false,
+    );
     expect(NewJob.safeParse({ ...job(), delivery: { channel: 'slack', target: 'C0123ABC' } }).success).toBe(true);
   });
 
   it('spells the time zone as Temporal does', () => {
-    expect(validateNewJob(job({ schedule: { kind: 'cron', expr: '0 9 * * WED', tz: 'america/new_york' } }), ctx)).toMatchObject({ ok: true, schedule: { tz: 'America/New_York' } });
+    expect(
+      validateNewJob(job({ schedule: { kind: 'cron', expr: '0 9 * * WED', tz: 'america/new_york' } }), ctx),
+    ).toMatchObject({ ok: true, schedule: { tz: 'America/New_York' } });
   });
 
   it('the every floor is configurable', () => {
-    expect(validateNewJob(job({ schedule: { kind: 'every', intervalMs: 1000 } }), { ...ctx, everyFloorMs: 1000 }).ok).toBe(true);
+    expect(
+      validateNewJob(job({ schedule: { kind: 'every', intervalMs: 1000 } }), { ...ctx, everyFloorMs: 1000 }).ok,
+    ).toBe(true);
   });
 
   it('accepts month and weekday names, defaults the zone to UTC and computes the next fire in that zone', () => {
@@ -97,7 +126,9 @@ describe('validateNewJob: every rule, with its code, field and status', () => {
 
 describe('retries and failure', () => {
   it('backs off 30 s, 1 min, 5 min, 15 min, then every 60 min', () => {
-    expect([1, 2, 3, 4, 5, 6, 9].map((n) => retryDelayMs(n))).toEqual([30_000, 60_000, 300_000, 900_000, 3_600_000, 3_600_000, 3_600_000]);
+    expect([1, 2, 3, 4, 5, 6, 9].map((n) => retryDelayMs(n))).toEqual([
+      30_000, 60_000, 300_000, 900_000, 3_600_000, 3_600_000, 3_600_000,
+    ]);
   });
 
   it('stops early when the next cron fire is sooner', () => {
@@ -113,7 +144,9 @@ describe('retries and failure', () => {
 
   it('nextFire: none for a past one-shot', () => {
     expect(nextFire({ kind: 'at', at: '2026-05-01T00:00:00.000Z' }, now)).toBeNull();
-    expect(nextFire({ kind: 'cron', expr: '0 0 1 1 *', tz: 'UTC' }, now)?.toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(nextFire({ kind: 'cron', expr: '0 0 1 1 *', tz: 'UTC' }, now)?.toISOString()).toBe(
+      '2027-01-01T00:00:00.000Z',
+    );
   });
 });
 

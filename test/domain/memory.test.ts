@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { CANONICAL_FILES, CONSTITUTION, INITIAL_CONSTITUTION, PERSONA, initialMemory, isWritable, memoryPrompt } from '../../domain/memory';
+import {
+  CANONICAL_FILES,
+  CONSTITUTION,
+  INITIAL_CONSTITUTION,
+  PERSONA,
+  initialMemory,
+  isWritable,
+  memoryPrompt,
+} from '../../domain/memory';
 
 describe('initialMemory', () => {
   const files = initialMemory({ name: 'Ada' });
@@ -16,7 +24,15 @@ describe('initialMemory', () => {
 });
 
 describe('isWritable', () => {
-  it.each(['persona.md', 'user-profile.md', 'domain-knowledge.md', 'memory/corrections.md', 'memory/principles.md', 'strategies/deploy.md', 'strategies/a1-b2.md'])('%s is writable', (file) => {
+  it.each([
+    'persona.md',
+    'user-profile.md',
+    'domain-knowledge.md',
+    'memory/corrections.md',
+    'memory/principles.md',
+    'strategies/deploy.md',
+    'strategies/a1-b2.md',
+  ])('%s is writable', (file) => {
     expect(isWritable(file)).toBe(true);
   });
 
@@ -55,7 +71,15 @@ describe('memoryPrompt', () => {
   const prompt = memoryPrompt(files);
 
   it('holds constitution, persona, user profile, domain knowledge, then the strategies sorted by name', () => {
-    const order = ['# Constitution', '# Persona', 'You are Ada.', '- Prefers tea.', '- Deploys on Fridays.', '# Alpha strategy', '# Zeta strategy'].map((s) => prompt.indexOf(s));
+    const order = [
+      '# Constitution',
+      '# Persona',
+      'You are Ada.',
+      '- Prefers tea.',
+      '- Deploys on Fridays.',
+      '# Alpha strategy',
+      '# Zeta strategy',
+    ].map((s) => prompt.indexOf(s));
     expect(order.every((i) => i >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
   });
@@ -67,11 +91,20 @@ describe('memoryPrompt', () => {
   });
 
   it('leaves out files that are not memory documents', () => {
-    expect(memoryPrompt({ ...files, 'notes.md': 'NOTES-TEXT', 'strategies/Bad.md': 'BAD-TEXT' })).not.toMatch(/NOTES-TEXT|BAD-TEXT/);
+    expect(memoryPrompt({ ...files, 'notes.md': 'NOTES-TEXT', 'strategies/Bad.md': 'BAD-TEXT' })).not.toMatch(
+      /NOTES-TEXT|BAD-TEXT/,
+    );
   });
 
   it('joins trimmed files with one blank line and skips missing or blank ones', () => {
-    expect(memoryPrompt({ [CONSTITUTION]: '  # C  \n\n', [PERSONA]: '\n \n', 'domain-knowledge.md': '# D\n', 'strategies/s.md': '# S\n' })).toBe('# C\n\n# D\n\n# S');
+    expect(
+      memoryPrompt({
+        [CONSTITUTION]: '  # C  \n\n',
+        [PERSONA]: '\n \n',
+        'domain-knowledge.md': '# D\n',
+        'strategies/s.md': '# S\n',
+      }),
+    ).toBe('# C\n\n# D\n\n# S');
     expect(memoryPrompt({})).toBe('');
   });
 });

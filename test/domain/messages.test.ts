@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { Delivery, NO_DELIVERY, outcomeKind } from '../../domain/delivery';
 import { LIMITS } from '../../domain/limits';
-import { SubmitMessageBody, TEXT_TOO_LARGE, assertValidInbound, utf8Bytes, type InboundMessage } from '../../domain/messages';
+import {
+  SubmitMessageBody,
+  TEXT_TOO_LARGE,
+  assertValidInbound,
+  utf8Bytes,
+  type InboundMessage,
+} from '../../domain/messages';
 
 describe('utf8Bytes', () => {
   it.each([
@@ -41,7 +47,13 @@ describe('SubmitMessageBody', () => {
   });
 
   it('accepts a full body', () => {
-    const body = { text: 'hello', messageId: 'msg-1', author: 'ada', mode: 'steer', delivery: { channel: 'webhook', url: 'https://example.com/hook', secret: 's3cret' } };
+    const body = {
+      text: 'hello',
+      messageId: 'msg-1',
+      author: 'ada',
+      mode: 'steer',
+      delivery: { channel: 'webhook', url: 'https://example.com/hook', secret: 's3cret' },
+    };
     expect(SubmitMessageBody.parse(body)).toEqual(body);
   });
 
@@ -148,7 +160,9 @@ describe('Delivery', () => {
   });
 
   it('is checked inside a message body', () => {
-    expect(SubmitMessageBody.safeParse({ text: 'hi', delivery: { channel: 'slack', target: '#general' } }).success).toBe(false);
+    expect(
+      SubmitMessageBody.safeParse({ text: 'hi', delivery: { channel: 'slack', target: '#general' } }).success,
+    ).toBe(false);
     expect(SubmitMessageBody.safeParse({ text: 'hi', delivery: NO_DELIVERY }).success).toBe(true);
   });
 
@@ -165,7 +179,9 @@ describe('assertValidInbound', () => {
 
   it('accepts a valid message', () => {
     expect(() => assertValidInbound(valid)).not.toThrow();
-    expect(() => assertValidInbound({ ...valid, author: 'ada', delivery: { channel: 'slack', target: 'owner' } })).not.toThrow();
+    expect(() =>
+      assertValidInbound({ ...valid, author: 'ada', delivery: { channel: 'slack', target: 'owner' } }),
+    ).not.toThrow();
   });
 
   it('names the field and the rule of an empty text', () => {
@@ -173,7 +189,9 @@ describe('assertValidInbound', () => {
   });
 
   it('names the size limit of a text too large', () => {
-    expect(() => assertValidInbound({ ...valid, text: 'a'.repeat(32769) })).toThrow('invalid message: text: text must be at most 32768 UTF-8 bytes');
+    expect(() => assertValidInbound({ ...valid, text: 'a'.repeat(32769) })).toThrow(
+      'invalid message: text: text must be at most 32768 UTF-8 bytes',
+    );
   });
 
   it('names the nested path of a bad delivery', () => {
@@ -182,7 +200,9 @@ describe('assertValidInbound', () => {
   });
 
   it('refuses an unknown mode', () => {
-    expect(() => assertValidInbound({ ...valid, mode: 'shout' } as unknown as InboundMessage)).toThrow(/^invalid message: mode: /);
+    expect(() => assertValidInbound({ ...valid, mode: 'shout' } as unknown as InboundMessage)).toThrow(
+      /^invalid message: mode: /,
+    );
   });
 
   it('requires a messageId', () => {

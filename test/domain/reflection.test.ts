@@ -19,7 +19,14 @@ import {
   type TurnSummary,
 } from '../../domain/reflection';
 
-const summary = (conversationId: string, toSeq: number): TurnSummary => ({ conversationId, fromSeq: toSeq - 1, toSeq, outcome: 'replied', errorReplies: 0, turnId: `t${toSeq}` });
+const summary = (conversationId: string, toSeq: number): TurnSummary => ({
+  conversationId,
+  fromSeq: toSeq - 1,
+  toSeq,
+  outcome: 'replied',
+  errorReplies: 0,
+  turnId: `t${toSeq}`,
+});
 
 describe('which conversations reflection learns from', () => {
   it.each(['slack:C123:alice', 'web:42', 'schedule-notes', 'my-routine:x'])('%s is a user conversation', (id) => {
@@ -47,7 +54,11 @@ describe('the reflection queue', () => {
     ];
     const q = enqueue(queue, summary('a', 6));
     expect(q).toHaveLength(2);
-    expect(q.find((s) => s.conversationId === 'a')).toEqual({ ...summary('a', 6), fromSeq: summary('a', 2).fromSeq, failures: 2 });
+    expect(q.find((s) => s.conversationId === 'a')).toEqual({
+      ...summary('a', 6),
+      fromSeq: summary('a', 2).fromSeq,
+      failures: 2,
+    });
     expect(q.find((s) => s.conversationId === 'b')).toEqual({ ...summary('b', 4), failures: 1 });
   });
 
@@ -59,17 +70,35 @@ describe('the reflection queue', () => {
 });
 
 describe('parseProposal', () => {
-  const ok = { status: 'ok', edits: [{ file: 'user-profile.md', action: 'edit', content: '# User profile\n\n- Likes tea.\n' }] };
+  const ok = {
+    status: 'ok',
+    edits: [{ file: 'user-profile.md', action: 'edit', content: '# User profile\n\n- Likes tea.\n' }],
+  };
 
   it('reads a proposal and fills the defaults of an edit', () => {
     expect(parseProposal(JSON.stringify(ok))).toEqual({
       ok: true,
-      proposal: { status: 'ok', edits: [{ file: 'user-profile.md', action: 'edit', content: '# User profile\n\n- Likes tea.\n', summary: '', rationale: '', conversationIds: [] }] },
+      proposal: {
+        status: 'ok',
+        edits: [
+          {
+            file: 'user-profile.md',
+            action: 'edit',
+            content: '# User profile\n\n- Likes tea.\n',
+            summary: '',
+            rationale: '',
+            conversationIds: [],
+          },
+        ],
+      },
     });
   });
 
   it('reads skip and escalate', () => {
-    expect(parseProposal('{"status":"skip","reason":"small talk"}')).toEqual({ ok: true, proposal: { status: 'skip', reason: 'small talk' } });
+    expect(parseProposal('{"status":"skip","reason":"small talk"}')).toEqual({
+      ok: true,
+      proposal: { status: 'skip', reason: 'small talk' },
+    });
     expect(parseProposal('{"status":"escalate"}')).toEqual({ ok: true, proposal: { status: 'escalate', reason: '' } });
   });
 
@@ -85,9 +114,14 @@ describe('parseProposal', () => {
   });
 
   it('keeps braces inside strings of the proposal', () => {
-    const withBraces = { status: 'ok', edits: [{ file: 'strategies/code.md', action: 'new', content: '# Code\n\n- Write `{ a: 1 }` objects}.\n' }] };
+    const withBraces = {
+      status: 'ok',
+      edits: [{ file: 'strategies/code.md', action: 'new', content: '# Code\n\n- Write `{ a: 1 }` objects}.\n' }],
+    };
     const r = parseProposal(`Here: ${JSON.stringify(withBraces)}`);
-    expect(r.ok && r.proposal.status === 'ok' && r.proposal.edits[0]?.content).toBe('# Code\n\n- Write `{ a: 1 }` objects}.\n');
+    expect(r.ok && r.proposal.status === 'ok' && r.proposal.edits[0]?.content).toBe(
+      '# Code\n\n- Write `{ a: 1 }` objects}.\n',
+    );
   });
 
   it.each([
@@ -132,7 +166,14 @@ describe('the gate', () => {
   });
 
   it('cuts the messages it shows the gate', () => {
-    const m = gateMessage({ turns: 3, outcome: 'error', errorReplies: 1, firstUser: 'f'.repeat(1000), lastUser: 'u'.repeat(1000), lastReply: 'r'.repeat(1000) });
+    const m = gateMessage({
+      turns: 3,
+      outcome: 'error',
+      errorReplies: 1,
+      firstUser: 'f'.repeat(1000),
+      lastUser: 'u'.repeat(1000),
+      lastReply: 'r'.repeat(1000),
+    });
     expect(m).toContain('Turns: 3; outcome: error; error replies: 1');
     expect(m).toContain(`First user message: ${'f'.repeat(REFLECTION.gateFirstUserChars)}\n`);
     expect(m).not.toContain('f'.repeat(REFLECTION.gateFirstUserChars + 1));
@@ -153,31 +194,55 @@ describe('costUsd', () => {
   });
 
   it('does not count cached tokens as free', () => {
-    expect(costUsd({ ...usage, cacheReadTokens: 500_000, cacheWriteTokens: 500_000 }, { input: 3, output: 15 })).toBeGreaterThan(0);
+    expect(
+      costUsd({ ...usage, cacheReadTokens: 500_000, cacheWriteTokens: 500_000 }, { input: 3, output: 15 }),
+    ).toBeGreaterThan(0);
   });
 });
 
 describe('the scripted model reflecting', () => {
   const asUser = (text: string): ModelMessage[] => [{ role: 'user', content: [{ type: 'text', text }] }];
-  const proposalJson = JSON.stringify({ status: 'ok', edits: [{ file: 'user-profile.md', action: 'edit', content: '# User profile\n\n- Likes tea.\n' }] });
+  const proposalJson = JSON.stringify({
+    status: 'ok',
+    edits: [{ file: 'user-profile.md', action: 'edit', content: '# User profile\n\n- Likes tea.\n' }],
+  });
   const files = { 'user-profile.md': '# User profile\n' };
 
   it('the gate always says yes', () => {
-    expect(parseGate(scriptedReflectionAnswer(GATE_SYSTEM, asUser('Turns: 1; outcome: replied')) ?? '').evolve).toBe(true);
+    expect(parseGate(scriptedReflectionAnswer(GATE_SYSTEM, asUser('Turns: 1; outcome: replied')) ?? '').evolve).toBe(
+      true,
+    );
   });
 
   it('a judge fails with confidence 0.9 a proposal holding /veto, which vetoes', () => {
-    const veto = JSON.parse(scriptedReflectionAnswer(JUDGE_SYSTEM, asUser('edit: - remember /veto this')) ?? '') as { pass: boolean; confidence: number };
+    const veto = JSON.parse(scriptedReflectionAnswer(JUDGE_SYSTEM, asUser('edit: - remember /veto this')) ?? '') as {
+      pass: boolean;
+      confidence: number;
+    };
     expect(veto).toMatchObject({ pass: false, confidence: 0.9 });
     expect(judgesCheck([{ ok: true, ...veto, reason: 'x' }]).passed).toBe(false);
-    const fine = JSON.parse(scriptedReflectionAnswer(JUDGE_SYSTEM, asUser('edit: - likes tea')) ?? '') as { pass: boolean };
+    const fine = JSON.parse(scriptedReflectionAnswer(JUDGE_SYSTEM, asUser('edit: - likes tea')) ?? '') as {
+      pass: boolean;
+    };
     expect(fine.pass).toBe(true);
   });
 
   it('reflection proposes the JSON after /propose in the newest user line', () => {
     const message = reflectionMessage(files, [
-      { conversationId: 'c1', messages: [{ role: 'user', text: '/propose {"status":"skip","reason":"old"}' }, { role: 'assistant', text: 'noted' }] },
-      { conversationId: 'c2', messages: [{ role: 'user', text: `please /propose ${proposalJson}` }, { role: 'assistant', text: '/propose {"status":"escalate"}' }] },
+      {
+        conversationId: 'c1',
+        messages: [
+          { role: 'user', text: '/propose {"status":"skip","reason":"old"}' },
+          { role: 'assistant', text: 'noted' },
+        ],
+      },
+      {
+        conversationId: 'c2',
+        messages: [
+          { role: 'user', text: `please /propose ${proposalJson}` },
+          { role: 'assistant', text: '/propose {"status":"escalate"}' },
+        ],
+      },
     ]);
     const answer = scriptedReflectionAnswer(REFLECTION_SYSTEM, asUser(message));
     expect(answer).toBe(proposalJson);
@@ -185,7 +250,15 @@ describe('the scripted model reflecting', () => {
   });
 
   it('reflection skips when no user line holds /propose', () => {
-    const message = reflectionMessage(files, [{ conversationId: 'c1', messages: [{ role: 'user', text: 'hello' }, { role: 'assistant', text: `/propose ${proposalJson}` }] }]);
+    const message = reflectionMessage(files, [
+      {
+        conversationId: 'c1',
+        messages: [
+          { role: 'user', text: 'hello' },
+          { role: 'assistant', text: `/propose ${proposalJson}` },
+        ],
+      },
+    ]);
     const answer = scriptedReflectionAnswer(REFLECTION_SYSTEM, asUser(message));
     expect(parseProposal(answer ?? '')).toMatchObject({ ok: true, proposal: { status: 'skip' } });
   });
@@ -220,7 +293,13 @@ describe('what the model is asked', () => {
 
 describe('default settings', () => {
   it('drain every 3 hours or at 5 queued, no gate, no judges, persona edits wait for approval', () => {
-    expect(DEFAULT_REFLECTION_SETTINGS).toMatchObject({ drainEveryMs: 3 * 3_600_000, drainAtQueued: 5, gate: false, judges: 0, approvalFiles: ['persona.md'] });
+    expect(DEFAULT_REFLECTION_SETTINGS).toMatchObject({
+      drainEveryMs: 3 * 3_600_000,
+      drainAtQueued: 5,
+      gate: false,
+      judges: 0,
+      approvalFiles: ['persona.md'],
+    });
     expect(DEFAULT_REFLECTION_SETTINGS.tiers).toHaveLength(3);
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { SECRET_PATTERNS, base64Decode, checkReply, guardErrorForModel, type GuardVerdict } from '../../domain/reply-guard';
+import {
+  SECRET_PATTERNS,
+  base64Decode,
+  checkReply,
+  guardErrorForModel,
+  type GuardVerdict,
+} from '../../domain/reply-guard';
 
 /** One realistic sample per pattern, in the order of SECRET_PATTERNS. None of these is a real credential. */
 const SAMPLES: Record<string, string> = {
@@ -72,7 +78,8 @@ describe('reply guard: secrets in raw text', () => {
   });
 
   it('blocks a multi-line PEM private key block', () => {
-    const pem = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----';
+    const pem =
+      '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----';
     const verdict = blocked(checkReply(`Your key:\n${pem}`));
     expect(verdict.detail).toContain('private_key');
     expect(guardErrorForModel(verdict)).not.toContain('b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ');
@@ -121,7 +128,9 @@ describe('reply guard: secrets in encoded forms', () => {
     const secret = sample('slack_bot_token');
     const encoded = b64(secret + 'x');
     expect(encoded).toMatch(/=$/);
-    expect(blocked(checkReply(`here: ${encoded}`)).detail).toBe('the reply contains what looks like a secret (slack_bot_token, base64-encoded)');
+    expect(blocked(checkReply(`here: ${encoded}`)).detail).toBe(
+      'the reply contains what looks like a secret (slack_bot_token, base64-encoded)',
+    );
   });
 
   it.each(NAMES)('blocks %s when hex-encoded', (name) => {
@@ -136,7 +145,9 @@ describe('reply guard: secrets in encoded forms', () => {
 
   it('blocks an upper-case hex encoding too', () => {
     const encoded = hex(sample('brave_key')).toUpperCase();
-    expect(blocked(checkReply(`bytes ${encoded}`)).detail).toBe('the reply contains what looks like a secret (brave_key, hex-encoded)');
+    expect(blocked(checkReply(`bytes ${encoded}`)).detail).toBe(
+      'the reply contains what looks like a secret (brave_key, hex-encoded)',
+    );
   });
 
   // BUG (domain/reply-guard.ts, decodedForms): the base64 run regex /[A-Za-z0-9+/_-]{24,}={0,2}/ is greedy and
@@ -172,11 +183,14 @@ describe('reply guard: tool-call syntax', () => {
     expect(guardErrorForModel(verdict)).not.toContain('quick brown fox');
   });
 
-  it.each(['skip', 'Skip.', 'SKIP!', '  skip  ', '*skip*', '"Skip"', 'Skip...', '`skip`'])('blocks the bare word %j', (text) => {
-    const verdict = blocked(checkReply(text));
-    expect(verdict.rule).toBe('tool_syntax');
-    expect(verdict.detail).toMatch(/skip tool/);
-  });
+  it.each(['skip', 'Skip.', 'SKIP!', '  skip  ', '*skip*', '"Skip"', 'Skip...', '`skip`'])(
+    'blocks the bare word %j',
+    (text) => {
+      const verdict = blocked(checkReply(text));
+      expect(verdict.rule).toBe('tool_syntax');
+      expect(verdict.detail).toMatch(/skip tool/);
+    },
+  );
 
   it.each(['', '   ', '\n\t'])('blocks an empty reply %j', (text) => {
     const verdict = blocked(checkReply(text));
@@ -220,15 +234,23 @@ describe('guardErrorForModel', () => {
 });
 
 describe('base64Decode', () => {
-  const byteStrings = Array.from({ length: 40 }, (_, n) => Array.from({ length: n }, (_, i) => String.fromCharCode((i * 73 + n * 31) % 256)).join(''));
+  const byteStrings = Array.from({ length: 40 }, (_, n) =>
+    Array.from({ length: n }, (_, i) => String.fromCharCode((i * 73 + n * 31) % 256)).join(''),
+  );
 
-  it.each(byteStrings.map((s) => [s.length, s] as const))('round-trips %i bytes in standard base64 with padding', (_n, bytes) => {
-    expect(base64Decode(b64(bytes))).toBe(bytes);
-  });
+  it.each(byteStrings.map((s) => [s.length, s] as const))(
+    'round-trips %i bytes in standard base64 with padding',
+    (_n, bytes) => {
+      expect(base64Decode(b64(bytes))).toBe(bytes);
+    },
+  );
 
-  it.each(byteStrings.map((s) => [s.length, s] as const))('round-trips %i bytes in URL-safe base64 without padding', (_n, bytes) => {
-    expect(base64Decode(b64url(bytes))).toBe(bytes);
-  });
+  it.each(byteStrings.map((s) => [s.length, s] as const))(
+    'round-trips %i bytes in URL-safe base64 without padding',
+    (_n, bytes) => {
+      expect(base64Decode(b64url(bytes))).toBe(bytes);
+    },
+  );
 
   it('decodes text', () => {
     expect(base64Decode('SGVsbG8sIHdvcmxkIQ==')).toBe('Hello, world!');

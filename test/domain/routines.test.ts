@@ -40,6 +40,24 @@ describe('routine schedules', () => {
     if (!v.ok) expect(v.error).toMatch(message);
   });
 
+  // Temporal's Schedules read these differently from croner, which computes the fires here: refused, as for jobs.
+  it.each([
+    ['0 9 L * *', /not L, W, # or \?/],
+    ['0 9 15W * *', /not L, W, # or \?/],
+    ['0 9 * * 1#2', /not L, W, # or \?/],
+    ['0 9 ? * MON', /not L, W, # or \?/],
+    ['0 9 1 * MON', /day-of-month or day-of-week, not both/],
+  ])('refuses the cron %s as a job would', (expr, message) => {
+    const v = checkRoutineSchedule(expr, 'UTC', now);
+    expect(v.ok).toBe(false);
+    if (!v.ok) expect(v.error).toMatch(message);
+  });
+
+  it('keeps month and weekday names, and the shorthands, which the cron checks never see as L or W', () => {
+    expect(checkRoutineSchedule('0 9 * JUL WED', 'UTC', now)).toMatchObject({ ok: true, cron: '0 9 * JUL WED' });
+    expect(checkRoutineSchedule('24h', 'UTC', now)).toMatchObject({ ok: true, cron: '0 9 * * *' });
+  });
+
   it('the floor is configurable', () => {
     expect(checkRoutineSchedule('*/5 * * * *', 'UTC', now, 5 * 60_000).ok).toBe(true);
   });
@@ -81,11 +99,18 @@ describe('tool selection', () => {
 
 describe('authoring', () => {
   it('takes the first balanced JSON object of the answer and derives a missing title and purpose', () => {
-    const reply = 'Here you go:\n{"name":"countRecords","inputs":["table"],"code":"async function countRecords(table){ return {n: (await data.list(table)).length}; }"} done {"x":1}';
+    const reply =
+      'Here you go:\n{"name":"countRecords","inputs":["table"],"code":"async function countRecords(table){ return {n: (await data.list(table)).length}; }"} done {"x":1}';
     const parsed = parseAuthoredTool(reply);
     expect(parsed).toEqual({
       ok: true,
-      tool: { name: 'countRecords', title: 'countRecords', purpose: 'countRecords', inputs: ['table'], code: 'async function countRecords(table){ return {n: (await data.list(table)).length}; }' },
+      tool: {
+        name: 'countRecords',
+        title: 'countRecords',
+        purpose: 'countRecords',
+        inputs: ['table'],
+        code: 'async function countRecords(table){ return {n: (await data.list(table)).length}; }',
+      },
     });
   });
 
@@ -99,11 +124,18 @@ describe('authoring', () => {
 
   it('finds calls to capabilities that do not exist', () => {
     expect(unknownCapabilities('await data.list("t"); await ai.score(x, "r"); await send({text:"hi"});')).toEqual([]);
-    expect(unknownCapabilities('await data.delete("t"); await ai.translate(x); await data.delete("u")')).toEqual(['data.delete', 'ai.translate']);
+    expect(unknownCapabilities('await data.delete("t"); await ai.translate(x); await data.delete("u")')).toEqual([
+      'data.delete',
+      'ai.translate',
+    ]);
   });
 
   it('gives placeholder arguments by input name', () => {
-    expect(['email', 'dueDate', 'since', 'count', 'price', 'id', 'recordId', 'name', 'title', 'tone', 'valid', 'query'].map(placeholderFor)).toEqual([
+    expect(
+      ['email', 'dueDate', 'since', 'count', 'price', 'id', 'recordId', 'name', 'title', 'tone', 'valid', 'query'].map(
+        placeholderFor,
+      ),
+    ).toEqual([
       'sample@example.com',
       '2026-01-15',
       '2026-01-15',
@@ -120,7 +152,12 @@ describe('authoring', () => {
   });
 
   it('counts a crash of the code, not a gate or a time limit', () => {
-    for (const d of ['ReferenceError: x is not defined', 'TypeError: a.b is not a function', "Cannot read properties of undefined (reading 'x')", 'SyntaxError: Unexpected token']) {
+    for (const d of [
+      'ReferenceError: x is not defined',
+      'TypeError: a.b is not a function',
+      "Cannot read properties of undefined (reading 'x')",
+      'SyntaxError: Unexpected token',
+    ]) {
       expect(isCrash(d)).toBe(true);
     }
     expect(isCrash('needs approval: send')).toBe(false);
@@ -131,13 +168,11 @@ describe('authoring', () => {
 
 describe('routine runs', () => {
   it('maps run statuses to the playbook log: success, partial while waiting for approval, aborted otherwise', () => {
-    expect(['ok', 'needs_approval', 'rejected', 'error', 'running'].map((s) => playbookOutcome(s as Parameters<typeof playbookOutcome>[0]))).toEqual([
-      'success',
-      'partial',
-      'aborted',
-      'aborted',
-      null,
-    ]);
+    expect(
+      ['ok', 'needs_approval', 'rejected', 'error', 'running'].map((s) =>
+        playbookOutcome(s as Parameters<typeof playbookOutcome>[0]),
+      ),
+    ).toEqual(['success', 'partial', 'aborted', 'aborted', null]);
   });
 
   it('passes the prompt as `input` and "" to every other input; smoke runs get placeholders', () => {
@@ -152,8 +187,17 @@ describe('routine runs', () => {
   });
 
   it('takes a routine definition and nothing else', () => {
-    expect(RoutineDefinition.safeParse({ label: 'x', schedule: { expr: 'daily', tz: 'Europe/Paris' }, prompt: 'p', delivery: { channel: 'none' } }).success).toBe(true);
+    expect(
+      RoutineDefinition.safeParse({
+        label: 'x',
+        schedule: { expr: 'daily', tz: 'Europe/Paris' },
+        prompt: 'p',
+        delivery: { channel: 'none' },
+      }).success,
+    ).toBe(true);
     expect(RoutineDefinition.safeParse({ label: 'x', schedule: { expr: 'daily' }, owner: 'me' }).success).toBe(false);
-    expect(RoutineDefinition.safeParse({ label: 'x', schedule: { expr: 'daily' }, prompt: 'a\u0000b' }).success).toBe(false);
+    expect(RoutineDefinition.safeParse({ label: 'x', schedule: { expr: 'daily' }, prompt: 'a\u0000b' }).success).toBe(
+      false,
+    );
   });
 });

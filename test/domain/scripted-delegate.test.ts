@@ -33,11 +33,17 @@ describe('scriptedDelegatePlan: a plain task', () => {
   });
 
   it('ignores a plain description', () => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('Title here', 'some words\nmore words'), [], 1))).toEqual({ kind: 'outcome', text: 'done: Title here' });
+    expect(statusOf(scriptedDelegatePlan(systemFor('Title here', 'some words\nmore words'), [], 1))).toEqual({
+      kind: 'outcome',
+      text: 'done: Title here',
+    });
   });
 
   it('reads the task from the system prompt even when messages is empty', () => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('From the prompt'), [], 1))).toEqual({ kind: 'outcome', text: 'done: From the prompt' });
+    expect(statusOf(scriptedDelegatePlan(systemFor('From the prompt'), [], 1))).toEqual({
+      kind: 'outcome',
+      text: 'done: From the prompt',
+    });
   });
 
   it('reads the task from the system prompt, not from the messages', () => {
@@ -55,7 +61,10 @@ describe('scriptedDelegatePlan: a plain task', () => {
   });
 
   it('treats an unknown command as a plain task', () => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('/dance now'), [], 1))).toEqual({ kind: 'outcome', text: 'done: /dance now' });
+    expect(statusOf(scriptedDelegatePlan(systemFor('/dance now'), [], 1))).toEqual({
+      kind: 'outcome',
+      text: 'done: /dance now',
+    });
   });
 });
 
@@ -87,11 +96,17 @@ describe('scriptedDelegatePlan: /work', () => {
   });
 
   it('with one step sets the outcome on the first call', () => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('/work 1 0 quick'), [], 1))).toEqual({ kind: 'outcome', text: 'done: quick' });
+    expect(statusOf(scriptedDelegatePlan(systemFor('/work 1 0 quick'), [], 1))).toEqual({
+      kind: 'outcome',
+      text: 'done: quick',
+    });
   });
 
   it('counts calls across segments (call 20 of 30 is still progress)', () => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('/work 30 0 long'), [], 20))).toEqual({ kind: 'progress', text: 'step 20 of 30' });
+    expect(statusOf(scriptedDelegatePlan(systemFor('/work 30 0 long'), [], 20))).toEqual({
+      kind: 'progress',
+      text: 'step 20 of 30',
+    });
   });
 });
 
@@ -120,13 +135,20 @@ describe('scriptedDelegatePlan: /noop, /loop, /blocked', () => {
   });
 
   it('/noop keeps answering text when nudged', () => {
-    const messages = [...taskOpening('/noop idle'), assistant(text('still thinking about idle')), user(text('[note] You answered without setting an outcome.'))];
+    const messages = [
+      ...taskOpening('/noop idle'),
+      assistant(text('still thinking about idle')),
+      user(text('[note] You answered without setting an outcome.')),
+    ];
     const plan = respond(scriptedDelegatePlan(systemFor('/noop idle'), messages, 2));
     expect(plan.content.every((b) => b.type === 'text')).toBe(true);
   });
 
   it.each([1, 2, 15, 150])('/loop reports progress "still going (call %i)"', (callIndex) => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('/loop'), [], callIndex))).toEqual({ kind: 'progress', text: `still going (call ${callIndex})` });
+    expect(statusOf(scriptedDelegatePlan(systemFor('/loop'), [], callIndex))).toEqual({
+      kind: 'progress',
+      text: `still going (call ${callIndex})`,
+    });
   });
 
   it('/blocked sets the outcome with the blocked field', () => {
@@ -138,7 +160,10 @@ describe('scriptedDelegatePlan: /noop, /loop, /blocked', () => {
   });
 
   it('/blocked without a reason still carries one', () => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('/blocked'), [], 1))).toMatchObject({ kind: 'outcome', blocked: 'blocked' });
+    expect(statusOf(scriptedDelegatePlan(systemFor('/blocked'), [], 1))).toMatchObject({
+      kind: 'outcome',
+      blocked: 'blocked',
+    });
   });
 });
 
@@ -154,9 +179,16 @@ describe('scriptedDelegatePlan: /skill', () => {
     const messages: ModelMessage[] = [
       ...taskOpening('/skill house-style'),
       assistant({ type: 'tool_use', id: 'toolu_delegate_1', name: 'read_skill', input: { name: 'house-style' } }),
-      user({ type: 'tool_result', tool_use_id: 'toolu_delegate_1', content: 'Write in short sentences.\nUse British spelling.' }),
+      user({
+        type: 'tool_result',
+        tool_use_id: 'toolu_delegate_1',
+        content: 'Write in short sentences.\nUse British spelling.',
+      }),
     ];
-    expect(statusOf(scriptedDelegatePlan(system, messages, 2))).toEqual({ kind: 'outcome', text: 'skill house-style: Write in short sentences.' });
+    expect(statusOf(scriptedDelegatePlan(system, messages, 2))).toEqual({
+      kind: 'outcome',
+      text: 'skill house-style: Write in short sentences.',
+    });
   });
 
   it('sets an outcome with an empty line when no tool result came back', () => {
@@ -180,7 +212,10 @@ describe('scriptedDelegatePlan: where the command sits', () => {
   });
 
   it('a command in the description still leaves the title as the plain outcome for unknown verbs', () => {
-    expect(statusOf(scriptedDelegatePlan(systemFor('Real title', '/unknown thing'), [], 1))).toEqual({ kind: 'outcome', text: 'done: Real title' });
+    expect(statusOf(scriptedDelegatePlan(systemFor('Real title', '/unknown thing'), [], 1))).toEqual({
+      kind: 'outcome',
+      text: 'done: Real title',
+    });
   });
 });
 
@@ -203,7 +238,10 @@ const earlierTurn: ModelMessage[] = [
 describe('scriptedPlan: the retrigger relay', () => {
   it('relays one result as "relay: <id> <kind>: <first line>"', () => {
     // A tool result and the note merged into one user message, as toModelMessages merges consecutive rows.
-    const last = user({ type: 'tool_result', tool_use_id: 'r1', content: 'sent' }, note([{ delegateId: 'd-1', kind: 'success', result: 'done: the report\nmore detail' }]));
+    const last = user(
+      { type: 'tool_result', tool_use_id: 'r1', content: 'sent' },
+      note([{ delegateId: 'd-1', kind: 'success', result: 'done: the report\nmore detail' }]),
+    );
     const plan = scriptedPlan([...earlierTurn.slice(0, 2), last], 4);
     expect(replyText(plan)).toBe('relay: d-1 success: done: the report');
   });
@@ -212,7 +250,11 @@ describe('scriptedPlan: the retrigger relay', () => {
     const results: AdmittedResult[] = [
       { delegateId: 'd-1', kind: 'success', result: 'done: one' },
       { delegateId: 'd-2', kind: 'failed', result: 'Delegate failed: boom\nstack' },
-      { delegateId: 'd-3', kind: 'timeout', result: 'Delegate exceeded its 60s wall-clock timeout before producing any result' },
+      {
+        delegateId: 'd-3',
+        kind: 'timeout',
+        result: 'Delegate exceeded its 60s wall-clock timeout before producing any result',
+      },
       { delegateId: 'd-4', kind: 'cancelled', result: 'Delegate cancelled: user asked' },
     ];
     const plan = scriptedPlan([...earlierTurn, user(note(results))], 5);
@@ -226,23 +268,42 @@ describe('scriptedPlan: the retrigger relay', () => {
       { seq: 1, role: 'user', content: [text('start a task')] },
       { seq: 2, role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'delegate', input: {} }] },
       { seq: 3, role: 'tool', content: [{ type: 'tool_result', tool_use_id: 'c1', content: 'delegate d-9 started' }] },
-      { seq: 4, role: 'system', content: [text(retriggerText([{ delegateId: 'd-9', kind: 'partial', result: 'half of it' }]))] },
+      {
+        seq: 4,
+        role: 'system',
+        content: [text(retriggerText([{ delegateId: 'd-9', kind: 'partial', result: 'half of it' }]))],
+      },
     ];
     expect(replyText(scriptedPlan(toModelMessages(rows), 2))).toBe('relay: d-9 partial: half of it');
   });
 
   it('takes the last text block of the last user message as the note', () => {
-    const plan = scriptedPlan([user(text('hello'), note([{ delegateId: 'x', kind: 'blocked', result: 'Delegate blocked: captcha' }]))], 1);
+    const plan = scriptedPlan(
+      [user(text('hello'), note([{ delegateId: 'x', kind: 'blocked', result: 'Delegate blocked: captcha' }]))],
+      1,
+    );
     expect(replyText(plan)).toBe('relay: x blocked: Delegate blocked: captcha');
   });
 
   it('does not relay when the user spoke after the note', () => {
-    const plan = scriptedPlan([...earlierTurn, user(note([{ delegateId: 'x', kind: 'success', result: 'r' }]), text('what happened?'))], 5);
+    const plan = scriptedPlan(
+      [...earlierTurn, user(note([{ delegateId: 'x', kind: 'success', result: 'r' }]), text('what happened?'))],
+      5,
+    );
     expect(replyText(plan)).toBe('echo: what happened?');
   });
 
   it('does not relay an older retrigger once the user has spoken again', () => {
-    const plan = scriptedPlan([user(text('hi')), assistant(text('hello')), user(note([{ delegateId: 'x', kind: 'success', result: 'r' }])), assistant(text('relayed')), user(text('thanks'))], 3);
+    const plan = scriptedPlan(
+      [
+        user(text('hi')),
+        assistant(text('hello')),
+        user(note([{ delegateId: 'x', kind: 'success', result: 'r' }])),
+        assistant(text('relayed')),
+        user(text('thanks')),
+      ],
+      3,
+    );
     expect(replyText(plan)).toBe('echo: thanks');
   });
 });

@@ -4,11 +4,16 @@ import { checkReply } from '../../domain/reply-guard';
 import { FAKE_SECRET, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
 import { onlyToolUse, respond } from './scripted-plans';
 
-const user = (...texts: string[]): ModelMessage => ({ role: 'user', content: texts.map((text) => ({ type: 'text', text })) });
+const user = (...texts: string[]): ModelMessage => ({
+  role: 'user',
+  content: texts.map((text) => ({ type: 'text', text })),
+});
 const userBlocks = (...content: ContentBlock[]): ModelMessage => ({ role: 'user', content });
 const assistant = (...content: ContentBlock[]): ModelMessage => ({ role: 'assistant', content });
 const toolResult = (toolUseId: string, content: string, isError = false): ContentBlock =>
-  isError ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true } : { type: 'tool_result', tool_use_id: toolUseId, content };
+  isError
+    ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true }
+    : { type: 'tool_result', tool_use_id: toolUseId, content };
 const text = (t: string): ContentBlock => ({ type: 'text', text: t });
 
 /** The text of a plan that replies through the reply tool. */
@@ -28,7 +33,12 @@ describe('scripted model: plain text', () => {
   });
 
   it('answers the latest user text, not an earlier one', () => {
-    const messages = [user('first'), assistant({ type: 'tool_use', id: 't1', name: 'reply', input: { text: 'echo: first' } }), userBlocks(toolResult('t1', 'sent')), user('second')];
+    const messages = [
+      user('first'),
+      assistant({ type: 'tool_use', id: 't1', name: 'reply', input: { text: 'echo: first' } }),
+      userBlocks(toolResult('t1', 'sent')),
+      user('second'),
+    ];
     expect(replyText(scriptedPlan(messages, 1))).toBe('echo: second');
   });
 
@@ -133,14 +143,22 @@ describe('scripted model: /tool', () => {
 
   it('on the next step, replies with what the tool answered', () => {
     const first = onlyToolUse(scriptedPlan([user('/tool lookup {"city":"Paris"}')], 1));
-    const messages = [user('/tool lookup {"city":"Paris"}'), assistant(first), userBlocks(toolResult(first.id, 'sunny, 21°C'))];
+    const messages = [
+      user('/tool lookup {"city":"Paris"}'),
+      assistant(first),
+      userBlocks(toolResult(first.id, 'sunny, 21°C')),
+    ];
     const second = scriptedPlan(messages, 2);
     expect(replyText(second)).toBe('tool result: sunny, 21°C');
     expect(onlyToolUse(second).id).not.toBe(first.id);
   });
 
   it('replies with the tool error when the tool failed', () => {
-    const messages = [user('/tool lookup {}'), assistant({ type: 'tool_use', id: 'x', name: 'lookup', input: {} }), userBlocks(toolResult('x', 'no such city', true))];
+    const messages = [
+      user('/tool lookup {}'),
+      assistant({ type: 'tool_use', id: 'x', name: 'lookup', input: {} }),
+      userBlocks(toolResult('x', 'no such city', true)),
+    ];
     expect(replyText(scriptedPlan(messages, 2))).toBe('tool error: no such city');
   });
 
@@ -196,10 +214,21 @@ describe('scripted model: /leak', () => {
 
   it('tries again with the same secret after the guard turned it into a tool error', () => {
     const first = onlyToolUse(scriptedPlan([user('/leak')], 1));
-    const messages = [user('/leak'), assistant(first), userBlocks(toolResult(first.id, 'Reply blocked by the reply guard', true))];
+    const messages = [
+      user('/leak'),
+      assistant(first),
+      userBlocks(toolResult(first.id, 'Reply blocked by the reply guard', true)),
+    ];
     const second = scriptedPlan(messages, 2);
     expect(replyText(second)).toContain(FAKE_SECRET);
-    const third = scriptedPlan([...messages, assistant(onlyToolUse(second)), userBlocks(toolResult(onlyToolUse(second).id, 'blocked again', true))], 3);
+    const third = scriptedPlan(
+      [
+        ...messages,
+        assistant(onlyToolUse(second)),
+        userBlocks(toolResult(onlyToolUse(second).id, 'blocked again', true)),
+      ],
+      3,
+    );
     expect(replyText(third)).toContain(FAKE_SECRET);
   });
 
@@ -238,7 +267,11 @@ describe('scripted model: [note] texts', () => {
   });
 
   it('are not taken as the command when they come after the user text', () => {
-    const messages = [user('/tool ping {}'), assistant({ type: 'tool_use', id: 'p', name: 'ping', input: {} }), userBlocks(toolResult('p', 'pong'), text('[note] keep going'))];
+    const messages = [
+      user('/tool ping {}'),
+      assistant({ type: 'tool_use', id: 'p', name: 'ping', input: {} }),
+      userBlocks(toolResult('p', 'pong'), text('[note] keep going')),
+    ];
     expect(replyText(scriptedPlan(messages, 2))).toBe('tool result: pong');
   });
 

@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { CHANNEL_TOOL_NAMES, defineTool, registerTool, replyTool, skipTool, toolDefinitions, toolSpec } from '../../domain/tools';
+import {
+  CHANNEL_TOOL_NAMES,
+  defineTool,
+  registerTool,
+  replyTool,
+  skipTool,
+  toolDefinitions,
+  toolSpec,
+} from '../../domain/tools';
 
 describe('toolDefinitions', () => {
   it('gives Anthropic-shaped definitions for the channel tools, in order', () => {
@@ -47,7 +55,12 @@ describe('toolDefinitions', () => {
 describe('registerTool', () => {
   it('refuses a second tool of the same name', () => {
     expect(() => registerTool(replyTool)).toThrow('tool reply is registered twice');
-    const impostor = defineTool({ name: 'skip', description: 'not the real skip', input: z.object({}), endsTurn: false });
+    const impostor = defineTool({
+      name: 'skip',
+      description: 'not the real skip',
+      input: z.object({}),
+      endsTurn: false,
+    });
     expect(() => registerTool(impostor)).toThrow(/registered twice/);
     expect(toolSpec('skip')).toBe(skipTool);
   });
@@ -66,7 +79,11 @@ describe('registerTool', () => {
     expect(def).toMatchObject({
       name: 'test_lookup_weather',
       description: 'Look up the weather.',
-      input_schema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+      input_schema: {
+        type: 'object',
+        properties: { city: { type: 'string' }, days: { type: 'integer' } },
+        required: ['city'],
+      },
     });
     expect(def?.input_schema).not.toHaveProperty('$schema');
     expect(() => registerTool(spec)).toThrow(/registered twice/);

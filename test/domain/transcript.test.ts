@@ -1,11 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import type { ContentBlock } from '../../domain/model';
-import { textOf, toModelMessages, toolResult, toolUses, trimWindowStart, type TranscriptMessage, type TranscriptRole } from '../../domain/transcript';
+import {
+  textOf,
+  toModelMessages,
+  toolResult,
+  toolUses,
+  trimWindowStart,
+  type TranscriptMessage,
+  type TranscriptRole,
+} from '../../domain/transcript';
 
 let seq = 0;
 const row = (role: TranscriptRole, ...content: ContentBlock[]): TranscriptMessage => ({ seq: ++seq, role, content });
 const text = (t: string): ContentBlock => ({ type: 'text', text: t });
-const use = (id: string, name = 'reply', input: Record<string, unknown> = { text: 'hi' }): ContentBlock => ({ type: 'tool_use', id, name, input });
+const use = (id: string, name = 'reply', input: Record<string, unknown> = { text: 'hi' }): ContentBlock => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+});
 const result = (id: string, content = 'ok'): ContentBlock => ({ type: 'tool_result', tool_use_id: id, content });
 
 describe('toModelMessages', () => {
@@ -19,7 +32,11 @@ describe('toModelMessages', () => {
   });
 
   it('sends tool rows as user content', () => {
-    const rows = [row('user', text('weather?')), row('assistant', use('t1', 'lookup')), row('tool', result('t1', 'sunny'))];
+    const rows = [
+      row('user', text('weather?')),
+      row('assistant', use('t1', 'lookup')),
+      row('tool', result('t1', 'sunny')),
+    ];
     expect(toModelMessages(rows)).toEqual([
       { role: 'user', content: [text('weather?')] },
       { role: 'assistant', content: [use('t1', 'lookup')] },
@@ -28,13 +45,19 @@ describe('toModelMessages', () => {
   });
 
   it('sends system notes as user text with a [note] prefix', () => {
-    const rows = [row('user', text('hi')), row('assistant', text('{oops')), row('system', text('your reply was blocked'))];
+    const rows = [
+      row('user', text('hi')),
+      row('assistant', text('{oops')),
+      row('system', text('your reply was blocked')),
+    ];
     expect(toModelMessages(rows)[2]).toEqual({ role: 'user', content: [text('[note] your reply was blocked')] });
   });
 
   it('prefixes only the text blocks of a note', () => {
     const rows = [row('system', text('a'), result('t1', 'r'), text('b'))];
-    expect(toModelMessages(rows)).toEqual([{ role: 'user', content: [text('[note] a'), result('t1', 'r'), text('[note] b')] }]);
+    expect(toModelMessages(rows)).toEqual([
+      { role: 'user', content: [text('[note] a'), result('t1', 'r'), text('[note] b')] },
+    ]);
   });
 
   it('does not prefix user or tool text', () => {
@@ -91,7 +114,13 @@ describe('trimWindowStart', () => {
 
   it('drops leading assistant and tool rows', () => {
     const keep = [row('user', text('next')), row('assistant', use('t2')), row('tool', result('t2'))];
-    const rows = [row('tool', result('t0')), row('assistant', use('t1')), row('tool', result('t1')), row('assistant', text('done')), ...keep];
+    const rows = [
+      row('tool', result('t0')),
+      row('assistant', use('t1')),
+      row('tool', result('t1')),
+      row('assistant', text('done')),
+      ...keep,
+    ];
     expect(trimWindowStart(rows)).toEqual(keep);
   });
 
@@ -116,13 +145,24 @@ describe('trimWindowStart', () => {
   });
 
   it('the trimmed window maps to messages that start with the user', () => {
-    const rows = [row('tool', result('t0')), row('assistant', text('x')), row('system', text('n')), row('assistant', text('y'))];
+    const rows = [
+      row('tool', result('t0')),
+      row('assistant', text('x')),
+      row('system', text('n')),
+      row('assistant', text('y')),
+    ];
     expect(toModelMessages(trimWindowStart(rows))[0]?.role).toBe('user');
   });
 });
 
 describe('textOf and toolUses', () => {
-  const content: ContentBlock[] = [text('Hello, '), use('t1', 'lookup', { q: 1 }), result('t0'), text('world'), use('t2', 'reply')];
+  const content: ContentBlock[] = [
+    text('Hello, '),
+    use('t1', 'lookup', { q: 1 }),
+    result('t0'),
+    text('world'),
+    use('t2', 'reply'),
+  ];
 
   it('textOf joins the text blocks only', () => {
     expect(textOf(content)).toBe('Hello, world');
@@ -140,6 +180,11 @@ describe('textOf and toolUses', () => {
 
   it('toolResult marks errors only when asked', () => {
     expect(toolResult('t1', 'ok')).toEqual({ type: 'tool_result', tool_use_id: 't1', content: 'ok' });
-    expect(toolResult('t1', 'bad', true)).toEqual({ type: 'tool_result', tool_use_id: 't1', content: 'bad', is_error: true });
+    expect(toolResult('t1', 'bad', true)).toEqual({
+      type: 'tool_result',
+      tool_use_id: 't1',
+      content: 'bad',
+      is_error: true,
+    });
   });
 });

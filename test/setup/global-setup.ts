@@ -5,7 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/migrate';
 import { startDevServer } from '../../scripts/dev-server';
 import { startPostgresProcess } from '../../scripts/postgres-process';
-import { bundleWorkflows } from '../../worker/worker';
+import { bundleWorkflows } from '../../worker/bundle';
 import { freePort } from '../../scripts/ports';
 
 declare module 'vitest' {

@@ -7,7 +7,12 @@ import { readBody } from './http';
  * the documented JSON and SSE shapes, so the real SDK can be tested against it without a network or a key.
  */
 
-export type FakeUsage = Partial<{ input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number }>;
+export type FakeUsage = Partial<{
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+}>;
 
 export type FakeAnswer =
   | {
@@ -61,13 +66,17 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     }
     requests.push({ at: Date.now(), body, headers: { ...req.headers } });
 
-    if (req.method !== 'POST' || req.url?.split('?')[0] !== '/v1/messages') return sendError(res, 404, 'not_found_error', `Not found: ${req.method} ${req.url}`);
-    if (!req.headers['x-api-key'] && !req.headers.authorization) return sendError(res, 401, 'authentication_error', 'x-api-key header is required');
-    if (!req.headers['anthropic-version']) return sendError(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    if (req.method !== 'POST' || req.url?.split('?')[0] !== '/v1/messages')
+      return sendError(res, 404, 'not_found_error', `Not found: ${req.method} ${req.url}`);
+    if (!req.headers['x-api-key'] && !req.headers.authorization)
+      return sendError(res, 401, 'authentication_error', 'x-api-key header is required');
+    if (!req.headers['anthropic-version'])
+      return sendError(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
     if (!isRecord(body)) return sendError(res, 400, 'invalid_request_error', 'Request body must be a JSON object');
 
     const answer = queue.shift() ?? DEFAULT_ANSWER;
-    if (answer.kind === 'status') return sendError(res, answer.status, answer.errorType, answer.message, answer.headers);
+    if (answer.kind === 'status')
+      return sendError(res, answer.status, answer.errorType, answer.message, answer.headers);
 
     const n = ++counter;
     const model = typeof body.model === 'string' ? body.model : 'claude-fake';
@@ -107,13 +116,22 @@ function stopReasonOf(answer: StreamAnswer): string {
 }
 
 function messageShell(n: number, model: string) {
-  return { id: `msg_fake_${n}`, type: 'message', role: 'assistant', model, content: [] as unknown[], stop_reason: null as string | null, stop_sequence: null };
+  return {
+    id: `msg_fake_${n}`,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [] as unknown[],
+    stop_reason: null as string | null,
+    stop_sequence: null,
+  };
 }
 
 function fullMessage(answer: StreamAnswer, n: number, model: string) {
   const content: unknown[] = [];
   if (answer.text) content.push({ type: 'text', text: answer.text });
-  if (answer.toolUse) content.push({ type: 'tool_use', id: `toolu_fake_${n}`, name: answer.toolUse.name, input: answer.toolUse.input });
+  if (answer.toolUse)
+    content.push({ type: 'tool_use', id: `toolu_fake_${n}`, name: answer.toolUse.name, input: answer.toolUse.input });
   return { ...messageShell(n, model), content, stop_reason: stopReasonOf(answer), usage: usageOf(answer) };
 }
 
@@ -121,40 +139,73 @@ function fullMessage(answer: StreamAnswer, n: number, model: string) {
 function streamEvents(answer: StreamAnswer, n: number, model: string): { event: string; data: unknown }[] {
   const usage = usageOf(answer);
   const events: { event: string; data: unknown }[] = [
-    { event: 'message_start', data: { type: 'message_start', message: { ...messageShell(n, model), usage: { ...usage, output_tokens: 1 } } } },
+    {
+      event: 'message_start',
+      data: { type: 'message_start', message: { ...messageShell(n, model), usage: { ...usage, output_tokens: 1 } } },
+    },
     { event: 'ping', data: { type: 'ping' } },
   ];
   let index = 0;
   if (answer.text) {
-    events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } });
+    events.push({
+      event: 'content_block_start',
+      data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+    });
     for (const chunk of splitText(answer.text, 3)) {
-      events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: chunk } } });
+      events.push({
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: chunk } },
+      });
     }
     events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
     index++;
   }
   if (answer.toolUse) {
     const { name, input } = answer.toolUse;
-    events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'tool_use', id: `toolu_fake_${n}`, name, input: {} } } });
+    events.push({
+      event: 'content_block_start',
+      data: {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: `toolu_fake_${n}`, name, input: {} },
+      },
+    });
     for (const chunk of splitText(JSON.stringify(input), 2)) {
-      events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: chunk } } });
+      events.push({
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: chunk } },
+      });
     }
     events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
   }
   if (answer.midStreamError) {
     const firstDelta = events.findIndex((e) => e.event === 'content_block_delta');
     const { errorType, message } = answer.midStreamError;
-    return [...events.slice(0, firstDelta + 1), { event: 'error', data: { type: 'error', error: { type: errorType, message } } }];
+    return [
+      ...events.slice(0, firstDelta + 1),
+      { event: 'error', data: { type: 'error', error: { type: errorType, message } } },
+    ];
   }
   events.push(
-    { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: stopReasonOf(answer), stop_sequence: null }, usage: { output_tokens: usage.output_tokens } } },
+    {
+      event: 'message_delta',
+      data: {
+        type: 'message_delta',
+        delta: { stop_reason: stopReasonOf(answer), stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens },
+      },
+    },
     { event: 'message_stop', data: { type: 'message_stop' } },
   );
   return events;
 }
 
 async function sendStream(res: ServerResponse, answer: StreamAnswer, n: number, model: string): Promise<void> {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_fake_${n}` });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    'request-id': `req_fake_${n}`,
+  });
   let closed = false;
   res.on('close', () => (closed = true));
   const delay = answer.delayMsBetweenEvents ?? 0;
@@ -172,7 +223,13 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(JSON.stringify(body));
 }
 
-function sendError(res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>): void {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  headers?: Record<string, string>,
+): void {
   sendJson(res, status, { type: 'error', error: { type, message } }, headers);
 }
 

@@ -27,7 +27,8 @@ function parseBody(contentType: string | undefined, raw: string): Record<string,
   if (contentType?.startsWith('application/json')) {
     try {
       const parsed: unknown = JSON.parse(raw);
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+        return parsed as Record<string, unknown>;
     } catch {
       // Fall through: an unparsable body is recorded as empty, and the call then fails like Slack's would.
     }
@@ -50,7 +51,8 @@ export async function startFakeSlack(opts: { ts?: string } = {}): Promise<FakeSl
   const answer = (res: ServerResponse, call: FakeSlackCall): void => {
     const scripted = queue.shift();
     if (scripted !== undefined && 'status' in scripted) {
-      const headers: Record<string, string> = scripted.retryAfter === undefined ? {} : { 'retry-after': String(scripted.retryAfter) };
+      const headers: Record<string, string> =
+        scripted.retryAfter === undefined ? {} : { 'retry-after': String(scripted.retryAfter) };
       json(res, scripted.status, { ok: false, error: `http_${scripted.status}` }, headers);
       return;
     }

@@ -8,7 +8,8 @@ export const interceptors: WorkflowInterceptorsFactory = () => ({
   outbound: [
     {
       scheduleActivity: (input, next) => {
-        if (input.activityType === 'deliverJobResult') throw ApplicationFailure.nonRetryable('a bug in the job run workflow', 'KeelTestBug');
+        if (input.activityType === 'deliverJobResult')
+          throw ApplicationFailure.nonRetryable('a bug in the job run workflow', 'KeelTestBug');
         return next(input);
       },
     },

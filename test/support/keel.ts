@@ -4,14 +4,12 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
-import { defaultModelName } from '../../activities';
 import type { Transports } from '../../activities/delivery/deliver-reply';
 import { noneTransport } from '../../activities/delivery/none';
 import { slackTransport } from '../../activities/delivery/slack';
 import { webhookTransport } from '../../activities/delivery/webhook';
 import { createScriptedProvider } from '../../activities/model/scripted';
 import { buildApi } from '../../api/server';
-import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../activities/jobs';
 import { createPool, type Pool } from '../../db/pool';
 import { queueScriptedResponse, type ScriptedResponse } from '../../db/scripted-responses';
 import { conversationWorkflowId } from '../../domain/ids';
@@ -19,6 +17,8 @@ import { loadConfig } from '../../domain/config';
 import type { ModelProvider } from '../../domain/model';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../../domain/routines';
+import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../services/job-settings';
+import { defaultModelName } from '../../worker/wiring';
 import { createKeelWorker } from '../../worker/worker';
 
 let runtimeInstalled = false;
@@ -30,7 +30,12 @@ export interface TestKeel {
   taskQueue: string;
   worker?: Worker;
   /** POST a message; `wait` in seconds. */
-  post(agentId: string, conversationId: string, body: Record<string, unknown>, opts?: { wait?: number; token?: string }): Promise<{ status: number; body: SubmitAnswer }>;
+  post(
+    agentId: string,
+    conversationId: string,
+    body: Record<string, unknown>,
+    opts?: { wait?: number; token?: string },
+  ): Promise<{ status: number; body: SubmitAnswer }>;
   stopWorker(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -92,7 +97,12 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
         pool,
         provider: (opts.provider ?? createScriptedProvider)(pool),
         defaultModel: defaultModelName(loadConfig({})),
-        transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}), ...opts.transports },
+        transports: {
+          none: noneTransport(),
+          webhook: webhookTransport(),
+          slack: slackTransport({}),
+          ...opts.transports,
+        },
         jobs,
         routines,
         reflection: { ...DEFAULT_REFLECTION_SETTINGS, ...opts.reflection },
@@ -137,7 +147,11 @@ export function uniqueId(prefix: string): string {
 }
 
 /** Awaits a condition (re-checked every 50 ms) instead of sleeping a guessed time. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -163,9 +177,17 @@ export async function streamedChars(keel: TestKeel, workflowId: string): Promise
 }
 
 /** Queues an exact scripted-model answer for a conversation, creating its rows first if it has none yet. */
-export async function queueAnswer(keel: TestKeel, agentId: string, conversationId: string, response: ScriptedResponse): Promise<void> {
+export async function queueAnswer(
+  keel: TestKeel,
+  agentId: string,
+  conversationId: string,
+  response: ScriptedResponse,
+): Promise<void> {
   const key = conversationWorkflowId(agentId, conversationId);
   await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT DO NOTHING', [agentId]);
-  await keel.pool.query('INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [key, agentId, conversationId]);
+  await keel.pool.query(
+    'INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+    [key, agentId, conversationId],
+  );
   await queueScriptedResponse(keel.pool, key, response);
 }

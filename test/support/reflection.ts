@@ -31,15 +31,24 @@ export const skipWithEdits = (edits: Partial<ProposalEdit>[]) =>
   `/propose ${JSON.stringify({ status: 'skip', reason: 'nothing to learn', edits: fullEdits(edits) })}`;
 
 export function reflectionApi(keel: () => TestKeel) {
-  const call = async <T>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown): Promise<{ status: number; body: T }> => {
-    const res = await keel().api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+  const call = async <T>(
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: T }> => {
+    const res = await keel().api.inject({
+      method,
+      url,
+      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
+    });
     return { status: res.statusCode, body: res.json<T>() };
   };
   const proposals = async (a: string) => (await call<ProposalView[]>('GET', `/v1/agents/${a}/proposals?all=true`)).body;
   return {
     call,
     proposals,
-    memory: async (a: string) => (await call<{ version: number; files: Record<string, string> }>('GET', `/v1/agents/${a}/memory`)).body,
+    memory: async (a: string) =>
+      (await call<{ version: number; files: Record<string, string> }>('GET', `/v1/agents/${a}/memory`)).body,
     state: async (a: string) => (await call<ReflectionView>('GET', `/v1/agents/${a}/reflection`)).body,
     /** An agent that learns from its conversations. */
     agent: (a: string) => call('PUT', `/v1/agents/${a}`, { name: a, reflection: { enabled: true } }),
@@ -50,12 +59,16 @@ export function reflectionApi(keel: () => TestKeel) {
     },
     /** The proposal that a drain produced, once it has (n: how many proposals there are by then). */
     nthProposal: (a: string, n: number, what = `proposal ${n}`) =>
-      eventually(async () => {
-        const all = await proposals(a);
-        return all.length >= n ? all[all.length - n] : undefined;
-      }, 60_000, what),
+      eventually(
+        async () => {
+          const all = await proposals(a);
+          return all.length >= n ? all[all.length - n] : undefined;
+        },
+        60_000,
+        what,
+      ),
   };
 }
 
-export const failedChecks = (p: { checks: Check[] }) => p.checks.filter((c) => c.kind === 'hard' && !c.passed).map((c) => c.name);
-
+export const failedChecks = (p: { checks: Check[] }) =>
+  p.checks.filter((c) => c.kind === 'hard' && !c.passed).map((c) => c.name);

@@ -19,16 +19,31 @@ export interface RoutineRun {
 }
 
 export interface RoutineApi {
-  call<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<{ status: number; body: T }>;
+  call<T = Record<string, unknown>>(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: T }>;
   /** An app with a `leads` table (name, email, touches) and its records. */
   app(agentId: string, appId: string, leads: Record<string, string>[]): Promise<void>;
   /** The records of one table of an app. */
   records(agentId: string, appId: string, table: string): Promise<{ id: string; [field: string]: unknown }[]>;
-  routine(agentId: string, appId: string, slug: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }>;
+  routine(
+    agentId: string,
+    appId: string,
+    slug: string,
+    body: Record<string, unknown>,
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
   runs(agentId: string, appId: string, slug: string): Promise<RoutineRun[]>;
   /** Run now, then the run once it has the wanted status. */
   runNow(agentId: string, appId: string, slug: string, until?: (r: RoutineRun) => boolean): Promise<RoutineRun>;
-  waitForRun(agentId: string, appId: string, slug: string, until: (r: RoutineRun) => boolean, what: string): Promise<RoutineRun>;
+  waitForRun(
+    agentId: string,
+    appId: string,
+    slug: string,
+    until: (r: RoutineRun) => boolean,
+    what: string,
+  ): Promise<RoutineRun>;
 }
 
 export const finished = (r: RoutineRun) => r.status !== 'running' && r.status !== 'needs_approval';
@@ -39,22 +54,35 @@ export const author = (tool: { name: string; title?: string; inputs?: string[]; 
 
 export function routineApi(keel: () => TestKeel): RoutineApi {
   const call: RoutineApi['call'] = async (method, url, body) => {
-    const res = await keel().api.inject({ method, url, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }) });
+    const res = await keel().api.inject({
+      method,
+      url,
+      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
+    });
     return { status: res.statusCode, body: res.json() };
   };
-  const runs = async (a: string, app: string, slug: string) => (await call<RoutineRun[]>('GET', `/v1/agents/${a}/apps/${app}/routines/${slug}/runs`)).body;
+  const runs = async (a: string, app: string, slug: string) =>
+    (await call<RoutineRun[]>('GET', `/v1/agents/${a}/apps/${app}/routines/${slug}/runs`)).body;
   const waitForRun: RoutineApi['waitForRun'] = (a, app, slug, until, what) =>
     eventually(async () => (await runs(a, app, slug)).find(until), 60_000, `run of ${slug}: ${what}`);
   return {
     call,
     async app(a, app, leads) {
-      const put = await call('PUT', `/v1/agents/${a}/apps/${app}`, { name: app, tables: [{ name: 'leads', columns: ['name', 'email', 'touches'] }] });
+      const put = await call('PUT', `/v1/agents/${a}/apps/${app}`, {
+        name: app,
+        tables: [{ name: 'leads', columns: ['name', 'email', 'touches'] }],
+      });
       if (put.status !== 200) throw new Error(`app: ${put.status} ${JSON.stringify(put.body)}`);
       for (const lead of leads) await call('POST', `/v1/agents/${a}/apps/${app}/tables/leads/records`, lead);
     },
     records: async (a, app, table) =>
       (await call<{ id: string }[]>('GET', `/v1/agents/${a}/apps/${app}/tables/${table}/records`)).body,
-    routine: (a, app, slug, body) => call('PUT', `/v1/agents/${a}/apps/${app}/routines/${slug}`, { label: slug, schedule: { expr: 'daily' }, ...body }),
+    routine: (a, app, slug, body) =>
+      call('PUT', `/v1/agents/${a}/apps/${app}/routines/${slug}`, {
+        label: slug,
+        schedule: { expr: 'daily' },
+        ...body,
+      }),
     runs,
     async runNow(a, app, slug, until = finished) {
       const before = (await runs(a, app, slug)).map((r) => r.runId);
@@ -67,9 +95,16 @@ export function routineApi(keel: () => TestKeel): RoutineApi {
 }
 
 /** The activity types a run's workflow history scheduled, in order. */
-export async function scheduledActivities(keel: TestKeel, run: { workflowId: string; runId: string }): Promise<string[]> {
+export async function scheduledActivities(
+  keel: TestKeel,
+  run: { workflowId: string; runId: string },
+): Promise<string[]> {
   const history = await keel.client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
-  return (history.events ?? []).flatMap((e) => (e.activityTaskScheduledEventAttributes?.activityType?.name ? [e.activityTaskScheduledEventAttributes.activityType.name] : []));
+  return (history.events ?? []).flatMap((e) =>
+    e.activityTaskScheduledEventAttributes?.activityType?.name
+      ? [e.activityTaskScheduledEventAttributes.activityType.name]
+      : [],
+  );
 }
 
 /**

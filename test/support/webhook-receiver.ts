@@ -116,7 +116,10 @@ export async function startWebhookReceiver(
           },
         };
         const timer = setTimeout(
-          () => waiter.fail(new Error(`webhook receiver: condition not met within ${timeoutMs} ms (${received.length} received)`)),
+          () =>
+            waiter.fail(
+              new Error(`webhook receiver: condition not met within ${timeoutMs} ms (${received.length} received)`),
+            ),
           timeoutMs,
         );
         const done = () => {

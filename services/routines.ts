@@ -1,33 +1,58 @@
+/**
+ * Routine management, for the API, and the guard against a run its workflow abandoned, for the run activity too: a
+ * routine is a row in PostgreSQL and a Temporal Schedule, changed together. Every function takes (pool, client, …)
+ * in that order.
+ */
 import { randomUUID } from 'node:crypto';
-import { ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowNotFoundError, type Client, type ScheduleOptions, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
-import { getApp } from '../../db/apps';
-import { inTransaction, type Pool } from '../../db/pool';
-import * as routinesDb from '../../db/routines';
-import { checkRoutineSchedule, routineScheduleId, type RoutineDefinition } from '../../domain/routines';
-import { SA } from '../../domain/search-attributes';
-import type { routineRunWorkflow } from '../../workflows/routine-run';
+import {
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
+  type Client,
+  type ScheduleOptions,
+  type ScheduleOptionsStartWorkflowAction,
+} from '@temporalio/client';
+import { ROUTINE_RUN_WORKFLOW, type RoutineRunWorkflow } from '../contracts/routine-run';
+import { getApp } from '../db/apps';
+import { inTransaction, type Pool } from '../db/pool';
+import * as routinesDb from '../db/routines';
+import { routineRunNowWorkflowId, routineScheduleId } from '../domain/ids';
+import { checkRoutineSchedule, type RoutineDefinition } from '../domain/routines';
+import { SA } from '../domain/search-attributes';
+import { workflowIsOpen } from './workflow-state';
 
-export type RoutineRefusal = { code: 'not_found' | 'invalid_schedule' | 'routine_paused' | 'not_paused' | 'run_in_flight'; message: string; status: 400 | 404 | 409 };
+export type RoutineRefusal = {
+  code: 'not_found' | 'invalid_schedule' | 'routine_paused' | 'not_paused' | 'run_in_flight';
+  message: string;
+  status: 400 | 404 | 409;
+};
 export type RoutineResult<T> = { ok: true; value: T } | { ok: false; error: RoutineRefusal };
 
 export interface RoutineView extends routinesDb.RoutineRow {
   nextRunAt: string | null;
 }
 
-const refuse = (code: RoutineRefusal['code'], message: string, status: RoutineRefusal['status']): RoutineResult<never> => ({ ok: false, error: { code, message, status } });
+const refuse = (
+  code: RoutineRefusal['code'],
+  message: string,
+  status: RoutineRefusal['status'],
+): RoutineResult<never> => ({ ok: false, error: { code, message, status } });
 
 /**
  * The Temporal Schedule of a routine: overlap SKIP for its own fires. Every fire, run-now included, also meets the
- * run's own guard (one run in flight per routine, unique in PostgreSQL), which records nothing for a fire that overlaps.
+ * run's own guard (one run in flight per routine, unique in PostgreSQL), which records nothing for a fire that
+ * overlaps.
  */
-function scheduleOptions(r: routinesDb.RoutineRow, taskQueue: string): ScheduleOptions<ScheduleOptionsStartWorkflowAction<typeof routineRunWorkflow>> {
+function scheduleOptions(
+  r: routinesDb.RoutineRow,
+  taskQueue: string,
+): ScheduleOptions<ScheduleOptionsStartWorkflowAction<RoutineRunWorkflow>> {
   const id = routineScheduleId(r.agentId, r.appId, r.slug);
   return {
     scheduleId: id,
     spec: { cronExpressions: [r.cron], timezone: r.schedule.tz ?? 'UTC' },
     action: {
       type: 'startWorkflow',
-      workflowType: 'routineRunWorkflow',
+      workflowType: ROUTINE_RUN_WORKFLOW,
       workflowId: id,
       taskQueue,
       args: [{ agentId: r.agentId, appId: r.appId, slug: r.slug }],
@@ -53,7 +78,13 @@ async function view(client: Client, r: routinesDb.RoutineRow): Promise<RoutineVi
   return { ...r, nextRunAt: next?.toISOString() ?? null };
 }
 
-export async function getRoutineView(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineView | undefined> {
+export async function getRoutineView(
+  pool: Pool,
+  client: Client,
+  agentId: string,
+  appId: string,
+  slug: string,
+): Promise<RoutineView | undefined> {
   const r = await routinesDb.getRoutine(pool, agentId, appId, slug);
   return r && view(client, r);
 }
@@ -79,31 +110,59 @@ export async function putRoutine(
   try {
     const put = await inTransaction(pool, async (db) => {
       // The zone as Temporal spells it (croner accepts `europe/paris`, Temporal only `Europe/Paris`).
-      const { routine, created } = await routinesDb.putRoutine(db, agentId, appId, slug, { ...def, schedule: { ...def.schedule, ...(def.schedule.tz ? { tz: verdict.tz } : {}) } }, verdict.cron);
+      const schedule = { ...def.schedule, ...(def.schedule.tz ? { tz: verdict.tz } : {}) };
+      const { routine, created } = await routinesDb.putRoutine(
+        db,
+        agentId,
+        appId,
+        slug,
+        { ...def, schedule },
+        verdict.cron,
+      );
       const options = scheduleOptions(routine, s.taskQueue);
       if (created) {
         await client.schedule.create(options);
         createdSchedule = true;
       } else {
-        await client.schedule.getHandle(scheduleId).update((prev) => ({ ...prev, spec: options.spec, action: { ...prev.action, ...options.action } }));
+        await client.schedule
+          .getHandle(scheduleId)
+          .update((prev) => ({ ...prev, spec: options.spec, action: { ...prev.action, ...options.action } }));
       }
       return { routine, created };
     });
     return { ok: true, value: { routine: await view(client, put.routine), created: put.created } };
   } catch (err) {
-    if (createdSchedule) await client.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    if (createdSchedule) {
+      await client.schedule
+        .getHandle(scheduleId)
+        .delete()
+        .catch(() => undefined);
+    }
     throw err;
   }
 }
 
-async function withRoutine<T>(pool: Pool, agentId: string, appId: string, slug: string, fn: (r: routinesDb.RoutineRow) => Promise<RoutineResult<T>>): Promise<RoutineResult<T>> {
+async function withRoutine<T>(
+  pool: Pool,
+  agentId: string,
+  appId: string,
+  slug: string,
+  fn: (r: routinesDb.RoutineRow) => Promise<RoutineResult<T>>,
+): Promise<RoutineResult<T>> {
   const r = await routinesDb.getRoutine(pool, agentId, appId, slug);
   if (!r) return refuse('not_found', `routine ${slug} of app ${appId} not found`, 404);
   return fn(r);
 }
 
 /** Pause acts on the routine and its Schedule together; a paused routine does not fire (the run checks it too). */
-export function pauseRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string, actor: string): Promise<RoutineResult<RoutineView>> {
+export function pauseRoutine(
+  pool: Pool,
+  client: Client,
+  agentId: string,
+  appId: string,
+  slug: string,
+  actor: string,
+): Promise<RoutineResult<RoutineView>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is already paused`, 409);
     // The row first, so that a fire racing the pause finds it paused; the row goes back if the Schedule refuses.
@@ -118,7 +177,14 @@ export function pauseRoutine(pool: Pool, client: Client, agentId: string, appId:
   });
 }
 
-export function resumeRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string, actor: string): Promise<RoutineResult<RoutineView>> {
+export function resumeRoutine(
+  pool: Pool,
+  client: Client,
+  agentId: string,
+  appId: string,
+  slug: string,
+  actor: string,
+): Promise<RoutineResult<RoutineView>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status !== 'paused') return refuse('not_paused', `routine ${slug} is not paused`, 409);
     // The Schedule first: if it cannot be unpaused, the row still says paused and a resume can be tried again. A fire
@@ -130,19 +196,27 @@ export function resumeRoutine(pool: Pool, client: Client, agentId: string, appId
 }
 
 /** Run now: 409 when paused or when a run is in flight; the run starts with the Schedule's own action. */
-export function runRoutineNow(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineResult<{ triggered: true }>> {
+export function runRoutineNow(
+  pool: Pool,
+  client: Client,
+  agentId: string,
+  appId: string,
+  slug: string,
+): Promise<RoutineResult<{ triggered: true }>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is paused: resume it first`, 409);
     const inFlight = await routinesDb.runInFlight(pool, agentId, appId, slug);
-    if (inFlight && !(await abandonIfClosed(pool, client, inFlight))) return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${inFlight.status === 'running' ? 'running' : 'waiting for approval'}`, 409);
+    if (inFlight && !(await abandonIfClosed(pool, client, inFlight))) {
+      const what = inFlight.status === 'running' ? 'running' : 'waiting for approval';
+      return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${what}`, 409);
+    }
     // Started directly, not by triggering the Schedule: a triggered fire's workflow id ends in its second, so a run-now
     // in the same second as the previous run's start (still closing) would be refused by Temporal and dropped without
     // a word. Overlap is still refused: by the check above, and by the run itself, which finds any run in flight
     // (unique in PostgreSQL) and records nothing.
-    const scheduleId = routineScheduleId(agentId, appId, slug);
-    const { action } = await client.schedule.getHandle(scheduleId).describe();
+    const { action } = await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).describe();
     await client.workflow.start(action.workflowType, {
-      workflowId: `${scheduleId}-now-${randomUUID()}`,
+      workflowId: routineRunNowWorkflowId(agentId, appId, slug, randomUUID()),
       taskQueue: action.taskQueue,
       args: action.args,
       typedSearchAttributes: action.typedSearchAttributes,
@@ -153,7 +227,13 @@ export function runRoutineNow(pool: Pool, client: Client, agentId: string, appId
   });
 }
 
-export function deleteRoutine(pool: Pool, client: Client, agentId: string, appId: string, slug: string): Promise<RoutineResult<{ slug: string }>> {
+export function deleteRoutine(
+  pool: Pool,
+  client: Client,
+  agentId: string,
+  appId: string,
+  slug: string,
+): Promise<RoutineResult<{ slug: string }>> {
   return withRoutine(pool, agentId, appId, slug, async () => {
     await client.schedule
       .getHandle(routineScheduleId(agentId, appId, slug))
@@ -168,19 +248,11 @@ export function deleteRoutine(pool: Pool, client: Client, agentId: string, appId
 
 /**
  * A run recorded as in flight whose workflow has ended without finishing it (terminated outside Keel) is closed as
- * abandoned, so that it does not block the routine. Answers whether it was.
+ * abandoned, so that it does not block the routine. Answers whether it was; throws when Temporal cannot tell.
  */
 export async function abandonIfClosed(pool: Pool, client: Client, run: routinesDb.RoutineRunRow): Promise<boolean> {
-  const open = await client.workflow
-    .getHandle(run.workflowId, undefined, { firstExecutionRunId: run.runId })
-    .describe()
-    .then((d) => d.status.name === 'RUNNING')
-    .catch((err: unknown) => {
-      // Only a workflow Temporal does not know is gone; Temporal being unreachable is not a verdict.
-      if (err instanceof WorkflowNotFoundError) return false;
-      throw err;
-    });
-  if (open) return false;
-  await routinesDb.finishRun(pool, run.runId, { status: 'error', digest: 'abandoned: its workflow ended without finishing the run', artifactId: null });
+  if (await workflowIsOpen(client, run.workflowId, run.runId)) return false;
+  const digest = 'abandoned: its workflow ended without finishing the run';
+  await routinesDb.finishRun(pool, run.runId, { status: 'error', digest, artifactId: null });
   return true;
 }

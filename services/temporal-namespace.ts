@@ -1,7 +1,7 @@
 import { Connection, type OperatorService } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { temporalStatus } from './status';
+import { temporalStatus } from './temporal-status';
 
 /** Anything that holds Temporal's operator service: the client's Connection or the worker's NativeConnection. */
 export interface OperatorConnection {
@@ -40,7 +40,7 @@ export async function missingSearchAttributes(connection: OperatorConnection, na
 
 /**
  * Registers Keel's search attributes that the namespace lacks and returns their names. Without them Temporal refuses
- * every workflow and Schedule Keel starts (INVALID_ARGUMENT), so the worker, the API and `npm start` call this at
+ * every workflow and Schedule Keel starts (INVALID_ARGUMENT), so the worker and the API call this at
  * start; where the namespace may not be changed (no operator rights, no free slot) it throws
  * MissingSearchAttributesError, which names what is missing. (`start-dev --search-attribute` registers them only
  * when it creates its SQLite file, so a file from an older Keel may lack newer ones.) Given an address, it opens and

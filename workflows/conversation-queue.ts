@@ -1,0 +1,90 @@
+import type { QueuedMessage } from '../domain/conversation';
+
+/** Where an accepted message went: `accepted` if nothing is ahead of it; and whether it interrupts the running turn. */
+export interface Placement {
+  status: 'accepted' | 'queued';
+  interrupts: boolean;
+}
+
+/**
+ * The turns waiting in one conversation, and the messages steered into the turn that is running. Plain state, no
+ * Temporal calls: the conversation workflow keeps one and decides, from what it answers, what to do next.
+ */
+export class ConversationQueue {
+  private readonly waiting: QueuedMessage[];
+  private steered: QueuedMessage[] = [];
+  /**
+   * Every turn this run has queued, so that a turn reaches the queue once whichever path brings it (a message's
+   * acceptance, or open turns taken up from PostgreSQL) and however their results interleave.
+   */
+  private readonly taken: Set<string>;
+
+  constructor(carried: QueuedMessage[] = []) {
+    this.waiting = [...carried];
+    this.taken = new Set(this.waiting.map((q) => q.turnId));
+  }
+
+  /** Turns waiting, not counting messages steered into the running turn. */
+  get length(): number {
+    return this.waiting.length;
+  }
+
+  /** Everything waiting: turns, and messages steered into the running turn that it has not read yet. */
+  get size(): number {
+    return this.waiting.length + this.steered.length;
+  }
+
+  /** Queues a turn once: at the back, at the front, or ahead of everything but earlier interrupts. */
+  enqueue(entry: QueuedMessage, at: 'back' | 'front' | 'after-interrupts'): void {
+    if (this.taken.has(entry.turnId)) return;
+    this.taken.add(entry.turnId);
+    if (at === 'back') this.waiting.push(entry);
+    else if (at === 'front') this.waiting.unshift(entry);
+    else {
+      const firstOther = this.waiting.findIndex((q) => q.mode !== 'interrupt');
+      this.waiting.splice(firstOther < 0 ? this.waiting.length : firstOther, 0, entry);
+    }
+  }
+
+  /**
+   * Places a newly accepted message. While a turn runs, a steer joins it and an interrupt goes next in line (behind
+   * interrupts that came earlier) and stops it; anything else waits at the back.
+   */
+  place(entry: QueuedMessage, turnRunning: boolean): Placement {
+    // Its own turn may already be queued, taken up from PostgreSQL by a run that was just starting.
+    const idle = !turnRunning && this.waiting.every((q) => q.turnId === entry.turnId);
+    if (turnRunning && entry.mode === 'steer' && !this.taken.has(entry.turnId)) {
+      this.taken.add(entry.turnId);
+      this.steered.push(entry);
+      return { status: 'accepted', interrupts: false };
+    }
+    if (turnRunning && entry.mode === 'interrupt') {
+      this.enqueue(entry, 'after-interrupts');
+      return { status: 'queued', interrupts: true };
+    }
+    this.enqueue(entry, 'back');
+    return { status: idle ? 'accepted' : 'queued', interrupts: false };
+  }
+
+  /** The next turn to run, taken off the queue. */
+  next(): QueuedMessage | undefined {
+    return this.waiting.shift();
+  }
+
+  /** The messages steered into the running turn since its last model call, handed over once. */
+  takeSteered(): QueuedMessage[] {
+    const steered = this.steered;
+    this.steered = [];
+    return steered;
+  }
+
+  /** At a turn's end: steered messages that arrived after its last model call get a turn of their own, first. */
+  endTurn(): void {
+    this.waiting.unshift(...this.takeSteered());
+  }
+
+  /** What a continue-as-new hands to the next run (no turn is running then, so nothing is steered). */
+  carried(): QueuedMessage[] {
+    return this.waiting;
+  }
+}
