@@ -10,6 +10,7 @@ import { routineRunActivities } from './routines/run';
 import { reflectionActivities } from './reflection';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
+import type { EgressGuard } from '../services/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
 export interface ActivityDeps {
@@ -24,6 +25,8 @@ export interface ActivityDeps {
   routines?: RoutineSettings;
   /** Reflection cadence, tiers, gates and the daily cost ceiling. */
   reflection?: ReflectionSettings;
+  /** The egress guard of routine integrations (the process's KEEL_EGRESS_ALLOW when unset). */
+  egress?: EgressGuard;
 }
 
 /** Every activity the worker registers; workflows import only its type. */

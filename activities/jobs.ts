@@ -1,9 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
-import { getAgent } from '../db/agents';
+import { destinationBook, getAgent } from '../db/agents';
 import * as jobsDb from '../db/jobs';
 import { inTransaction, type Pool } from '../db/pool';
-import type { Delivery, DeliveryOutcome } from '../domain/delivery';
+import { resolveDestination, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import {
   conversationWorkflowId,
   jobConversationId,
@@ -46,7 +46,8 @@ export interface ScheduleToolInput {
   description?: string;
   schedule?: JobSchedule;
   task?: string;
-  delivery?: Delivery;
+  /** A destination's name; a Delivery object only in calls recorded before named destinations (refused now). */
+  delivery?: string | Delivery;
   deleteAfterRun?: boolean;
 }
 
@@ -96,6 +97,21 @@ async function scheduleToolAction(
     case 'resume':
       return answer(await resumeJob(pool, client, agentId, job.id, 'agent'), (j) => `resumed ${describeJob(j)}`);
   }
+}
+
+/**
+ * Where a job's result goes: its destination as configured now, or the Delivery a person gave it. A target the model
+ * chose that is not a destination (a job made by its schedule tool before destinations existed) is refused, as one
+ * would be today. A refusal is the delivery outcome.
+ */
+async function jobTarget(pool: Pool, job: jobsDb.JobRow): Promise<Delivery | DeliveryOutcome> {
+  if (job.destination !== null) {
+    return (
+      resolveDestination(await destinationBook(pool, job.agentId), job.destination) ?? 'dropped:unknown_destination'
+    );
+  }
+  if (job.deliveryChosenBy === 'agent' && job.delivery.channel !== 'none') return 'dropped:unnamed_target';
+  return job.delivery;
 }
 
 // ---- the run's activities -----------------------------------------------------------------------------------------
@@ -186,7 +202,10 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
       return { errors, status, untilNextFireMs: next ? next.getTime() - Date.now() : null };
     },
 
-    /** The job's result to the job's own delivery target, through the effects ledger. */
+    /**
+     * The job's result to the job's own delivery target, through the effects ledger. A named destination is looked up
+     * now, as a person has it configured; `target` (the job's Delivery when its run began) serves a job deleted since.
+     */
     deliverJobResult: async (input: {
       runId: string;
       agentId: string;
@@ -196,11 +215,14 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
     }): Promise<DeliveryReport> => {
       const key = jobDeliveryEffectKey(input.runId);
       const conversationId = jobConversationId(input.jobId);
+      const job = await jobsDb.getJobById(pool, input.jobId);
+      const target = job ? await jobTarget(pool, job) : input.target;
+      if (typeof target === 'string') return { outcome: target, attempts: 0 };
       return deliverOnce(pool, transports, {
         effectKey: key,
         conversationKey: null,
         turnId: null,
-        target: input.target,
+        target,
         message: { agentId: input.agentId, conversationId, turnId: null, text: input.text, idempotencyKey: key },
       });
     },

@@ -6,6 +6,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The agent the bearer token is scoped to; `*` for every agent. */
     agentScope: string;
+    /**
+     * Who made the request, as the audit trail records it: `token:<first 12 hex digits of the token's SHA-256>`
+     * (an operator finds which token with `printf %s "$TOKEN" | sha256sum`), or `dev` without tokens. Never the
+     * token itself.
+     */
+    actor: string;
   }
 }
 
@@ -15,6 +21,8 @@ declare module 'fastify' {
  */
 export function registerAuth(app: FastifyInstance, tokens: Map<string, string> | undefined): void {
   app.decorateRequest('agentScope', '*');
+  // With tokens, every route that records an actor needs one, and the hook below sets it before the handler runs.
+  app.decorateRequest('actor', tokens ? 'unauthenticated' : 'dev');
   if (!tokens) return;
   // Tokens are compared as SHA-256 digests: equal length always, so the comparison reveals neither content nor length.
   const digest = (t: string) => createHash('sha256').update(t).digest();
@@ -31,8 +39,12 @@ export function registerAuth(app: FastifyInstance, tokens: Map<string, string> |
     for (const e of entries) if (timingSafeEqual(e.token, presented)) agent = e.agent;
     if (agent === undefined) throw new ApiError(401, 'unauthorized', 'unknown bearer token');
     req.agentScope = agent;
+    req.actor = tokenActor(presented);
   });
 }
+
+/** 48 bits of the token's digest: tells a deployment's tokens apart, and gives nothing to log in with. */
+const tokenActor = (digest: Buffer) => `token:${digest.toString('hex').slice(0, 12)}`;
 
 /** A token scoped to one agent sees every other agent's resources as absent. */
 export function assertAgentAccess(req: FastifyRequest, agentId: string): void {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Delivery } from '../domain/delivery';
+import { Delivery, Destinations } from '../domain/delivery';
 import { ID_PATTERN } from '../domain/limits';
 import { storableString } from '../domain/text';
 
@@ -18,6 +18,8 @@ export const AgentBody = z
     model: storableString().min(1).max(200).optional(),
     systemPrompt: storableString().max(100_000).optional(),
     owner: z.object({ delivery: Delivery }).strict().optional(),
+    /** Where the agent's model may send, by name: the model names one, never writes a URL or a Slack target. */
+    destinations: Destinations.optional(),
     reflection: z.object({ enabled: z.boolean() }).strict().optional(),
   })
   .strict();
@@ -28,6 +30,7 @@ export const Agent = z.object({
   model: z.string().nullable(),
   systemPrompt: z.string().nullable(),
   owner: z.object({ delivery: Delivery }).nullable(),
+  destinations: z.record(z.string(), Delivery),
   reflection: z.object({ enabled: z.boolean() }),
   createdAt: z.string(),
   updatedAt: z.string(),

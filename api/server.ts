@@ -18,6 +18,7 @@ import { createMetrics } from './metrics';
 import { EventHub } from './events';
 import { eventRoutes } from './routes/events';
 import { agentRoutes } from './routes/agents';
+import { auditRoutes } from './routes/audit';
 import { conversationRoutes } from './routes/conversations';
 import { appRoutes } from './routes/apps';
 import { delegationRoutes } from './routes/delegation';
@@ -161,6 +162,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   app.addHook('preClose', () => hub.close());
   await app.register(eventRoutes({ pool: deps.pool, hub }));
   await app.register(agentRoutes(deps.pool));
+  await app.register(auditRoutes(deps.pool));
   const conversations = { ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000, closing: closing.signal };
   await app.register(conversationRoutes(conversations));
   await app.register(delegationRoutes(deps));

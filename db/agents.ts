@@ -1,4 +1,4 @@
-import type { Delivery } from '../domain/delivery';
+import type { Delivery, DestinationBook, Destinations } from '../domain/delivery';
 import type { Queryable } from './pool';
 
 export interface AgentRow {
@@ -7,6 +7,8 @@ export interface AgentRow {
   model: string | null;
   systemPrompt: string | null;
   ownerDelivery: Delivery | null;
+  /** Named destinations a person configured; the model may name them, never write a target of its own. */
+  destinations: Destinations;
   reflectionEnabled: boolean;
   createdAt: string;
   updatedAt: string;
@@ -18,6 +20,7 @@ interface AgentRecord {
   model: string | null;
   system_prompt: string | null;
   owner_delivery: Delivery | null;
+  destinations: Destinations;
   reflection_enabled: boolean;
   created_at: Date;
   updated_at: Date;
@@ -29,6 +32,7 @@ const toAgent = (r: AgentRecord): AgentRow => ({
   model: r.model,
   systemPrompt: r.system_prompt,
   ownerDelivery: r.owner_delivery,
+  destinations: r.destinations,
   reflectionEnabled: r.reflection_enabled,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
@@ -53,20 +57,29 @@ export async function getAgent(db: Queryable, agentId: string): Promise<AgentRow
   return rows[0] ? toAgent(rows[0]) : undefined;
 }
 
+/** What a model's destination name may resolve to, for this agent (none configured when the agent is new). */
+export async function destinationBook(db: Queryable, agentId: string): Promise<DestinationBook> {
+  const agent = await getAgent(db, agentId);
+  return { destinations: agent?.destinations ?? {}, ownerDelivery: agent?.ownerDelivery ?? null };
+}
+
 export interface AgentSettings {
   name: string;
   model?: string;
   systemPrompt?: string;
   owner?: { delivery: Delivery };
+  /** Replaces the agent's destinations (none when absent, as PUT replaces the rest). */
+  destinations?: Destinations;
   reflection?: { enabled: boolean };
 }
 
 export async function upsertAgent(db: Queryable, agentId: string, s: AgentSettings): Promise<AgentRow> {
   const { rows } = await db.query<AgentRecord>(
-    `INSERT INTO agents (id, name, model, system_prompt, owner_delivery, reflection_enabled)
-     VALUES ($1, $2, $3, $4, $5, $6)
+    `INSERT INTO agents (id, name, model, system_prompt, owner_delivery, destinations, reflection_enabled)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, model = EXCLUDED.model, system_prompt = EXCLUDED.system_prompt,
-       owner_delivery = EXCLUDED.owner_delivery, reflection_enabled = EXCLUDED.reflection_enabled, updated_at = now()
+       owner_delivery = EXCLUDED.owner_delivery, destinations = EXCLUDED.destinations,
+       reflection_enabled = EXCLUDED.reflection_enabled, updated_at = now()
      RETURNING *`,
     [
       agentId,
@@ -74,6 +87,7 @@ export async function upsertAgent(db: Queryable, agentId: string, s: AgentSettin
       s.model ?? null,
       s.systemPrompt ?? null,
       s.owner ? JSON.stringify(s.owner.delivery) : null,
+      JSON.stringify(s.destinations ?? {}),
       s.reflection?.enabled ?? false,
     ],
   );

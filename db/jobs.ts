@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryOutcome } from '../domain/delivery';
+import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import type { JobSchedule } from '../domain/jobs';
 import type { Queryable } from './pool';
 
@@ -11,7 +11,12 @@ export interface JobRow {
   description: string | null;
   schedule: JobSchedule;
   task: string;
+  /** The Delivery a person gave; `none` when the job names a destination instead. */
   delivery: Delivery;
+  /** The agent's destination the job delivers to, resolved at delivery time (null: `delivery` is the target). */
+  destination: string | null;
+  /** Who chose the target: a person through the API, or the model through its `schedule` tool. */
+  deliveryChosenBy: 'agent' | 'user';
   deleteAfterRun: boolean;
   createdBy: 'agent' | 'user';
   status: JobStatus;
@@ -35,7 +40,9 @@ interface JobRecord {
   description: string | null;
   schedule: JobSchedule;
   task: string;
-  delivery: Delivery;
+  delivery: Delivery | null;
+  destination: string | null;
+  delivery_chosen_by: 'agent' | 'user';
   delete_after_run: boolean;
   created_by: 'agent' | 'user';
   status: JobStatus;
@@ -57,7 +64,9 @@ const toJob = (r: JobRecord): JobRow => ({
   description: r.description,
   schedule: r.schedule,
   task: r.task,
-  delivery: r.delivery,
+  delivery: r.delivery ?? NO_DELIVERY,
+  destination: r.destination,
+  deliveryChosenBy: r.delivery_chosen_by,
   deleteAfterRun: r.delete_after_run,
   createdBy: r.created_by,
   status: r.status,
@@ -96,7 +105,9 @@ export interface NewJobRow {
   description?: string;
   schedule: JobSchedule;
   task: string;
-  delivery: Delivery;
+  /** Exactly one of delivery and destination. */
+  target: { delivery: Delivery } | { destination: string };
+  deliveryChosenBy: 'agent' | 'user';
   deleteAfterRun: boolean;
   createdBy: 'agent' | 'user';
   nextRunAt: Date;
@@ -104,8 +115,9 @@ export interface NewJobRow {
 
 export async function insertJob(db: Queryable, j: NewJobRow): Promise<JobRow> {
   const { rows } = await db.query<JobRecord>(
-    `INSERT INTO jobs (id, agent_id, name, description, schedule, task, delivery, delete_after_run, created_by, status, next_run_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'active', $10) RETURNING *`,
+    `INSERT INTO jobs (id, agent_id, name, description, schedule, task, delivery, destination, delivery_chosen_by,
+       delete_after_run, created_by, status, next_run_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12) RETURNING *`,
     [
       j.id,
       j.agentId,
@@ -113,7 +125,9 @@ export async function insertJob(db: Queryable, j: NewJobRow): Promise<JobRow> {
       j.description ?? null,
       JSON.stringify(j.schedule),
       j.task,
-      JSON.stringify(j.delivery),
+      'delivery' in j.target ? JSON.stringify(j.target.delivery) : null,
+      'destination' in j.target ? j.target.destination : null,
+      j.deliveryChosenBy,
       j.deleteAfterRun,
       j.createdBy,
       j.nextRunAt,

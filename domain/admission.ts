@@ -1,6 +1,6 @@
 import { CANONICAL_FILES, CONSTITUTION, isWritable, type MemoryFiles } from './memory';
 import type { Proposal } from './reflection';
-import { SECRET_PATTERNS } from './reply-guard';
+import { describeFinding, findSecret } from './secret-scan';
 
 /**
  * The admission gates of a reflection proposal: deterministic, pure, each reported by name. A proposal is admitted
@@ -40,9 +40,8 @@ export interface Check {
   transient?: boolean;
 }
 
-/** Keel's secret patterns plus the words Phantom's I6 scans for. */
-const CREDENTIAL_PATTERNS: readonly { name: string; pattern: RegExp }[] = [
-  ...SECRET_PATTERNS,
+/** The words Phantom's I6 scans for, besides the secret scanner (seed patterns and gitleaks' rules). */
+const CREDENTIAL_WORDS: readonly { name: string; pattern: RegExp }[] = [
   { name: 'ANTHROPIC_API_KEY', pattern: /ANTHROPIC_API_KEY/ },
   { name: 'api_key=', pattern: /api_key\s*=/i },
   { name: 'secret_key=', pattern: /secret_key\s*=/i },
@@ -154,11 +153,13 @@ export function checkProposal(
       : pass('balanced_fences'),
   );
 
-  const credentials = touched.flatMap((f) =>
-    addedLines(current[f] ?? '', next[f] ?? '').flatMap((l) =>
-      CREDENTIAL_PATTERNS.filter((p) => p.pattern.test(l)).map((p) => `${f}: ${p.name}`),
-    ),
-  );
+  const credentials = touched.flatMap((f) => {
+    const added = addedLines(current[f] ?? '', next[f] ?? '');
+    // The added lines are scanned together, so that a rule spanning lines (a PEM block) sees them all.
+    const secret = added.length ? findSecret(added.join('\n')) : undefined;
+    const words = added.flatMap((l) => CREDENTIAL_WORDS.filter((p) => p.pattern.test(l)).map((p) => p.name));
+    return [...(secret ? [describeFinding(secret)] : []), ...words].map((name) => `${f}: ${name}`);
+  });
   checks.push(
     credentials.length
       ? fail('no_credentials', `credential patterns in new lines: ${[...new Set(credentials)].join(', ')}`)

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseEgressAllow, type EgressAllow } from './egress';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
 import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
 
@@ -74,6 +75,18 @@ const Env = z.object({
     .string()
     .default(`${DEFAULT_REFLECTION_SETTINGS.prices.input},${DEFAULT_REFLECTION_SETTINGS.prices.output}`),
   KEEL_REFLECTION_URL_ALLOWLIST: z.string().default(DEFAULT_REFLECTION_SETTINGS.urlAllowlist.join(',')),
+  /** Exceptions to the egress guard: hosts, `*.domain`, addresses, CIDRs and `loopback`, comma-separated. */
+  KEEL_EGRESS_ALLOW: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      try {
+        return parseEgressAllow(raw);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+        return z.NEVER;
+      }
+    }),
   /** JSON object of HTTP integrations for routines' integrations.call: {"name": "https://…"}. */
   KEEL_INTEGRATIONS: z
     .string()
@@ -149,6 +162,8 @@ export interface KeelConfig {
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
   reflection: ReflectionSettings;
+  /** What the egress guard lets through besides public addresses. */
+  egress: { allow: EgressAllow };
 }
 
 export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
@@ -207,6 +222,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       prices: prices(e.KEEL_REFLECTION_PRICES),
       urlAllowlist: list(e.KEEL_REFLECTION_URL_ALLOWLIST),
     },
+    egress: { allow: e.KEEL_EGRESS_ALLOW },
   };
 }
 

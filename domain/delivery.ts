@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { storableString } from './text';
+import { WEBHOOK_SECRET_MESSAGE, WEBHOOK_SECRET_PATTERN } from './webhook-secret';
 
 // A regex rather than z.url(): this schema also runs inside the workflow sandbox, which has no URL parser to rely on.
 const httpUrl = storableString()
@@ -15,13 +16,80 @@ export const SlackTarget = z.union([
 export const Delivery = z.discriminatedUnion('channel', [
   z.object({ channel: z.literal('none') }).strict(),
   z
-    .object({ channel: z.literal('webhook'), url: httpUrl, secret: storableString().min(1).max(512).optional() })
+    .object({
+      channel: z.literal('webhook'),
+      url: httpUrl,
+      secret: storableString().min(1).max(512).regex(WEBHOOK_SECRET_PATTERN, WEBHOOK_SECRET_MESSAGE).optional(),
+    })
     .strict(),
   z.object({ channel: z.literal('slack'), target: SlackTarget }).strict(),
 ]);
 export type Delivery = z.infer<typeof Delivery>;
 
 export const NO_DELIVERY: Delivery = { channel: 'none' };
+
+/** The name the agent's owner delivery goes by: a destination too, configured as `owner.delivery`. */
+export const OWNER_DESTINATION = 'owner';
+export const MAX_DESTINATIONS = 50;
+
+/** A destination's name: what the model may write where a person would write a Delivery. */
+export const DESTINATION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const DESTINATION_NAME_RULE = 'a destination name is 1–64 letters, digits, ".", "_" or "-"';
+export const DestinationName = z.string().regex(DESTINATION_NAME, DESTINATION_NAME_RULE);
+
+const OWNER_RESERVED = `"${OWNER_DESTINATION}" names the owner delivery: set it as owner.delivery`;
+
+/** The destinations a person configures for an agent, by name (`owner` is reserved for the owner delivery). */
+export const Destinations = z
+  .record(z.string(), Delivery)
+  .superRefine((d, ctx) => {
+    const names = Object.keys(d);
+    if (names.length > MAX_DESTINATIONS)
+      ctx.addIssue({ code: 'custom', message: `an agent may have at most ${MAX_DESTINATIONS} destinations` });
+    for (const name of names) {
+      if (!DESTINATION_NAME.test(name))
+        ctx.addIssue({ code: 'custom', path: [name], message: `"${name}": ${DESTINATION_NAME_RULE}` });
+      else if (name.toLowerCase() === OWNER_DESTINATION)
+        ctx.addIssue({ code: 'custom', path: [name], message: OWNER_RESERVED });
+    }
+  })
+  // The same rules for the OpenAPI document (a refinement is invisible there; JSON Schema patterns take no flags).
+  .meta({
+    maxProperties: MAX_DESTINATIONS,
+    propertyNames: { pattern: DESTINATION_NAME.source, not: { pattern: '^[Oo][Ww][Nn][Ee][Rr]$' } },
+  });
+export type Destinations = z.infer<typeof Destinations>;
+
+/** What an agent's configuration offers to whoever names a destination. */
+export interface DestinationBook {
+  destinations: Destinations;
+  ownerDelivery: Delivery | null;
+}
+
+/** The names that can be given: the configured destinations, and `owner` once an owner delivery is set. */
+export function destinationNames(book: DestinationBook): string[] {
+  return [...Object.keys(book.destinations).sort(), ...(book.ownerDelivery ? [OWNER_DESTINATION] : [])];
+}
+
+export function resolveDestination(book: DestinationBook, name: string): Delivery | undefined {
+  if (name === OWNER_DESTINATION) return book.ownerDelivery ?? undefined;
+  return Object.hasOwn(book.destinations, name) ? book.destinations[name] : undefined;
+}
+
+/** Why a name is not one of the book's, in words the model reads (it lists the names it may use). */
+export function unknownDestination(book: DestinationBook, name: string): string {
+  const names = destinationNames(book);
+  const known = names.length ? `its destinations: ${names.join(', ')}` : 'it has none: a person configures them';
+  return `this agent has no destination named "${name}" (${known})`;
+}
+
+/**
+ * Said to the model that gave a URL or a Slack target where only a destination's name is taken: where data goes is a
+ * person's choice (an instruction in a message or a tool result must not be able to send it elsewhere).
+ */
+export const MODEL_TARGET_REFUSED =
+  'the model may only name a destination that a person configured for this agent, never give a URL or a Slack ' +
+  'target; leave delivery out to keep the results in Keel, or ask the owner to configure a destination';
 
 /**
  * Outcome of one delivery: `delivered`, or a kind with its reason. `skipped` means Keel chose not to send

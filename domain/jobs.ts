@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { canonicalTimeZone, cronRefusal, parseCron } from './cron';
-import { Delivery, outcomeKind, type DeliveryOutcome } from './delivery';
+import {
+  Delivery,
+  DestinationName,
+  MODEL_TARGET_REFUSED,
+  outcomeKind,
+  resolveDestination,
+  unknownDestination,
+  type DeliveryOutcome,
+  type DestinationBook,
+} from './delivery';
 import { utf8Bytes } from './messages';
 import { storableString } from './text';
 
@@ -33,13 +42,21 @@ export const NewJob = z
     description: storableString().optional(),
     schedule: JobSchedule,
     task: storableString(),
-    delivery: Delivery.optional(),
+    /** A Delivery (from a person, through the API) or the name of one of the agent's destinations. */
+    delivery: z.union([Delivery, DestinationName]).optional(),
     deleteAfterRun: z.boolean().optional(),
   })
   .strict();
 export type NewJob = z.infer<typeof NewJob>;
 
-export type JobRuleCode = 'job_limit' | 'task_too_large' | 'job_name_taken' | 'invalid_schedule' | 'invalid_request';
+export type JobRuleCode =
+  | 'job_limit'
+  | 'task_too_large'
+  | 'job_name_taken'
+  | 'invalid_schedule'
+  | 'invalid_request'
+  | 'unknown_destination'
+  | 'target_not_allowed';
 
 /** A broken rule: the field it concerns, the rule in words, and the API status it maps to. */
 export interface JobRuleError {
@@ -56,7 +73,16 @@ export interface JobContext {
   /** Whether another job of the agent has this name, ignoring case. */
   nameTaken: boolean;
   everyFloorMs?: number;
+  /**
+   * Who chose the job's delivery: a person (the API) may give a Delivery, the model (`agent`) only a name. Unset
+   * counts as the model, the stricter of the two.
+   */
+  chosenBy?: 'agent' | 'user';
+  /** The agent's destinations, which a name must be one of (none when unset). */
+  destinations?: DestinationBook;
 }
+
+const NO_DESTINATIONS: DestinationBook = { destinations: {}, ownerDelivery: null };
 
 export type JobVerdict = { ok: true; nextRunAt: Date; schedule: JobSchedule } | { ok: false; error: JobRuleError };
 
@@ -67,7 +93,8 @@ const fail = (code: JobRuleCode, field: string, message: string, status: JobRule
 
 /**
  * The one validation of a job, used by the API and by the agent's tool alike. Rules in Phantom's order: the job
- * limit, the task size, the name, the schedule, the delivery target (checked by the Delivery schema).
+ * limit, the task size, the name, the schedule, the delivery target (its shape checked by the schema; here who may
+ * give what, and that a name is one of the agent's destinations).
  */
 export function validateNewJob(job: NewJob, ctx: JobContext): JobVerdict {
   if (ctx.existingJobs >= JOBS.maxJobsPerAgent)
@@ -89,6 +116,12 @@ export function validateNewJob(job: NewJob, ctx: JobContext): JobVerdict {
     return fail('job_name_taken', 'name', `a job named "${name}" already exists (names are unique ignoring case)`, 409);
   const schedule = checkSchedule(job.schedule, ctx.now, ctx.everyFloorMs ?? JOBS.defaultEveryFloorMs);
   if ('error' in schedule) return fail('invalid_schedule', schedule.field, schedule.error, 400);
+  const target = job.delivery;
+  const book = ctx.destinations ?? NO_DESTINATIONS;
+  if (typeof target === 'object' && (ctx.chosenBy ?? 'agent') === 'agent')
+    return fail('target_not_allowed', 'delivery', MODEL_TARGET_REFUSED, 400);
+  if (typeof target === 'string' && !resolveDestination(book, target))
+    return fail('unknown_destination', 'delivery', unknownDestination(book, target), 400);
   return { ok: true, nextRunAt: schedule.next, schedule: schedule.normalized };
 }
 

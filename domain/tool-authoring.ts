@@ -23,7 +23,8 @@ export const CAPABILITY_DOCS = [
   'ai.summarize(text) → a short summary (string)',
   'ai.write(instruction) → a drafted text (string)',
   'integrations.call(name, payload) → the integration\'s JSON answer (throws "not connected" when there is none)',
-  "send(text) → delivers text to the routine's owner; waits for a human's approval first",
+  "send(text, destination?) → delivers text to the routine's delivery, or to a destination the owner configured, " +
+    "by name (never a URL); waits for a human's approval first",
   'browser(instruction) → not available on this deployment (throws)',
 ];
 

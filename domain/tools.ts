@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Delivery } from './delivery';
+import { DESTINATION_NAME, DESTINATION_NAME_RULE, MODEL_TARGET_REFUSED } from './delivery';
 import { JobSchedule } from './jobs';
 import type { ToolDefinition } from './model';
 
@@ -98,7 +98,9 @@ export const scheduleTool = defineTool({
   description:
     'Manage scheduled jobs. action "create" needs name, schedule ({kind:"at",at} | {kind:"every",intervalMs} | ' +
     '{kind:"cron",expr,tz?}) and task; "list" lists them; "delete", "run", "pause" and "resume" take jobId or name. ' +
-    'Write the task self-contained: the run happens in a conversation of its own and will not see this one.',
+    'Write the task self-contained: the run happens in a conversation of its own and will not see this one. ' +
+    'Results go to delivery, the name of a destination the owner configured ("owner" is the owner); without it ' +
+    'they stay readable in Keel. Delivery never takes a URL or a Slack target.',
   input: z.object({
     action: z.enum(['create', 'list', 'delete', 'run', 'pause', 'resume']),
     jobId: z.string().optional(),
@@ -106,7 +108,12 @@ export const scheduleTool = defineTool({
     description: z.string().optional(),
     schedule: JobSchedule.optional(),
     task: z.string().optional(),
-    delivery: Delivery.optional(),
+    /** A name only: where results go is a person's choice, so a URL in the model's hands is refused here. */
+    delivery: z
+      .string({ error: MODEL_TARGET_REFUSED })
+      .regex(DESTINATION_NAME, `${DESTINATION_NAME_RULE}: ${MODEL_TARGET_REFUSED}`)
+      .optional()
+      .describe('The name of a destination configured for this agent, e.g. "ops-webhook" or "owner".'),
     deleteAfterRun: z.boolean().optional(),
   }),
   endsTurn: false,

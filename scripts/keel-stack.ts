@@ -4,6 +4,7 @@ import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { migrate } from '../db/migrate';
+import { withLoopback } from '../domain/egress';
 import { startDevServer, type DevServer } from './dev-server';
 import { freePort } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
@@ -59,6 +60,8 @@ export async function startKeelStack(
     KEEL_MODEL: 'scripted',
     KEEL_LOG_LEVEL: 'warn',
     KEEL_TASK_QUEUE: taskQueue,
+    // The soak's and the benchmarks' webhook receivers listen on loopback: allowed explicitly, as npm start does.
+    KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
     ...opts.env,
   };
   const spawnWorker = () => spawnTs('worker/main.ts', env, ['ignore', logs, logs]);

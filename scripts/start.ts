@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { migrate } from '../db/migrate';
 import { isLoopbackHost, loadConfig } from '../domain/config';
+import { describeEgress, parseEgressAllow, withLoopback } from '../domain/egress';
 import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
@@ -72,8 +73,12 @@ async function main(): Promise<void> {
 
     // The worker serves the Temporal SDK's metrics on a free loopback port; the API appends them to its /metrics.
     const workerMetrics = config.workerMetricsAddress ?? `127.0.0.1:${await freePort()}`;
+    // npm start is Keel on this machine, for trying it: its webhook receivers and fakes listen on loopback, so the
+    // egress guard allows loopback here, explicitly and on the banner. `npm run worker` alone allows only the list.
+    const egressAllow = withLoopback(process.env.KEEL_EGRESS_ALLOW);
     const env = {
       ...process.env,
+      KEEL_EGRESS_ALLOW: egressAllow,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: address,
       KEEL_WORKER_METRICS_ADDRESS: workerMetrics,
@@ -101,6 +106,7 @@ async function main(): Promise<void> {
         `  OpenAPI      ${api}/docs`,
         `  Temporal UI  ${uiUrl}`,
         `  PostgreSQL   ${pg ? describeEmbeddedPg(pg) : 'DATABASE_URL'}`,
+        `  Egress       ${describeEgress(parseEgressAllow(egressAllow))} — loopback allowed by npm start`,
         `  Model        ${config.model.provider}${config.model.provider === 'scripted' ? ' (offline; set ANTHROPIC_API_KEY to use Claude)' : ` (${config.model.anthropicModel})`}`,
         '',
         `Try: curl -X POST '${api}/v1/agents/a1/conversations/c1/messages?wait=30' -H 'content-type: application/json' -d '{"text":"hello"}'`,

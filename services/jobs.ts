@@ -15,7 +15,7 @@ import {
   type ScheduleOptionsStartWorkflowAction,
 } from '@temporalio/client';
 import { JOB_RUN_WORKFLOW, type JobRunWorkflow } from '../contracts/job-run';
-import { lockAgent } from '../db/agents';
+import { destinationBook, lockAgent } from '../db/agents';
 import * as jobsDb from '../db/jobs';
 import { inTransaction, type Pool } from '../db/pool';
 import { NO_DELIVERY } from '../domain/delivery';
@@ -99,8 +99,11 @@ export async function createJob(
         existingJobs: await jobsDb.jobCount(db, agentId),
         nameTaken: await jobsDb.jobNameTaken(db, agentId, input.name),
         everyFloorMs: s.everyFloorMs,
+        chosenBy: createdBy,
+        destinations: await destinationBook(db, agentId),
       });
       if (!verdict.ok) return { ok: false, error: verdict.error };
+      const target = input.delivery ?? NO_DELIVERY;
       const job = await jobsDb.insertJob(db, {
         id,
         agentId,
@@ -108,13 +111,15 @@ export async function createJob(
         description: input.description,
         schedule: verdict.schedule,
         task: input.task,
-        delivery: input.delivery ?? NO_DELIVERY,
+        // A name stays a name: the destination is resolved when a result is delivered, as configured then.
+        target: typeof target === 'string' ? { destination: target } : { delivery: target },
+        deliveryChosenBy: createdBy,
         // A one-shot the agent made removes itself after its run, by default.
         deleteAfterRun: input.deleteAfterRun ?? (createdBy === 'agent' && verdict.schedule.kind === 'at'),
         createdBy,
         nextRunAt: verdict.nextRunAt,
       });
-      const detail = { name: job.name, schedule: job.schedule };
+      const detail = { name: job.name, schedule: job.schedule, destination: job.destination ?? undefined };
       await jobsDb.audit(db, { jobId: id, agentId, action: 'create', actor: createdBy, detail });
       await client.schedule.create(scheduleOptions(job, s));
       return { ok: true, value: job };

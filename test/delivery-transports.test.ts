@@ -1,12 +1,16 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { noneTransport } from '../activities/delivery/none';
 import { slackTransport } from '../activities/delivery/slack';
 import type { OutboundMessage } from '../activities/delivery/transport';
-import { signWebhookBody, webhookTransport } from '../activities/delivery/webhook';
+import { webhookTransport } from '../activities/delivery/webhook';
+import { parseEgressAllow } from '../domain/egress';
+import { createEgressGuard } from '../services/egress';
 import { startFakeSlack } from './support/fake-slack';
-import { startWebhookReceiver } from './support/webhook-receiver';
+import { startWebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 
 const message: OutboundMessage = {
   agentId: 'agent-1',
@@ -18,6 +22,19 @@ const message: OutboundMessage = {
 
 const live = (): AbortSignal => new AbortController().signal;
 
+// Every server here is on 127.0.0.1: the transports get a guard that allows loopback, explicitly.
+const egress = createEgressGuard({ allow: parseEgressAllow('loopback') });
+afterAll(() => egress.close());
+const webhook = (opts: { timeoutMs?: number } = {}) => webhookTransport({ ...opts, egress });
+
+/** A fresh Standard Webhooks secret, as a person would generate one: whsec_ + base64 of 32 random bytes. */
+const whsec = () => `whsec_${randomBytes(32).toString('base64')}`;
+
+/** The request's headers as the receiver library takes them. */
+function headersOf(r: ReceivedWebhook): Record<string, string> {
+  return Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]));
+}
+
 /** A port nothing listens on: bind a free one, then release it. */
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -28,66 +45,163 @@ async function closedPort(): Promise<number> {
 }
 
 describe('webhook transport', () => {
-  it('delivers 2xx with the idempotency key and a signature the receiver verifies', async () => {
-    const receiver = await startWebhookReceiver({ secret: 's3cret' });
+  it('sends Standard Webhooks headers that the standardwebhooks library verifies, and the idempotency key', async () => {
+    const secret = whsec();
+    const receiver = await startWebhookReceiver({ secret });
     try {
-      const result = await webhookTransport().send(
-        { channel: 'webhook', url: receiver.url, secret: 's3cret' },
-        message,
-        live(),
-      );
+      const before = Math.floor(Date.now() / 1000);
+      const result = await webhook().send({ channel: 'webhook', url: receiver.url, secret }, message, live());
       expect(result).toEqual({ ok: true, detail: 'http_200' });
       expect(receiver.received).toHaveLength(1);
       const [got] = receiver.received;
-      expect(got?.headers['idempotency-key']).toBe(message.idempotencyKey);
-      expect(got?.headers['content-type']).toBe('application/json');
-      expect(got?.body).toEqual(message);
       expect(got?.validSignature).toBe(true);
-      // The signature covers the exact bytes and timestamp that were sent.
-      const timestamp = String(got?.headers['x-keel-timestamp']);
-      expect(timestamp).toMatch(/^\d{10}$/);
-      expect(got?.headers['x-keel-signature']).toBe(signWebhookBody('s3cret', timestamp, got?.raw ?? ''));
+      expect(got?.body).toEqual(message);
+      expect(got?.headers['content-type']).toBe('application/json');
+      expect(got?.headers['webhook-id']).toBe(message.idempotencyKey);
+      expect(got?.headers['idempotency-key']).toBe(message.idempotencyKey);
+      const timestamp = Number(got?.headers['webhook-timestamp']);
+      expect(timestamp).toBeGreaterThanOrEqual(before);
+      expect(timestamp).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+      // The spec's formula, computed here without the library: v1,<base64 HMAC-SHA256(key, "<id>.<ts>.<body>")>.
+      const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+      const expected = createHmac('sha256', key).update(`${message.idempotencyKey}.${timestamp}.${got?.raw}`);
+      expect(got?.headers['webhook-signature']).toBe(`v1,${expected.digest('base64')}`);
+      // The scheme it replaces is gone.
+      expect(Object.keys(got?.headers ?? {}).filter((h) => h.startsWith('x-keel-'))).toEqual([]);
       expect(receiver.byIdempotencyKey()).toEqual(new Map([[message.idempotencyKey, 1]]));
     } finally {
       await receiver.close();
     }
   });
 
-  it('produces a signature the receiver rejects when the secrets differ', async () => {
-    const receiver = await startWebhookReceiver({ secret: 'receiver-secret' });
+  it('a receiver with another secret fails verification', async () => {
+    const receiver = await startWebhookReceiver({ secret: whsec() });
     try {
-      const result = await webhookTransport().send(
+      const result = await webhook().send({ channel: 'webhook', url: receiver.url, secret: whsec() }, message, live());
+      expect(result.ok).toBe(true);
+      expect(receiver.received[0]?.validSignature).toBe(false);
+      expect(receiver.received[0]?.verifyError).toBe('No matching signature found');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a receiver that checks signatures refuses the delivery for good when the secrets differ', async () => {
+    const receiver = await startWebhookReceiver({ secret: 'receiver-secret', rejectUnverified: true });
+    try {
+      const result = await webhook().send(
         { channel: 'webhook', url: receiver.url, secret: 'other-secret' },
         message,
         live(),
       );
-      expect(result.ok).toBe(true);
-      expect(receiver.received[0]?.validSignature).toBe(false);
+      expect(result).toEqual({ ok: false, retryable: false, reason: 'http_401' });
+      expect(receiver.received.map((r) => [r.status, r.validSignature])).toEqual([[401, false]]);
     } finally {
       await receiver.close();
     }
   });
 
-  it('sends no signature without a secret', async () => {
-    const receiver = await startWebhookReceiver({ secret: 'receiver-secret' });
+  it('signs with a plain secret’s UTF-8 bytes: the key whsec_ + their base64 names', async () => {
+    // An ASCII secret verifies with the library's raw format (what the test receiver does for a plain secret).
+    const ascii = await startWebhookReceiver({ secret: 's3cret' });
+    const unicode = await startWebhookReceiver();
     try {
-      await webhookTransport().send({ channel: 'webhook', url: receiver.url }, message, live());
-      expect(receiver.received[0]?.headers['x-keel-signature']).toBeUndefined();
-      expect(receiver.received[0]?.validSignature).toBe(false);
+      await webhook().send({ channel: 'webhook', url: ascii.url, secret: 's3cret' }, message, live());
+      expect(ascii.received[0]?.validSignature).toBe(true);
+
+      const secret = 'pässwörd 🔑';
+      await webhook().send({ channel: 'webhook', url: unicode.url, secret }, message, live());
+      const [got] = unicode.received;
+      const asWhsec = `whsec_${Buffer.from(secret, 'utf8').toString('base64')}`;
+      expect(new Webhook(asWhsec).verify(got?.raw ?? '', headersOf(got!))).toEqual(message);
+      expect(() => new Webhook(whsec()).verify(got?.raw ?? '', headersOf(got!))).toThrow('No matching signature');
+    } finally {
+      await ascii.close();
+      await unicode.close();
+    }
+  });
+
+  it('a changed body, or the same request presented after the tolerance, fails verification', async () => {
+    const secret = whsec();
+    const receiver = await startWebhookReceiver({ secret });
+    try {
+      await webhook().send({ channel: 'webhook', url: receiver.url, secret }, message, live());
+      const [got] = receiver.received;
+      const wh = new Webhook(secret);
+      expect(wh.verify(got?.raw ?? '', headersOf(got!))).toEqual(message);
+      const tampered = (got?.raw ?? '').replace('Hello from Keel', 'Hello from Eve');
+      expect(() => wh.verify(tampered, headersOf(got!))).toThrow('No matching signature found');
+      // The timestamp is signed too: a captured request replayed more than 5 minutes later is refused.
+      vi.useFakeTimers({ now: Date.now() + 6 * 60_000, toFake: ['Date'] });
+      try {
+        expect(() => wh.verify(got?.raw ?? '', headersOf(got!))).toThrow('Message timestamp too old');
+      } finally {
+        vi.useRealTimers();
+      }
     } finally {
       await receiver.close();
     }
   });
 
-  it('reports 503 as retryable, and the retry carries the same idempotency key', async () => {
-    const receiver = await startWebhookReceiver({ failFirst: 1 });
+  it('a dotted idempotency key becomes a webhook-id without dots that decodes back to it', async () => {
+    const secret = whsec();
+    const receiver = await startWebhookReceiver({ secret });
     try {
-      const transport = webhookTransport();
-      const target = { channel: 'webhook' as const, url: receiver.url };
+      const idempotencyKey = 'conv:a.1:c.x%y/turn/t-1/reply/1';
+      await webhook().send({ channel: 'webhook', url: receiver.url, secret }, { ...message, idempotencyKey }, live());
+      const [got] = receiver.received;
+      expect(got?.headers['webhook-id']).toBe('conv:a%2E1:c%2Ex%25y/turn/t-1/reply/1');
+      expect(decodeURIComponent(String(got?.headers['webhook-id']))).toBe(idempotencyKey);
+      expect(got?.headers['idempotency-key']).toBe(idempotencyKey);
+      expect(got?.validSignature).toBe(true);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('sends webhook-id and webhook-timestamp but no signature without a secret', async () => {
+    const receiver = await startWebhookReceiver({ secret: whsec() });
+    try {
+      await webhook().send({ channel: 'webhook', url: receiver.url }, message, live());
+      const [got] = receiver.received;
+      expect(got?.headers['webhook-id']).toBe(message.idempotencyKey);
+      expect(got?.headers['webhook-timestamp']).toMatch(/^\d{10}$/);
+      expect(got?.headers['webhook-signature']).toBeUndefined();
+      expect([got?.validSignature, got?.verifyError]).toEqual([false, 'Missing required headers']);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('drops a delivery whose whsec_ secret does not decode, without sending it', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      // The schema refuses such a secret now; one stored before that can never be signed, so it is not retried.
+      const result = await webhook().send(
+        { channel: 'webhook', url: receiver.url, secret: 'whsec_!!!' },
+        message,
+        live(),
+      );
+      expect(result).toEqual({ ok: false, retryable: false, reason: 'invalid_secret' });
+      expect(receiver.received).toHaveLength(0);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('reports 503 as retryable; the retry carries the same webhook-id and its own valid signature', async () => {
+    const secret = whsec();
+    const receiver = await startWebhookReceiver({ secret, failFirst: 1 });
+    try {
+      const transport = webhook();
+      const target = { channel: 'webhook' as const, url: receiver.url, secret };
       expect(await transport.send(target, message, live())).toEqual({ ok: false, retryable: true, reason: 'http_503' });
       expect(await transport.send(target, message, live())).toEqual({ ok: true, detail: 'http_200' });
       await receiver.waitFor((r) => r.length === 2, 1000);
-      expect(receiver.received.map((r) => r.status)).toEqual([503, 200]);
+      expect(receiver.received.map((r) => [r.status, r.headers['webhook-id'], r.validSignature])).toEqual([
+        [503, message.idempotencyKey, true],
+        [200, message.idempotencyKey, true],
+      ]);
       // Only the accepted attempt counts as a delivery.
       expect(receiver.byIdempotencyKey()).toEqual(new Map([[message.idempotencyKey, 1]]));
     } finally {
@@ -98,7 +212,7 @@ describe('webhook transport', () => {
   it('reports 429 as retryable', async () => {
     const receiver = await startWebhookReceiver({ failFirst: 1, failStatus: 429 });
     try {
-      const result = await webhookTransport().send({ channel: 'webhook', url: receiver.url }, message, live());
+      const result = await webhook().send({ channel: 'webhook', url: receiver.url }, message, live());
       expect(result).toEqual({ ok: false, retryable: true, reason: 'http_429' });
     } finally {
       await receiver.close();
@@ -108,7 +222,7 @@ describe('webhook transport', () => {
   it('reports 404 as non-retryable', async () => {
     const receiver = await startWebhookReceiver({ failFirst: 1, failStatus: 404 });
     try {
-      const result = await webhookTransport().send({ channel: 'webhook', url: receiver.url }, message, live());
+      const result = await webhook().send({ channel: 'webhook', url: receiver.url }, message, live());
       expect(result).toEqual({ ok: false, retryable: false, reason: 'http_404' });
     } finally {
       await receiver.close();
@@ -117,11 +231,7 @@ describe('webhook transport', () => {
 
   it('reports an unreachable port as a retryable network error', async () => {
     const port = await closedPort();
-    const result = await webhookTransport().send(
-      { channel: 'webhook', url: `http://127.0.0.1:${port}/hook` },
-      message,
-      live(),
-    );
+    const result = await webhook().send({ channel: 'webhook', url: `http://127.0.0.1:${port}/hook` }, message, live());
     expect(result).toEqual({ ok: false, retryable: true, reason: 'network' });
   });
 
@@ -131,7 +241,7 @@ describe('webhook transport', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const { port } = server.address() as AddressInfo;
     try {
-      const result = await webhookTransport({ timeoutMs: 100 }).send(
+      const result = await webhook({ timeoutMs: 100 }).send(
         { channel: 'webhook', url: `http://127.0.0.1:${port}/hook` },
         message,
         live(),
@@ -150,7 +260,7 @@ describe('webhook transport', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const { port } = server.address() as AddressInfo;
     try {
-      const send = webhookTransport().send(
+      const send = webhook().send(
         { channel: 'webhook', url: `http://127.0.0.1:${port}/hook` },
         message,
         controller.signal,
@@ -167,7 +277,7 @@ describe('slack transport', () => {
   it('posts to a C… channel with the bot token', async () => {
     const slack = await startFakeSlack();
     try {
-      const result = await slackTransport({ token: 'xoxb-test', apiUrl: slack.url }).send(
+      const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url }).send(
         { channel: 'slack', target: 'C0123ABC' },
         message,
         live(),
@@ -187,7 +297,7 @@ describe('slack transport', () => {
   it('accepts an API URL without the trailing slash', async () => {
     const slack = await startFakeSlack();
     try {
-      const result = await slackTransport({ token: 'xoxb-test', apiUrl: slack.url.replace(/\/$/, '') }).send(
+      const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url.replace(/\/$/, '') }).send(
         { channel: 'slack', target: 'U0123ABC' },
         message,
         live(),
@@ -202,7 +312,7 @@ describe('slack transport', () => {
   it('resolves target owner to the configured owner', async () => {
     const slack = await startFakeSlack();
     try {
-      const result = await slackTransport({ token: 'xoxb-test', apiUrl: slack.url, owner: 'U0OWNER1' }).send(
+      const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url, owner: 'U0OWNER1' }).send(
         { channel: 'slack', target: 'owner' },
         message,
         live(),
@@ -217,7 +327,7 @@ describe('slack transport', () => {
   it('fails owner_unknown without calling Slack when no owner is configured', async () => {
     const slack = await startFakeSlack();
     try {
-      const result = await slackTransport({ token: 'xoxb-test', apiUrl: slack.url }).send(
+      const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url }).send(
         { channel: 'slack', target: 'owner' },
         message,
         live(),
@@ -232,7 +342,7 @@ describe('slack transport', () => {
   it('fails slack_not_configured without a token', async () => {
     const slack = await startFakeSlack();
     try {
-      const result = await slackTransport({ apiUrl: slack.url, owner: 'U0OWNER1' }).send(
+      const result = await slackTransport({ egress, apiUrl: slack.url, owner: 'U0OWNER1' }).send(
         { channel: 'slack', target: 'C0123ABC' },
         message,
         live(),
@@ -248,7 +358,7 @@ describe('slack transport', () => {
     const slack = await startFakeSlack();
     slack.enqueue({ ok: false, error: 'channel_not_found' });
     try {
-      const result = await slackTransport({ token: 'xoxb-test', apiUrl: slack.url }).send(
+      const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url }).send(
         { channel: 'slack', target: 'C0GONE00' },
         message,
         live(),
@@ -264,7 +374,7 @@ describe('slack transport', () => {
     const slack = await startFakeSlack();
     slack.enqueue({ ok: false, error: 'internal_error' });
     try {
-      const result = await slackTransport({ token: 'xoxb-test', apiUrl: slack.url }).send(
+      const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url }).send(
         { channel: 'slack', target: 'C0123ABC' },
         message,
         live(),
@@ -280,7 +390,7 @@ describe('slack transport', () => {
     // A 30 s Retry-After would time the test out if the SDK honoured it itself.
     slack.enqueue({ status: 429, retryAfter: 30 });
     try {
-      const result = await slackTransport({ token: 'xoxb-test', apiUrl: slack.url }).send(
+      const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url }).send(
         { channel: 'slack', target: 'C0123ABC' },
         message,
         live(),
@@ -296,7 +406,7 @@ describe('slack transport', () => {
     const slack = await startFakeSlack();
     slack.enqueue({ status: 503 });
     try {
-      const transport = slackTransport({ token: 'xoxb-test', apiUrl: slack.url });
+      const transport = slackTransport({ egress, token: 'xoxb-test', apiUrl: slack.url });
       const result = await transport.send({ channel: 'slack', target: 'C0123ABC' }, message, live());
       expect(result).toEqual({ ok: false, retryable: true, reason: 'http_503' });
       expect(slack.calls).toHaveLength(1);
@@ -310,7 +420,7 @@ describe('slack transport', () => {
 
   it('reports an unreachable Slack as a retryable network error', async () => {
     const port = await closedPort();
-    const result = await slackTransport({ token: 'xoxb-test', apiUrl: `http://127.0.0.1:${port}/api/` }).send(
+    const result = await slackTransport({ egress, token: 'xoxb-test', apiUrl: `http://127.0.0.1:${port}/api/` }).send(
       { channel: 'slack', target: 'C0123ABC' },
       message,
       live(),

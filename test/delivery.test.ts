@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,8 +7,10 @@ import { noneTransport } from '../activities/delivery/none';
 import { slackTransport } from '../activities/delivery/slack';
 import { webhookTransport } from '../activities/delivery/webhook';
 import { acceptInbound, appendTranscriptTx } from '../db/conversations';
+import { parseEgressAllow } from '../domain/egress';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
+import { createEgressGuard } from '../services/egress';
 import { startFakeSlack, type FakeSlack } from './support/fake-slack';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
@@ -34,32 +37,91 @@ async function receiver(opts?: Parameters<typeof startWebhookReceiver>[0]): Prom
   return r;
 }
 
+/** A Standard Webhooks secret as a person would generate one: whsec_ + base64 of 32 random bytes. */
+const whsec = () => `whsec_${randomBytes(32).toString('base64')}`;
+
 describe('reply delivery in a turn', () => {
-  it('signs webhook bodies with HMAC-SHA256 when a secret is set, with an idempotency key', async () => {
-    const hook = await receiver({ secret: 's3cret' });
+  it('signs a webhook per Standard Webhooks; webhook-id is the reply’s idempotency key', async () => {
+    const secret = whsec();
+    const hook = await receiver({ secret, rejectUnverified: true });
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
     const res = await keel.post(
-      uniqueId('a'),
-      uniqueId('c'),
-      { text: 'signed', delivery: { channel: 'webhook', url: hook.url, secret: 's3cret' } },
+      a,
+      c,
+      { text: 'signed', delivery: { channel: 'webhook', url: hook.url, secret } },
       { wait: 30 },
     );
     expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 1 });
     expect(hook.received).toHaveLength(1);
     expect(hook.received[0]!.validSignature).toBe(true);
-    expect(hook.received[0]!.headers['idempotency-key']).toMatch(new RegExp(`/turn/${res.body.turnId}/reply/1$`));
+    const key = `${conversationWorkflowId(a, c)}/turn/${res.body.turnId}/reply/1`;
+    expect(hook.received[0]!.headers['webhook-id']).toBe(key);
+    expect(hook.received[0]!.headers['idempotency-key']).toBe(key);
+    expect(hook.received[0]!.body).toMatchObject({ idempotencyKey: key, text: 'echo: signed' });
   });
 
-  it('retries a failing webhook with the same idempotency key and records the attempts', async () => {
-    const hook = await receiver({ failFirst: 2, failStatus: 503 });
+  it('a plain secret, as before, signs too: a receiver verifies it with the library as raw bytes', async () => {
+    const hook = await receiver({ secret: 's3cret', rejectUnverified: true });
     const res = await keel.post(
       uniqueId('a'),
       uniqueId('c'),
-      { text: 'persist', delivery: { channel: 'webhook', url: hook.url } },
+      { text: 'plain', delivery: { channel: 'webhook', url: hook.url, secret: 's3cret' } },
+      { wait: 30 },
+    );
+    expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 1 });
+    expect(hook.received[0]!.validSignature).toBe(true);
+  });
+
+  it('a receiver holding another secret refuses the delivery: dropped:http_401, not retried', async () => {
+    const hook = await receiver({ secret: whsec(), rejectUnverified: true });
+    const res = await keel.post(
+      uniqueId('a'),
+      uniqueId('c'),
+      { text: 'wrong key', delivery: { channel: 'webhook', url: hook.url, secret: whsec() } },
+      { wait: 30 },
+    );
+    expect(res.body.reply?.delivery).toEqual({ outcome: 'dropped:http_401', attempts: 1 });
+    expect(hook.received.map((r) => [r.status, r.validSignature, r.verifyError])).toEqual([
+      [401, false, 'No matching signature found'],
+    ]);
+  });
+
+  it('a conversation id with dots gets a webhook-id without dots that decodes to the key, and verifies', async () => {
+    const secret = whsec();
+    const hook = await receiver({ secret, rejectUnverified: true });
+    const [a, c] = [uniqueId('a.b'), uniqueId('c.d')];
+    const res = await keel.post(
+      a,
+      c,
+      { text: 'dots', delivery: { channel: 'webhook', url: hook.url, secret } },
+      { wait: 30 },
+    );
+    expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 1 });
+    const id = String(hook.received[0]!.headers['webhook-id']);
+    expect(id).not.toContain('.');
+    expect(decodeURIComponent(id)).toBe(`${conversationWorkflowId(a, c)}/turn/${res.body.turnId}/reply/1`);
+    expect(hook.received[0]!.validSignature).toBe(true);
+  });
+
+  it('retries a failing webhook with the same webhook-id, each attempt signed afresh, and records the attempts', async () => {
+    const secret = whsec();
+    const hook = await receiver({ secret, failFirst: 2, failStatus: 503 });
+    const res = await keel.post(
+      uniqueId('a'),
+      uniqueId('c'),
+      { text: 'persist', delivery: { channel: 'webhook', url: hook.url, secret } },
       { wait: 60 },
     );
     expect(res.body.reply?.delivery).toEqual({ outcome: 'delivered', attempts: 3 });
-    expect(hook.received.map((r) => r.status)).toEqual([503, 503, 200]);
-    expect(new Set(hook.received.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+    expect(hook.received.map((r) => [r.status, r.validSignature])).toEqual([
+      [503, true],
+      [503, true],
+      [200, true],
+    ]);
+    const ids = hook.received.map((r) => r.headers['webhook-id']);
+    expect(ids).toEqual([ids[0], ids[0], ids[0]]);
+    expect(ids[0]).toMatch(new RegExp(`/turn/${res.body.turnId}/reply/1$`));
+    expect(new Set(hook.received.map((r) => r.headers['idempotency-key']))).toEqual(new Set([ids[0]]));
     expect([...hook.byIdempotencyKey().values()]).toEqual([1]);
   });
 
@@ -136,10 +198,13 @@ describe('the delivery activity and the effects ledger', () => {
   }
 
   const quiet = { logger: new DefaultLogger('ERROR') };
+  // The receivers are on 127.0.0.1: loopback is allowed explicitly.
+  const egress = createEgressGuard({ allow: parseEgressAllow('loopback') });
+  afterAll(() => egress.close());
   const activities = () =>
     deliveryActivities({
       pool: keel.pool,
-      transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) },
+      transports: { none: noneTransport(), webhook: webhookTransport({ egress }), slack: slackTransport({ egress }) },
     });
 
   it('never sends a settled effect twice: a retried or replayed delivery answers from the ledger', async () => {

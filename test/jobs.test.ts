@@ -257,8 +257,8 @@ describe('job validation through the API', () => {
     const a = uniqueId('a');
     await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1)', [a]);
     await keel.pool.query(
-      `INSERT INTO jobs (id, agent_id, name, schedule, task, delivery, created_by, status)
-       SELECT gen_random_uuid()::text, $1, 'job ' || g, '{"kind":"every","intervalMs":3600000}', 't', '{"channel":"none"}', 'user', 'completed' FROM generate_series(1, 1000) g`,
+      `INSERT INTO jobs (id, agent_id, name, schedule, task, delivery, created_by, delivery_chosen_by, status)
+       SELECT gen_random_uuid()::text, $1, 'job ' || g, '{"kind":"every","intervalMs":3600000}', 't', '{"channel":"none"}', 'user', 'user', 'completed' FROM generate_series(1, 1000) g`,
       [a],
     );
     const res = await createJob(a, { task: 't' });
@@ -267,17 +267,20 @@ describe('job validation through the API', () => {
 });
 
 /**
- * An agent's one-shot made by its `schedule` tool (so it deletes itself after its run), delivering to `url`, with an
- * owner delivery of its own to hear notices on; run now.
+ * An agent's one-shot made by its `schedule` tool (so it deletes itself after its run), delivering to `url` (the
+ * destination "results", as the model names it), with an owner delivery of its own to hear notices on; run now.
  */
 async function runAgentOneShot(name: string, url: string) {
   const [a, c] = [uniqueId('a'), uniqueId('c')];
   const owner = await receiver();
-  const agent = { name: 'A', owner: { delivery: { channel: 'webhook', url: owner.url } } };
+  const agent = {
+    name: 'A',
+    owner: { delivery: { channel: 'webhook', url: owner.url } },
+    destinations: { results: { channel: 'webhook', url } },
+  };
   expect((await api('PUT', `/v1/agents/${a}`, agent)).status).toBe(200);
   const at = new Date(Date.now() + 3_600_000).toISOString();
-  const delivery = { channel: 'webhook', url };
-  const create = { action: 'create', name, schedule: { kind: 'at', at }, task: 'one time only', delivery };
+  const create = { action: 'create', name, schedule: { kind: 'at', at }, task: 'one time only', delivery: 'results' };
   await keel.post(a, c, { text: `/tool schedule ${JSON.stringify(create)}` }, { wait: 30 });
   const [job] = (await api<(Job & { deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`)).body;
   expect(job?.deleteAfterRun).toBe(true);
@@ -387,13 +390,15 @@ describe("the agent's schedule tool", () => {
   it("an agent's one-shot deletes itself after its run, once its delivery outcome is recorded", async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const hook = await receiver();
+    const destinations = { results: { channel: 'webhook', url: hook.url } };
+    expect((await api('PUT', `/v1/agents/${a}`, { name: 'A', destinations })).status).toBe(200);
     const at = new Date(Date.now() + 3_600_000).toISOString();
     const create = {
       action: 'create',
       name: 'Once',
       schedule: { kind: 'at', at },
       task: 'one time only',
-      delivery: { channel: 'webhook', url: hook.url },
+      delivery: 'results',
     };
     await keel.post(a, c, { text: `/tool schedule ${JSON.stringify(create)}` }, { wait: 30 });
     const [job] = (await api<(Job & { deleteAfterRun: boolean })[]>('GET', `/v1/agents/${a}/jobs`)).body;

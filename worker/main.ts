@@ -7,7 +7,7 @@ import { ensureSearchAttributes, MissingSearchAttributesError } from '../service
 import type { WorkflowSource } from './bundle';
 import { workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
-import { defaultModelName, providerFromConfig, transportsFromConfig } from './wiring';
+import { defaultModelName, egressFromConfig, providerFromConfig, transportsFromConfig } from './wiring';
 import { createKeelWorker } from './worker';
 
 /**
@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const bundle = process.env.KEEL_WORKFLOW_BUNDLE;
   const workflows: WorkflowSource | undefined = bundle ? { workflowBundle: { codePath: bundle } } : undefined;
   const tracing = tracingFromConfig(config, 'keel-worker');
+  const egress = egressFromConfig(config);
   try {
     const worker = await createKeelWorker({
       connection,
@@ -44,9 +45,10 @@ async function main(): Promise<void> {
       taskQueue: config.temporal.taskQueue,
       deps: {
         pool,
-        provider: providerFromConfig(config, pool),
+        provider: providerFromConfig(config, pool, egress),
         defaultModel: defaultModelName(config),
-        transports: transportsFromConfig(config),
+        transports: transportsFromConfig(config, egress),
+        egress,
         jobs: jobSettings(config),
         routines: config.routines,
         reflection: config.reflection,
@@ -56,13 +58,14 @@ async function main(): Promise<void> {
     });
     console.log(
       `keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, ` +
-        `model ${config.model.provider}`,
+        `model ${config.model.provider}, egress: ${egress.describe()}`,
     );
     await worker.run();
   } finally {
     await connection.close();
     await pool.end();
     await tracing?.shutdown();
+    await egress.close();
   }
 }
 

@@ -8,20 +8,31 @@ import { createScriptedProvider } from '../activities/model/scripted';
 import type { Pool } from '../db/pool';
 import type { KeelConfig } from '../domain/config';
 import type { ModelProvider } from '../domain/model';
+import { createEgressGuard, type EgressGuard } from '../services/egress';
+
+/** The egress guard every outbound request of the worker goes through, with KEEL_EGRESS_ALLOW's exceptions. */
+export function egressFromConfig(config: KeelConfig): EgressGuard {
+  return createEgressGuard({ allow: config.egress.allow });
+}
 
 /** The provider KEEL_MODEL (or the presence of ANTHROPIC_API_KEY) selects. */
-export function providerFromConfig(config: KeelConfig, pool: Pool): ModelProvider {
+export function providerFromConfig(config: KeelConfig, pool: Pool, egress: EgressGuard): ModelProvider {
   if (config.model.provider === 'scripted') return createScriptedProvider(pool);
   if (!config.model.anthropicApiKey) throw new Error('KEEL_MODEL=anthropic needs ANTHROPIC_API_KEY');
   return createAnthropicProvider({
     apiKey: config.model.anthropicApiKey,
     baseURL: config.model.anthropicBaseUrl,
     defaultModel: config.model.anthropicModel,
+    egress,
   });
 }
 
-export function transportsFromConfig(config: KeelConfig): Transports {
-  return { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport(config.slack) };
+export function transportsFromConfig(config: KeelConfig, egress: EgressGuard): Transports {
+  return {
+    none: noneTransport(),
+    webhook: webhookTransport({ egress }),
+    slack: slackTransport({ ...config.slack, egress }),
+  };
 }
 
 /** The model name recorded for calls when the agent names none. */

@@ -1,8 +1,9 @@
-import { ParentClosePolicy, getExternalWorkflowHandle, startChild, uuid4 } from '@temporalio/workflow';
+import { ParentClosePolicy, getExternalWorkflowHandle, patched, startChild, uuid4 } from '@temporalio/workflow';
 import type { ScheduleToolInput } from '../activities/jobs';
 import { cancelDelegate, DELEGATE_WORKFLOW, type DelegateWorkflow } from '../contracts/delegate';
 import type { TurnEnd } from '../domain/conversation';
 import type { HistoryMode } from '../domain/delegation';
+import { Delivery } from '../domain/delivery';
 import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
@@ -43,11 +44,17 @@ export interface ToolOutcome {
 type ToolHandler = (call: ToolUseBlock, input: never, turn: TurnContext) => Promise<ToolOutcome>;
 
 /**
+ * Replies are checked with the maintained ruleset (gitleaks' rules) from this patch on; a conversation begun before it
+ * replays its earlier replies against the seed patterns they passed.
+ */
+export const SECRET_RULESET_PATCH = 'secret-ruleset-gitleaks';
+
+/**
  * A reply passes the guard, then the delivery activity. A blocked reply goes back to the model as a tool error,
  * at most LIMITS.guardCorrections times; one more blocked reply ends the turn with nothing sent.
  */
 export async function sendReply(toolUseId: string, text: string, turn: TurnContext): Promise<ToolOutcome> {
-  const verdict = checkReply(text);
+  const verdict = checkReply(text, { rules: patched(SECRET_RULESET_PATCH) ? 'all' : 'seed' });
   if (!verdict.ok) {
     turn.corrections++;
     const message = guardErrorForModel(verdict);
@@ -179,7 +186,22 @@ const handlers: Record<string, ToolHandler> = {
   [scheduleTool.name]: scheduleCall,
 };
 
+/** The patch after which the schedule tool takes a destination's name only (a Delivery object is refused here). */
+export const NAMED_DESTINATIONS_PATCH = 'schedule-delivery-names-only';
+
+/** The schedule tool's input before named destinations: a Delivery object, which the activity now refuses. */
+const legacyScheduleInput = scheduleTool.input.extend({ delivery: Delivery.optional() });
+
+const givesDelivery = (call: ToolUseBlock) =>
+  call.name === scheduleTool.name && typeof call.input === 'object' && call.input !== null && 'delivery' in call.input;
+
 export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promise<ToolOutcome> {
+  // A history recorded before the patch parsed a delivery with the old schema; it replays that way.
+  if (givesDelivery(call) && !patched(NAMED_DESTINATIONS_PATCH)) {
+    const legacy = legacyScheduleInput.safeParse(call.input);
+    if (!legacy.success) return { result: toolResult(call.id, `invalid arguments for ${call.name}`, true) };
+    return scheduleCall(call, legacy.data, turn);
+  }
   const parsed = parseToolCall(call, Object.keys(handlers));
   if (!parsed.ok) return { result: toolResult(call.id, parsed.error, true) };
   return handlers[call.name]!(call, parsed.input as never, turn);

@@ -8,6 +8,7 @@ import {
   type FetchFunction,
 } from '@slack/web-api';
 import type { Delivery, SendResult } from '../../domain/delivery';
+import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
 import type { OutboundMessage, Transport } from './transport';
 
 type SlackDelivery = Extract<Delivery, { channel: 'slack' }>;
@@ -29,11 +30,17 @@ const TRANSIENT_PLATFORM_ERRORS = new Set([
  * Sends the reply with chat.postMessage to a channel (`C…`), a user (`U…`, Slack opens the DM) or the agent's owner.
  * One HTTP call per send: Temporal owns retries, so the Slack client is built never to retry or wait.
  */
-export function slackTransport(opts: { token?: string; apiUrl?: string; owner?: string }): Transport<SlackDelivery> {
+export function slackTransport(opts: {
+  token?: string;
+  apiUrl?: string;
+  owner?: string;
+  egress?: EgressGuard;
+}): Transport<SlackDelivery> {
   const token = opts.token === '' ? undefined : opts.token;
   // The SDK concatenates the method name onto the base URL, so it must end with '/'.
   const base = opts.apiUrl ?? DEFAULT_API_URL;
   const slackApiUrl = base.endsWith('/') ? base : `${base}/`;
+  const egress = opts.egress ?? defaultEgressGuard();
 
   return {
     channel: 'slack',
@@ -45,8 +52,9 @@ export function slackTransport(opts: { token?: string; apiUrl?: string; owner?: 
 
       // The SDK has no per-call AbortSignal, so the caller's signal is joined to the SDK's own timeout signal in
       // its fetch hook. A client per send keeps that signal from leaking between concurrent sends; it is cheap.
+      // The request goes through the egress guard, like every outbound request (KEEL_SLACK_API_URL included).
       const fetchWithSignal: FetchFunction = (url, init) =>
-        fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
+        egress.fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
       const client = new WebClient(token, {
         slackApiUrl,
         retryConfig: { retries: 0 },
@@ -71,6 +79,9 @@ export function slackTransport(opts: { token?: string; apiUrl?: string; owner?: 
 }
 
 function classifySlackError(err: unknown): SendResult {
+  // A refused address or a redirect is the same on every attempt: dropped, naming why.
+  const refused = egressFailureOf(err instanceof WebAPIRequestError ? err.original : err);
+  if (refused) return { ok: false, retryable: false, reason: refused.reason };
   if (err instanceof WebAPIRateLimitedError) return { ok: false, retryable: true, reason: 'rate_limited' };
 
   if (err instanceof WebAPIPlatformError) {

@@ -16,11 +16,14 @@ import {
   type ModelResponse,
   type StopReason,
 } from '../../domain/model';
+import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
   baseURL?: string;
   defaultModel: string;
+  /** The egress guard the API calls go through (the base URL is checked like any outbound request). */
+  egress?: EgressGuard;
 }
 
 const EPHEMERAL: CacheControlEphemeral = { type: 'ephemeral' };
@@ -28,7 +31,12 @@ const EPHEMERAL: CacheControlEphemeral = { type: 'ephemeral' };
 /** The Anthropic Messages API, always streamed so text reaches the user as it is written. */
 export function createAnthropicProvider(opts: AnthropicProviderOptions): ModelProvider {
   // Temporal owns retries (with backoff, Retry-After and history); an SDK retry inside an attempt would hide them.
-  const client = new Anthropic({ apiKey: opts.apiKey, baseURL: opts.baseURL, maxRetries: 0 });
+  const client = new Anthropic({
+    apiKey: opts.apiKey,
+    baseURL: opts.baseURL,
+    maxRetries: 0,
+    fetch: (opts.egress ?? defaultEgressGuard()).fetch,
+  });
 
   return {
     name: 'anthropic',
@@ -136,6 +144,9 @@ function isRetryableStatus(status: number): boolean {
 function toProviderError(err: unknown, signal: AbortSignal): unknown {
   // Our own cancellation is not a model failure: the caller must see it as the abort it is.
   if (signal.aborted) return err;
+  // A refused address or a redirect fails every attempt alike: a request error, not something to retry.
+  const refused = egressFailureOf(err);
+  if (refused) return new ModelRequestError(`anthropic: ${refused.message}`);
   if (err instanceof APIError) {
     // `instanceof` leaves the generic parameters as `any`; these are the SDK's own defaults.
     const { status, headers, type, apiMessage, message } = err as APIError<number | undefined, Headers | undefined>;

@@ -1,19 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { getAgent } from '../../db/agents';
+import { destinationBook, getAgent } from '../../db/agents';
 import { getRecord, listRecords, upsertRecord, type AppRecord } from '../../db/apps';
 import { beginEffect, settleEffect } from '../../db/effects';
 import { inTransaction, type Pool } from '../../db/pool';
 import { journalCall, type JournalEntry } from '../../db/routines';
 import { RecordId, unknownFields, type AppDefinition } from '../../domain/apps';
 import { canonicalJson, inCanonicalOrder, sameJson } from '../../domain/canonical-json';
-import { NO_DELIVERY, type Delivery } from '../../domain/delivery';
+import {
+  destinationNames,
+  NO_DELIVERY,
+  resolveDestination,
+  unknownDestination,
+  type Delivery,
+} from '../../domain/delivery';
 import { ModelRequestError, type ModelProvider } from '../../domain/model';
 import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../../domain/routines';
 import { containsNul, scrub } from '../../domain/text';
+import { findSecret, secretNotice } from '../../domain/secret-scan';
 import { textOf } from '../../domain/transcript';
 import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
 import { deliverOnce, type Transports } from '../delivery/deliver-reply';
 import { askModel } from '../model/ask';
+import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
 import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
 
 export const BROWSER_UNAVAILABLE = 'browser is not available on this deployment: no browser is connected to Keel';
@@ -38,12 +46,14 @@ function tableOf(tables: Tables, name: unknown): Tables[number] {
 export function gateOf(capability: Capability, args: readonly unknown[], target: Delivery): Gate {
   const shown = shorten(str(args[0]));
   if (capability === 'browser') return { capability, detail: `control your browser to ${shown}` };
+  const named = typeof args[1] === 'string' ? `destination "${args[1]}", ` : '';
   const to =
-    target.channel === 'webhook'
+    named +
+    (target.channel === 'webhook'
       ? `webhook ${new URL(target.url).host}`
       : target.channel === 'slack'
         ? `Slack ${target.target}`
-        : 'nowhere (no delivery is set)';
+        : 'nowhere (no delivery is set)');
   return { capability, detail: `send "${shown}" to ${to}` };
 }
 
@@ -76,6 +86,8 @@ export function simulatedCapabilities(tables: Tables): CapabilityHost {
       case 'browser':
         throw new CapabilityError(BROWSER_UNAVAILABLE);
       case 'send':
+        // The names are the agent's, unknown here; a target that is no name at all fails the smoke run already.
+        if (args[1] !== undefined && typeof args[1] !== 'string') throw new CapabilityError(SEND_TARGET_REFUSED);
         throw new RunStop({ kind: 'gate', gate: gateOf('send', args, NO_DELIVERY), seq: 0 });
       default:
         throw new CapabilityError(`${capability} is not a capability`);
@@ -90,6 +102,8 @@ export interface RealCapabilityDeps {
   transports: Transports;
   /** Configured HTTP integrations: name → URL that takes a JSON POST. */
   integrations: Record<string, string>;
+  /** The egress guard integration calls go through (the process's KEEL_EGRESS_ALLOW when unset). */
+  egress?: EgressGuard;
 }
 
 export interface RunScope {
@@ -142,13 +156,26 @@ export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): Capa
     }
     if (recorded && recorded.outcome === 'error') throw new CapabilityError(recorded.error ?? 'failed');
     if (recorded && recorded.outcome === 'ok') return recorded.result;
+    // Text that looks like it carries a secret never leaves, and no human is asked to approve sending it. The refusal
+    // is not journaled, since the journal would keep the text; a re-run meets the same refusal.
+    const secret = capability === 'send' ? findSecret(str(args[0])) : undefined;
+    if (secret) throw new CapabilityError(`send refused: ${secretNotice(secret)}; nothing was sent`);
     // No browser is connected to Keel: asking a human to approve what cannot happen would waste the approval, so
     // browser fails at once (in execute) instead of stopping at its gate.
     let target: Delivery | undefined;
     if (isGated(capability) && capability !== 'browser') {
       // What the human approves is this call to this target: the call is journaled as gated with the target it is
       // shown with, and its approved execution sends exactly that, even if the routine's delivery changed meanwhile.
-      target = recorded ? (recorded.result as { target: Delivery }).target : await sendTarget(deps.pool, scope);
+      // A refused target is journaled as the call's error, so that a re-run meets the same refusal.
+      target = recorded
+        ? (recorded.result as { target: Delivery }).target
+        : await sendTarget(deps.pool, scope, args).catch(async (err: unknown) => {
+            if (err instanceof CapabilityError) {
+              const refused = { outcome: 'error' as const, result: null, error: err.message };
+              await journalCall(deps.pool, scope.runId, { seq: at, capability, args, ...refused });
+            }
+            throw err;
+          });
       if (!scope.approvedSeqs.includes(at)) {
         if (!recorded)
           await journalCall(deps.pool, scope.runId, {
@@ -195,8 +222,25 @@ export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): Capa
   return async (capability, args) => inCanonicalOrder(await call(capability, args));
 }
 
-async function sendTarget(pool: Pool, scope: RunScope): Promise<Delivery> {
-  return scope.delivery ?? (await getAgent(pool, scope.agentId))?.ownerDelivery ?? NO_DELIVERY;
+const SEND_TARGET_REFUSED =
+  'send(text, destination): destination is the name of a destination a person configured for this agent, never a ' +
+  "URL or a Slack target; leave it out to send to the routine's delivery";
+
+/**
+ * Where `send(text, destination?)` goes: the routine's delivery, else the agent's owner delivery; or a destination a
+ * person configured, by name. The tool's code may come from the model, so it never chooses a target of its own.
+ */
+async function sendTarget(pool: Pool, scope: RunScope, args: readonly unknown[]): Promise<Delivery> {
+  const name = args[1];
+  if (name === undefined) return scope.delivery ?? (await getAgent(pool, scope.agentId))?.ownerDelivery ?? NO_DELIVERY;
+  const book = await destinationBook(pool, scope.agentId);
+  if (typeof name !== 'string')
+    throw new CapabilityError(
+      `${SEND_TARGET_REFUSED} (its destinations: ${destinationNames(book).join(', ') || 'none'})`,
+    );
+  const target = resolveDestination(book, name);
+  if (!target) throw new CapabilityError(`send: ${unknownDestination(book, name)}`);
+  return target;
 }
 
 async function upsertChecked(
@@ -249,7 +293,7 @@ async function execute(
       return callIntegration(deps, scope, str(args[0]), args[1], at);
     case 'send': {
       const key = `${scope.runId}/call/${at}/send`;
-      const target = approvedTarget ?? (await sendTarget(deps.pool, scope));
+      const target = approvedTarget ?? (await sendTarget(deps.pool, scope, args));
       const report = await deliverOnce(deps.pool, deps.transports, {
         effectKey: key,
         conversationKey: null,
@@ -326,22 +370,41 @@ async function callIntegration(
   });
   let answer = effect.status === 'pending' ? undefined : effect.result;
   if (!answer) {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key },
-      body: JSON.stringify(payload ?? null),
-      signal: AbortSignal.any([scope.signal, AbortSignal.timeout(60_000)]),
-    });
-    // Scrubbed: an answer PostgreSQL cannot store (NUL, a lone surrogate) would fail the effect's write and call the
-    // integration again on every retry.
-    const body = scrub(await res.text());
-    answer = res.ok
-      ? { ok: true, value: scrub(parseJsonOrText(body)) }
-      : { ok: false, error: `integration "${name}" answered ${res.status}: ${body.slice(0, 200)}` };
+    answer = await postToIntegration(deps.egress ?? defaultEgressGuard(), name, url, key, payload, scope.signal);
     await settleEffect(deps.pool, key, answer.ok ? 'done' : 'failed', answer);
   }
   if (!answer.ok) throw new CapabilityError(answer.error ?? `integration "${name}" failed`);
   return answer.value;
+}
+
+/** One POST through the egress guard; a refused address or a redirect is the call's recorded failure, not retried. */
+async function postToIntegration(
+  egress: EgressGuard,
+  name: string,
+  url: string,
+  key: string,
+  payload: unknown,
+  signal: AbortSignal,
+): Promise<{ ok: boolean; value?: unknown; error?: string }> {
+  let res: Response;
+  try {
+    res = await egress.fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(payload ?? null),
+      signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
+    });
+  } catch (err) {
+    const refused = egressFailureOf(err);
+    if (!refused) throw err;
+    return { ok: false, error: `integration "${name}": ${refused.message}` };
+  }
+  // Scrubbed: an answer PostgreSQL cannot store (NUL, a lone surrogate) would fail the effect's write and call the
+  // integration again on every retry.
+  const body = scrub(await res.text());
+  return res.ok
+    ? { ok: true, value: scrub(parseJsonOrText(body)) }
+    : { ok: false, error: `integration "${name}" answered ${res.status}: ${body.slice(0, 200)}` };
 }
 
 function parseJsonOrText(body: string): unknown {

@@ -26,7 +26,9 @@ import type { Transports } from '../delivery/deliver-reply';
 import { askFromActivity } from '../model/ask';
 import { runCapabilities, simulatedCapabilities } from './capabilities';
 import { abandonIfClosed } from '../../services/routines';
+import type { EgressGuard } from '../../services/egress';
 import { runInSandbox } from './sandbox';
+import { findSecret, secretNotice } from '../../domain/secret-scan';
 
 export interface RoutineRunDeps {
   pool: Pool;
@@ -34,6 +36,7 @@ export interface RoutineRunDeps {
   defaultModel: string;
   transports: Transports;
   routines: RoutineSettings;
+  egress?: EgressGuard;
 }
 
 interface RunIds {
@@ -65,6 +68,17 @@ const transcriptKey = (r: { agentId: string; appId: string; slug: string }) =>
 
 /** A tool's result as the run's digest: a string as it is, anything else as JSON. */
 const digestOf = (result: unknown) => (typeof result === 'string' ? result : JSON.stringify(result));
+
+/**
+ * A run's result becomes its digest, transcript entry and artifact, which people read and the console shows: text that
+ * looks like it carries a secret is withheld, and the run says why, never the text. It is checked when the tool
+ * returns (so that it stays out of the workflow's history) and again before the record is written (a digest from
+ * elsewhere, such as an authoring failure, passes there too).
+ */
+function withheld(text: string): string | undefined {
+  const secret = findSecret(text);
+  return secret && `withheld: ${secretNotice(secret)}`;
+}
 
 export function routineRunActivities(deps: RoutineRunDeps) {
   const { pool, provider } = deps;
@@ -179,6 +193,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           defaultModel: deps.defaultModel,
           transports: deps.transports,
           integrations: deps.routines.integrations,
+          egress: deps.egress,
         },
         {
           runId: input.runId,
@@ -200,7 +215,12 @@ export function routineRunActivities(deps: RoutineRunDeps) {
         memoryMb: deps.routines.memoryLimitMb,
         timeoutMs: deps.routines.runLimitMs,
       }).finally(() => clearInterval(beat));
-      if (ran.status === 'ok') return { status: 'ok', digest: digestOf(ran.result) };
+      if (ran.status === 'ok') {
+        const digest = digestOf(ran.result);
+        const refused = withheld(digest);
+        return refused ? { status: 'error', detail: refused } : { status: 'ok', digest };
+      }
+      if (ran.status === 'error') return { status: 'error', detail: withheld(ran.detail) ?? ran.detail };
       return ran;
     },
 
@@ -228,6 +248,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
     finishRoutineRun: async (
       input: RunIds & { status: FinishedRunStatus; digest: string; prompt: string | null },
     ): Promise<{ artifactId: string }> => {
+      const digest = withheld(input.digest) ?? input.digest;
       return inTransaction(pool, async (db) => {
         const run = await routinesDb.getRun(db, input.runId);
         const key = transcriptKey(input);
@@ -246,8 +267,8 @@ export function routineRunActivities(deps: RoutineRunDeps) {
             : []),
           {
             role: 'assistant',
-            content: [{ type: 'text', text: input.digest }],
-            text: input.digest,
+            content: [{ type: 'text', text: digest }],
+            text: digest,
             origin: `routine-run:${input.runId}:digest`,
           },
         ]);
@@ -260,13 +281,14 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           title: (n) => artifactTitle(producedBy, n),
           content: artifactMarkdown({
             ...input,
+            digest,
             tool: run?.toolName ? `${run.toolName} v${run.toolVersion}` : null,
             firedAt: run?.firedAt ?? null,
           }),
         });
         await routinesDb.finishRun(db, input.runId, {
           status: input.status,
-          digest: input.digest,
+          digest,
           artifactId: artifact.artifactId,
         });
         return { artifactId: artifact.artifactId };

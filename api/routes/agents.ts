@@ -1,7 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ensureAgent, getAgent, upsertAgent, type AgentRow } from '../../db/agents';
-import type { Pool } from '../../db/pool';
+import { ensureAgent, getAgent, lockAgent, upsertAgent, type AgentRow } from '../../db/agents';
+import { recordAudit } from '../../db/audit';
+import { inTransaction, type Pool } from '../../db/pool';
+import { destinationChange } from '../../domain/audit';
+import type { EgressAllow } from '../../domain/egress';
 import { assertAgentAccess } from '../auth';
+import { assertReachable, envEgressAllow } from '../egress-check';
 import { notFound } from '../errors';
 import { Agent, AgentBody, AgentParams, ErrorResponse } from '../schemas';
 
@@ -11,12 +15,13 @@ const view = (a: AgentRow) => ({
   model: a.model,
   systemPrompt: a.systemPrompt,
   owner: a.ownerDelivery ? { delivery: a.ownerDelivery } : null,
+  destinations: a.destinations,
   reflection: { enabled: a.reflectionEnabled },
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });
 
-export function agentRoutes(pool: Pool): FastifyPluginAsyncZod {
+export function agentRoutes(pool: Pool, egressAllow: EgressAllow = envEgressAllow()): FastifyPluginAsyncZod {
   return async (app) => {
     app.put(
       '/v1/agents/:agentId',
@@ -30,8 +35,29 @@ export function agentRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
-        return view(await upsertAgent(pool, req.params.agentId, req.body));
+        const { agentId } = req.params;
+        assertAgentAccess(req, agentId);
+        const destinations = Object.entries(req.body.destinations ?? {}).map(
+          ([name, d]) => [`destinations.${name}`, d] as const,
+        );
+        assertReachable([['owner.delivery', req.body.owner?.delivery], ...destinations], egressAllow);
+        return inTransaction(pool, async (db) => {
+          // Locked (created with defaults if new) so that concurrent edits each compare against what they replace.
+          await lockAgent(db, agentId);
+          const before = (await getAgent(db, agentId))!;
+          const after = await upsertAgent(db, agentId, req.body);
+          const at = (a: AgentRow) => ({ owner: a.ownerDelivery, destinations: a.destinations });
+          const change = destinationChange(at(before), at(after));
+          if (change)
+            await recordAudit(db, {
+              agentId,
+              action: 'agent.destinations',
+              actor: req.actor,
+              subject: agentId,
+              detail: change,
+            });
+          return view(after);
+        });
       },
     );
 

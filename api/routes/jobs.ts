@@ -3,10 +3,13 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getJob, listJobs, listRuns, type JobRow } from '../../db/jobs';
 import type { Pool } from '../../db/pool';
+import { Delivery } from '../../domain/delivery';
+import type { EgressAllow } from '../../domain/egress';
 import { NewJob } from '../../domain/jobs';
 import type { JobSettings } from '../../services/job-settings';
 import { createJob, deleteJob, pauseJob, resumeJob, runJobNow, type JobResult } from '../../services/jobs';
 import { assertAgentAccess } from '../auth';
+import { assertReachable, envEgressAllow } from '../egress-check';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
 
@@ -18,7 +21,10 @@ const Job = z.object({
   status: z.enum(['active', 'paused', 'completed', 'failed']),
   schedule: z.unknown(),
   task: z.string(),
-  delivery: z.unknown(),
+  /** As it was given: a Delivery, or the name of one of the agent's destinations. */
+  delivery: z.union([Delivery, z.string()]),
+  /** Who chose where results go: a person (`user`, through the API) or the model (`agent`, its schedule tool). */
+  deliveryChosenBy: z.enum(['agent', 'user']),
   deleteAfterRun: z.boolean(),
   createdBy: z.enum(['agent', 'user']),
   nextRunAt: z.string().nullable(),
@@ -37,7 +43,10 @@ const Run = z.object({
 });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 413: ErrorResponse, 429: ErrorResponse };
 
-const view = ({ agentId: _agentId, ...job }: JobRow) => job;
+const view = ({ agentId: _agentId, destination, delivery, ...job }: JobRow) => ({
+  ...job,
+  delivery: destination ?? delivery,
+});
 
 /** A job rule or lifecycle refusal in the API's error shape and status. */
 function unwrap<T>(r: JobResult<T>): T {
@@ -46,8 +55,14 @@ function unwrap<T>(r: JobResult<T>): T {
   throw new ApiError(e.status, e.code, e.message, 'field' in e ? { field: e.field } : undefined);
 }
 
-export function jobRoutes(deps: { pool: Pool; temporal: Client; jobs: JobSettings }): FastifyPluginAsyncZod {
+export function jobRoutes(deps: {
+  pool: Pool;
+  temporal: Client;
+  jobs: JobSettings;
+  egressAllow?: EgressAllow;
+}): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
+  const egressAllow = deps.egressAllow ?? envEgressAllow();
   return async (app) => {
     app.post(
       '/v1/agents/:agentId/jobs',
@@ -62,6 +77,8 @@ export function jobRoutes(deps: { pool: Pool; temporal: Client; jobs: JobSetting
       },
       async (req, reply) => {
         assertAgentAccess(req, req.params.agentId);
+        const { delivery } = req.body;
+        if (typeof delivery === 'object') assertReachable([['delivery', delivery]], egressAllow);
         return reply
           .status(201)
           .send(view(unwrap(await createJob(pool, temporal, deps.jobs, req.params.agentId, req.body, 'user'))));

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { decideProposal, reflectionState } from '../../contracts/reflection';
 import { lockAgent } from '../../db/agents';
+import { recordAudit } from '../../db/audit';
 import { currentMemory, listVersions, memoryVersion, writeVersion } from '../../db/memory';
 import { inTransaction, type Pool } from '../../db/pool';
 import { gateLog, getProposal, listPoisoned, listProposals, spentToday, type ProposalRow } from '../../db/proposals';
@@ -141,6 +142,13 @@ export function memoryRoutes(deps: {
             kind: 'rollback',
             rollbackOf: target.version,
           });
+          await recordAudit(db, {
+            agentId,
+            action: 'memory.rollback',
+            actor: req.actor,
+            subject: String(v.version),
+            detail: { toVersion: target.version },
+          });
           return { version: v.version, files: v.files, rollbackOf: target.version };
         });
       },
@@ -201,6 +209,14 @@ export function memoryRoutes(deps: {
             () => temporal.workflow.getHandle(p.workflowId).executeUpdate(decideProposal, { args: [decision] }),
             `proposal ${id} is not waiting for approval`,
           );
+          // After Temporal took it: a decision it refused (409, 503) changed nothing and is not in the trail.
+          await recordAudit(pool, {
+            agentId,
+            action: verdict === 'approve' ? 'proposal.approve' : 'proposal.reject',
+            actor: req.actor,
+            subject: id,
+            detail: decision.note ? { note: decision.note } : undefined,
+          });
           return proposalView((await getProposal(pool, id))!);
         },
       );

@@ -131,7 +131,8 @@ describe('Delivery', () => {
     { channel: 'webhook', url: 'https://example.com/hooks/keel' },
     { channel: 'webhook', url: 'http://127.0.0.1:8080/hook?x=1#frag' },
     { channel: 'webhook', url: 'HTTPS://EXAMPLE.COM' },
-    { channel: 'webhook', url: 'https://example.com/hook', secret: 'whsec_123' },
+    { channel: 'webhook', url: 'https://example.com/hook', secret: `whsec_${Buffer.alloc(24, 7).toString('base64')}` },
+    { channel: 'webhook', url: 'https://example.com/hook', secret: 's3cret' },
     { channel: 'slack', target: 'owner' },
     { channel: 'slack', target: 'C0123ABCD' },
     { channel: 'slack', target: 'U02XYZ789' },
@@ -141,6 +142,10 @@ describe('Delivery', () => {
 
   it.each([
     ['an ftp URL', { channel: 'webhook', url: 'ftp://example.com/file' }],
+    [
+      'a whsec_ secret that is not base64 of 24–64 bytes',
+      { channel: 'webhook', url: 'https://a.example', secret: 'whsec_123' },
+    ],
     ['a relative URL', { channel: 'webhook', url: '/hooks/keel' }],
     ['a scheme-relative URL', { channel: 'webhook', url: '//example.com/hook' }],
     ['a URL without a host', { channel: 'webhook', url: 'https:///hook' }],

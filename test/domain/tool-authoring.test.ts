@@ -27,7 +27,7 @@ describe('the authoring request', () => {
       'data.upsert(table, record)',
       'ai.score(text, rubric)',
       'integrations.call(name, payload)',
-      'send(text)',
+      'send(text, destination?)',
       'browser(instruction)',
     ]) {
       expect(AUTHORING_SYSTEM).toContain(cap);

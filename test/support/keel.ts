@@ -14,9 +14,11 @@ import { createPool, type Pool } from '../../db/pool';
 import { queueScriptedResponse, type ScriptedResponse } from '../../db/scripted-responses';
 import { conversationWorkflowId } from '../../domain/ids';
 import { loadConfig } from '../../domain/config';
+import { parseEgressAllow } from '../../domain/egress';
 import type { ModelProvider } from '../../domain/model';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../../domain/routines';
+import { createEgressGuard, type EgressGuard } from '../../services/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../services/job-settings';
 import { defaultModelName } from '../../worker/wiring';
 import { createKeelWorker } from '../../worker/worker';
@@ -65,6 +67,8 @@ export interface TestKeelOptions {
   reflection?: Partial<ReflectionSettings>;
   /** A workflow bundle of the test's own (one built with a test interceptor); the run's shared bundle otherwise. */
   workflowBundlePath?: string;
+  /** The worker's egress guard; by default one that allows loopback (and only loopback) besides public addresses. */
+  egress?: EgressGuard;
 }
 
 /** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
@@ -81,6 +85,8 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   const client = new Client({ connection });
   const jobs = { ...DEFAULT_JOB_SETTINGS, ...opts.jobs };
   const routines = { ...DEFAULT_ROUTINE_SETTINGS, ...opts.routines };
+  // Tests allow loopback explicitly: their webhook receivers, fake Slack and integrations listen on 127.0.0.1.
+  const egress = opts.egress ?? createEgressGuard({ allow: parseEgressAllow('loopback') });
   const api = await buildApi({ pool, temporal: client, taskQueue, tokens: opts.tokens, jobs, routines });
 
   let worker: Worker | undefined;
@@ -99,10 +105,11 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
         defaultModel: defaultModelName(loadConfig({})),
         transports: {
           none: noneTransport(),
-          webhook: webhookTransport(),
-          slack: slackTransport({}),
+          webhook: webhookTransport({ egress }),
+          slack: slackTransport({ egress }),
           ...opts.transports,
         },
+        egress,
         jobs,
         routines,
         reflection: { ...DEFAULT_REFLECTION_SETTINGS, ...opts.reflection },
@@ -138,6 +145,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       await api.close();
       await connection.close();
       await pool.end();
+      if (!opts.egress) await egress.close();
     },
   };
 }

@@ -1,7 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { signWebhookBody } from '../../activities/delivery/webhook';
+import { Webhook } from 'standardwebhooks';
 import { readBody } from './http';
 
 export interface ReceivedWebhook {
@@ -10,9 +9,11 @@ export interface ReceivedWebhook {
   /** The JSON body, or undefined when it did not parse. */
   body: unknown;
   raw: string;
-  /** Signature check against the receiver's secret; undefined when the receiver has no secret. */
+  /** Standard Webhooks verification with the receiver's secret; undefined when the receiver has no secret. */
   validSignature: boolean | undefined;
-  /** The status this receiver answered with (failStatus for the first `failFirst` requests). */
+  /** Why verification failed (the library's message), when it did. */
+  verifyError?: string;
+  /** The status this receiver answered with: failStatus for the first `failFirst` requests, 401 when refused. */
   status: number;
 }
 
@@ -40,19 +41,35 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Constant-time comparison, as a real receiver should do, so the helper doubles as a reference implementation. */
-function verify(secret: string, headers: IncomingHttpHeaders, raw: string): boolean {
-  const timestamp = header(headers, 'x-keel-timestamp');
-  const signature = header(headers, 'x-keel-signature');
-  if (timestamp === undefined || signature === undefined) return false;
-  const expected = Buffer.from(signWebhookBody(secret, timestamp, raw));
-  const actual = Buffer.from(signature);
-  return expected.length === actual.length && timingSafeEqual(expected, actual);
+/**
+ * Verifies as a receiver would, with the `standardwebhooks` library and nothing of Keel's: a `whsec_` secret as it
+ * is, a plain one as its raw bytes (the library's `format: 'raw'`, which is UTF-8 for the ASCII secrets tests use).
+ * The library checks the signature in constant time and the timestamp against a 5-minute tolerance.
+ */
+function verify(secret: string, headers: IncomingHttpHeaders, raw: string): { valid: boolean; error?: string } {
+  const wh = secret.startsWith('whsec_') ? new Webhook(secret) : new Webhook(secret, { format: 'raw' });
+  const flat: Record<string, string> = {};
+  for (const name of Object.keys(headers)) {
+    const value = header(headers, name);
+    if (value !== undefined) flat[name] = value;
+  }
+  try {
+    wh.verify(raw, flat);
+    return { valid: true };
+  } catch (err) {
+    return { valid: false, error: err instanceof Error ? err.message : String(err) };
+  }
 }
 
 /** A local HTTP endpoint that records webhook deliveries, on 127.0.0.1 and a free port. */
 export async function startWebhookReceiver(
-  opts: { secret?: string; failFirst?: number; failStatus?: number } = {},
+  opts: {
+    secret?: string;
+    failFirst?: number;
+    failStatus?: number;
+    /** Answer 401 to a request that fails verification, as a receiver that checks signatures would. */
+    rejectUnverified?: boolean;
+  } = {},
 ): Promise<WebhookReceiver> {
   const failFirst = opts.failFirst ?? 0;
   const failStatus = opts.failStatus ?? 503;
@@ -65,13 +82,16 @@ export async function startWebhookReceiver(
     readBody(req).then(
       (raw) => {
         requests += 1;
-        const status = requests <= failFirst ? failStatus : 200;
+        const verified = opts.secret === undefined ? undefined : verify(opts.secret, req.headers, raw);
+        const refuse = opts.rejectUnverified === true && verified?.valid === false;
+        const status = requests <= failFirst ? failStatus : refuse ? 401 : 200;
         received.push({
           path: req.url ?? '/',
           headers: req.headers,
           body: parseJson(raw),
           raw,
-          validSignature: opts.secret === undefined ? undefined : verify(opts.secret, req.headers, raw),
+          validSignature: verified?.valid,
+          ...(verified?.error === undefined ? {} : { verifyError: verified.error }),
           status,
         });
         res.writeHead(status, { 'content-type': 'application/json' });

@@ -22,6 +22,8 @@ export function startWorkerProcess(
       KEEL_TASK_QUEUE: keel.taskQueue,
       KEEL_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
       KEEL_MODEL: 'scripted',
+      // Tests allow loopback explicitly: their receivers and fakes listen on 127.0.0.1.
+      KEEL_EGRESS_ALLOW: 'loopback',
       ...env,
     },
     ['ignore', 'ignore', 'inherit'],
