@@ -44,7 +44,9 @@ export function checkReply(text: string): GuardVerdict {
         return {
           ok: false,
           rule: 'secret',
-          detail: `the reply contains what looks like a secret (${name}${form.how === 'raw' ? '' : `, ${form.how}-encoded`})`,
+          detail:
+            'the reply contains what looks like a secret ' +
+            `(${name}${form.how === 'raw' ? '' : `, ${form.how}-encoded`})`,
         };
       }
     }

@@ -38,7 +38,7 @@ afterAll(async () => Promise.all([story, eager, approving, retrying, frugal, str
 const PERSONA = '# Persona\n\nYou answer in French, briefly.\n';
 
 describe('reflection admission through the REST API with the scripted model', () => {
-  it('five conversations trigger a drain; the admitted proposal is version 2; the next turn carries the new persona', async () => {
+  it('five conversations trigger a drain admitting version 2; the next turn carries the new persona', async () => {
     const r = reflectionApi(() => story);
     const a = uniqueId('a');
     await r.agent(a);
@@ -155,7 +155,7 @@ describe('every hard gate rejects a proposal whole, named in GET proposals, the 
     expect(await r.memory(a)).toMatchObject({ version: 1, files: { 'memory/principles.md': '# Principles\n' } });
   });
 
-  it('shrink_needs_compact: shrinking a file by more than 70% is refused as an edit and admitted as a compaction', async () => {
+  it('shrink_needs_compact: shrinking a file by over 70% is refused as an edit, admitted as a compaction', async () => {
     const r = reflectionApi(() => eager);
     const a = uniqueId('a');
     await r.agent(a);
@@ -252,7 +252,7 @@ describe('approval, rollback, poison, cost', () => {
     expect((await r.state(a)).queued).toEqual([]);
   });
 
-  it('rollback from version 3 to 1 gives version 4 with version 1’s content; versions 2 and 3 stay readable', async () => {
+  it('rollback from version 3 to 1 gives version 4 with version 1’s content; 2 and 3 stay readable', async () => {
     const r = reflectionApi(() => eager);
     const a = uniqueId('a');
     await r.agent(a);
