@@ -43,7 +43,8 @@ describe('reflection admission through the REST API with the scripted model', ()
     const a = uniqueId('a');
     await r.agent(a);
     for (let i = 1; i <= 4; i++) await r.say(a, `c${i}`, `hello from conversation ${i}`);
-    expect((await r.state(a)).queued).toHaveLength(4);
+    // A turn is answered before its summary reaches reflection (finishTurn signals after the commit): await the 4.
+    await eventually(async () => (await r.state(a)).queued.length === 4, 30_000, 'four turns queued for reflection');
     expect(await r.proposals(a)).toEqual([]);
     await r.say(a, 'c5', propose([{ file: 'persona.md', content: PERSONA, conversationIds: ['c5'] }]));
 
