@@ -5,10 +5,11 @@ import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
-// Keel's layers (docs/design.md): contracts ← workflows, activities, services ← api, worker; domain under all of them.
-// Keel imports its own code by relative path and a restricted-import pattern sees the specifier as written, so a file
-// `depth` folders below the repository root reaches the top-level folder X as `../` × depth, then X. Each layer's rules
-// are therefore stated once and applied at every depth up to MAX_DEPTH (layer/x.ts is depth 1, layer/a/x.ts depth 2).
+// Keel's layers (docs/design.md): contracts ← workflows, activities, services ← api, worker; domain under all of
+// them. Keel imports its own code by relative path and a restricted-import pattern sees the specifier as written, so
+// a file `depth` folders below the repository root reaches the top-level folder X as `../` × depth, then X. Each
+// layer's rules are therefore stated once and applied at every depth up to MAX_DEPTH (layer/x.ts is depth 1,
+// layer/a/x.ts depth 2).
 const MAX_DEPTH = 5;
 const folders = (names) => `(${names.join('|')})(/|$)`;
 /** Relative imports that land in one of `names`. */
@@ -58,6 +59,9 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      // Lines stay within 120 characters (Prettier's printWidth), comments, strings and test names included:
+      // Prettier leaves those long, so this rule catches them.
+      'max-len': ['error', { code: 120, ignoreUrls: true }],
     },
   },
   {
@@ -91,9 +95,9 @@ export default tseslint.config(
       to: into(['activities']),
       allowTypeImports: true,
       message:
-        'Layer rule (workflows → activities): a workflow calls activities through proxyActivities, so it may use their ' +
-        'types (`import type`) but never load activity code, which does I/O and would be bundled into the replayed, ' +
-        'deterministic workflow sandbox.',
+        'Layer rule (workflows → activities): a workflow calls activities through proxyActivities, so it may use ' +
+        'their types (`import type`) but never load activity code, which does I/O and would be bundled into the ' +
+        'replayed, deterministic workflow sandbox.',
     },
     {
       to: outside(['contracts', 'domain', 'workflows', 'activities']),
@@ -107,8 +111,8 @@ export default tseslint.config(
     {
       to: into(['workflows']),
       message:
-        'Layer rule (activities → workflows): activities never import workflows/. Signals, updates, queries, workflow ' +
-        'type names and their payload types live in contracts/; an import of workflows/ here is the ' +
+        'Layer rule (activities → workflows): activities never import workflows/. Signals, updates, queries, ' +
+        'workflow type names and their payload types live in contracts/; an import of workflows/ here is the ' +
         'activities ↔ workflows import cycle.',
     },
   ]),
@@ -122,16 +126,25 @@ export default tseslint.config(
     {
       to: into(['activities']),
       message:
-        'Layer rule (api → activities): the API never imports activities/: that would load worker code (isolated-vm ' +
-        'included) into the API process. What the API and activities both need lives in services/ (or domain/).',
+        'Layer rule (api → activities): the API never imports activities/: that would load worker code ' +
+        '(isolated-vm included) into the API process. What the API and activities both need lives in services/ ' +
+        '(or domain/).',
     },
   ]),
   ...layerRules('domain', [
     {
       to: outside(['domain']),
       message:
-        'Layer rule (domain): domain/ holds pure rules and types and imports nothing of Keel outside itself, so every ' +
-        'layer (workflows and contracts included) can depend on it without a cycle or an I/O dependency.',
+        'Layer rule (domain): domain/ holds pure rules and types and imports nothing of Keel outside itself, so ' +
+        'every layer (workflows and contracts included) can depend on it without a cycle or an I/O dependency.',
+    },
+  ]),
+  ...layerRules('db', [
+    {
+      to: outside(['db', 'domain']),
+      message:
+        'Layer rule (db): db/ holds SQL and imports only domain/ (its types and rules), so every layer above can use ' +
+        'it without a cycle.',
     },
   ]),
   ...layerRules('services', [

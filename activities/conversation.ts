@@ -123,7 +123,10 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       });
     },
 
-    /** Commits how the turn ended (with its last tool results) before anyone is told; a retrigger also records its relay. */
+    /**
+     * Commits how the turn ended (with its last tool results) before anyone is told; a retrigger also records its
+     * relay.
+     */
     finishTurn: async (input: {
       conversationKey: string;
       turnId: string;

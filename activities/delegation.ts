@@ -86,7 +86,10 @@ export interface DelegateEnd {
 
 export function delegationActivities({ pool }: { pool: Pool }) {
   return {
-    /** Every admission rule and the claim (delegate row, task attempt, ready → in_progress) before the child starts. */
+    /**
+     * Every admission rule and the claim (delegate row, task attempt, ready → in_progress) before the child
+     * starts.
+     */
     claimDelegate: async (request: SpawnRequest): Promise<SpawnDecision> => {
       try {
         return await claimDelegate(pool, request);

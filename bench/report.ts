@@ -32,13 +32,17 @@ export function goals(r: BenchResults): Goal[] {
     {
       name: 'history: flat bytes per turn',
       goal: 'Keel bytes per turn constant within 10% from turn 10 to the last',
-      measured: `${h.keel.bytesPerTurn.at10} / ${h.keel.bytesPerTurn.at100} / ${h.keel.bytesPerTurn.atLast} B (turns 10, 100, ${h.turns}): spread ${(h.keel.spread * 100).toFixed(1)}%`,
+      measured:
+        `${h.keel.bytesPerTurn.at10} / ${h.keel.bytesPerTurn.at100} / ${h.keel.bytesPerTurn.atLast} B ` +
+        `(turns 10, 100, ${h.turns}): spread ${(h.keel.spread * 100).toFixed(1)}%`,
       met: h.keel.spread <= 0.1,
     },
     {
       name: 'history: against transcript-in-history',
       goal: "Keel's bytes per turn at turn 100 ≤ 1/20 of the baseline's",
-      measured: `${kib(h.keel.bytesPerTurn.at100)} vs ${kib(h.baseline.bytesPerTurn.at100)}: 1/${(1 / h.ratioAt100).toFixed(1)}`,
+      measured:
+        `${kib(h.keel.bytesPerTurn.at100)} vs ${kib(h.baseline.bytesPerTurn.at100)}: ` +
+        `1/${(1 / h.ratioAt100).toFixed(1)}`,
       met: h.ratioAt100 <= 1 / 20,
     },
     {
@@ -50,7 +54,9 @@ export function goals(r: BenchResults): Goal[] {
     {
       name: 'throughput',
       goal: '≥ 0.7× the floor’s turns per second',
-      measured: `${r.throughput.keel.turnsPerSecond} vs ${r.throughput.floor.turnsPerSecond} turns/s: ${r.throughput.ratio}×`,
+      measured:
+        `${r.throughput.keel.turnsPerSecond} vs ${r.throughput.floor.turnsPerSecond} turns/s: ` +
+        `${r.throughput.ratio}×`,
       met: r.throughput.ratio >= 0.7,
     },
   ];
@@ -75,7 +81,9 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
   const lines = [
     '# Keel benchmarks',
     '',
-    `Run ${r.startedAt} by \`npm run bench\`${r.scale !== 1 ? ` at scale ${r.scale}` : ''}, on ${r.machine.cores} × ${r.machine.cpu}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}, ${r.machine.platform}.`,
+    `Run ${r.startedAt} by \`npm run bench\`${r.scale !== 1 ? ` at scale ${r.scale}` : ''}, ` +
+      `on ${r.machine.cores} × ${r.machine.cpu}, ${r.machine.memoryGiB} GiB, ` +
+      `Node ${r.machine.node}, ${r.machine.platform}.`,
     'One Temporal dev server (SQLite) and one embedded PostgreSQL for everything; the scripted model at zero delay;',
     "Keel's worker and API and the comparison workflows' worker each in a process of their own. Every figure, with its",
     'baseline, is in `results.json`.',
@@ -88,7 +96,8 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     '',
     '## History growth',
     '',
-    `Each turn is one ${h.messageBytes}-byte user message and its reply. The baseline passes the whole transcript into each model activity.`,
+    `Each turn is one ${h.messageBytes}-byte user message and its reply. ` +
+      'The baseline passes the whole transcript into each model activity.',
     '',
     row(['turn', 'Keel bytes', 'Keel events', 'Keel runs', 'baseline bytes', 'baseline events']),
     row(['---:', '---:', '---:', '---:', '---:', '---:']),
@@ -102,11 +111,17 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     row(['Keel', h.keel.bytesPerTurn.at10, h.keel.bytesPerTurn.at100, h.keel.bytesPerTurn.atLast]),
     row(['baseline', h.baseline.bytesPerTurn.at10, h.baseline.bytesPerTurn.at100, h.baseline.bytesPerTurn.atLast]),
     '',
-    `The baseline's history would cross Temporal's 50 MiB limit at turn ${h.baseline.crosses50MiBAtTurn ?? 'never'} (its bytes per turn grow with the transcript: fitted from the measured slopes). Keel's conversation continues as new when Temporal suggests it, so no run grows without bound. Keel's bytes per turn are 1/20 of the baseline's from turn ${h.baseline.keelAtOneTwentiethFromTurn ?? '–'} on.`,
+    `The baseline's history would cross Temporal's 50 MiB limit at turn ${h.baseline.crosses50MiBAtTurn ?? 'never'} ` +
+      '(its bytes per turn grow with the transcript: fitted from the measured slopes). ' +
+      "Keel's conversation continues as new when Temporal suggests it, so no run grows without bound. " +
+      "Keel's bytes per turn are 1/20 of the baseline's " +
+      `from turn ${h.baseline.keelAtOneTwentiethFromTurn ?? '–'} on.`,
     '',
     ...(h.baseline.endedByTemporal
       ? [
-          `The baseline did not reach turn ${h.turns}: Temporal ended it (${h.baseline.endedByTemporal.status}) at turn ${h.baseline.endedByTemporal.turn}: ${h.baseline.endedByTemporal.reason}`,
+          `The baseline did not reach turn ${h.turns}: ` +
+            `Temporal ended it (${h.baseline.endedByTemporal.status}) at turn ${h.baseline.endedByTemporal.turn}: ` +
+            `${h.baseline.endedByTemporal.reason}`,
           '',
         ]
       : []),
@@ -118,7 +133,11 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     '',
     '## Turn overhead',
     '',
-    `Submit → reply recorded over ${o.turns} sequential turns. Keel is timed from the POST to the conversation's \`turn.finished\` event (SSE), published right after the turn's end is committed; the floor is an update that runs ${o.activitiesPerTurn} empty activities (Keel's count per turn) in a row. Keel's turns and the floor's alternate, so both see the same machine.`,
+    `Submit → reply recorded over ${o.turns} sequential turns. ` +
+      "Keel is timed from the POST to the conversation's `turn.finished` event (SSE), " +
+      "published right after the turn's end is committed; " +
+      `the floor is an update that runs ${o.activitiesPerTurn} empty activities (Keel's count per turn) in a row. ` +
+      "Keel's turns and the floor's alternate, so both see the same machine.",
     '',
     row(['', 'p50 ms', 'p95 ms', 'mean ms']),
     row(['---', '---:', '---:', '---:']),
@@ -132,7 +151,8 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     '',
     '## Throughput',
     '',
-    `${t.conversations} conversations × ${t.turnsEach} turns, all at once (Keel through its API with \`wait\`; the floor through update-with-start).`,
+    `${t.conversations} conversations × ${t.turnsEach} turns, all at once ` +
+      '(Keel through its API with `wait`; the floor through update-with-start).',
     '',
     row(['', 'seconds', 'turns/s', 'worker CPU s/turn', 'API CPU s/turn']),
     row(['---', '---:', '---:', '---:', '---:']),

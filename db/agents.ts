@@ -77,8 +77,9 @@ export async function upsertAgent(db: Queryable, agentId: string, s: AgentSettin
   const { rows } = await db.query<AgentRecord>(
     `INSERT INTO agents (id, name, model, system_prompt, owner_delivery, destinations, reflection_enabled)
      VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, model = EXCLUDED.model, system_prompt = EXCLUDED.system_prompt,
-       owner_delivery = EXCLUDED.owner_delivery, destinations = EXCLUDED.destinations,
+     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, model = EXCLUDED.model,
+       system_prompt = EXCLUDED.system_prompt, owner_delivery = EXCLUDED.owner_delivery,
+       destinations = EXCLUDED.destinations,
        reflection_enabled = EXCLUDED.reflection_enabled, updated_at = now()
      RETURNING *`,
     [

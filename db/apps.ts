@@ -66,7 +66,8 @@ export async function listRecords(
   limit = 1000,
 ): Promise<AppRecord[]> {
   const { rows } = await db.query<{ data: AppRecord }>(
-    'SELECT data FROM app_records WHERE agent_id = $1 AND app_id = $2 AND table_name = $3 ORDER BY created_at, record_id LIMIT $4',
+    `SELECT data FROM app_records WHERE agent_id = $1 AND app_id = $2 AND table_name = $3
+      ORDER BY created_at, record_id LIMIT $4`,
     [agentId, appId, table, limit],
   );
   return rows.map((r) => r.data);

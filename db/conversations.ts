@@ -62,7 +62,8 @@ export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnI
     }
     // A message's delivery becomes the conversation's default for later messages that name none.
     const conv = await db.query<{ default_delivery: Delivery | null }>(
-      `UPDATE conversations SET default_delivery = COALESCE($2::jsonb, default_delivery) WHERE key = $1 RETURNING default_delivery`,
+      `UPDATE conversations SET default_delivery = COALESCE($2::jsonb, default_delivery)
+        WHERE key = $1 RETURNING default_delivery`,
       [a.conversationKey, m.delivery ? JSON.stringify(m.delivery) : null],
     );
     if (a.startsTurn) {
@@ -113,7 +114,8 @@ export async function appendTranscript(
     );
     const seq = next.rows[0]!.last_seq;
     await db.query(
-      'INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      `INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
       [conversationKey, seq, e.role, JSON.stringify(e.content), e.text, turnId, e.origin],
     );
     last = seq;
@@ -193,7 +195,8 @@ export async function turnOfMessage(
 export async function createRetriggerTurn(db: Queryable, conversationKey: string, turnId: string): Promise<void> {
   await db.query(
     `INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery, started_at)
-     SELECT $2, key, 'retrigger:' || $2, 'running', COALESCE(default_delivery, '{"channel":"none"}'::jsonb), now() FROM conversations WHERE key = $1
+     SELECT $2, key, 'retrigger:' || $2, 'running', COALESCE(default_delivery, '{"channel":"none"}'::jsonb), now()
+       FROM conversations WHERE key = $1
      ON CONFLICT (turn_id) DO NOTHING`,
     [conversationKey, turnId],
   );
@@ -201,7 +204,8 @@ export async function createRetriggerTurn(db: Queryable, conversationKey: string
 
 export async function markTurnRunning(db: Queryable, turnId: string): Promise<void> {
   await db.query(
-    `UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now()) WHERE turn_id = $1 AND status IN ('queued', 'running')`,
+    `UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now())
+      WHERE turn_id = $1 AND status IN ('queued', 'running')`,
     [turnId],
   );
 }
@@ -272,7 +276,8 @@ export async function finishTurn(
   await inTransaction(pool, async (db) => {
     await appendTranscript(db, conversationKey, turnId, entries);
     await db.query(
-      `UPDATE turns SET status = $2, reply_seq = $3, error = $4, model_calls = $5, finished_at = COALESCE(finished_at, now())
+      `UPDATE turns SET status = $2, reply_seq = $3, error = $4, model_calls = $5,
+              finished_at = COALESCE(finished_at, now())
        WHERE turn_id = $1`,
       [
         turnId,
@@ -308,7 +313,9 @@ export async function getTurn(db: Queryable, conversationKey: string, turnId: st
     `SELECT t.turn_id, t.message_id, t.status, t.delivery, t.error, m.text AS reply_text, d.outcome, d.attempts
        FROM turns t
        LEFT JOIN messages m ON m.conversation_key = t.conversation_key AND m.seq = t.reply_seq
-       LEFT JOIN LATERAL (SELECT outcome, attempts FROM deliveries WHERE turn_id = t.turn_id ORDER BY created_at DESC LIMIT 1) d ON true
+       LEFT JOIN LATERAL (
+         SELECT outcome, attempts FROM deliveries WHERE turn_id = t.turn_id ORDER BY created_at DESC LIMIT 1
+       ) d ON true
       WHERE t.conversation_key = $1 AND t.turn_id = $2`,
     [conversationKey, turnId],
   );
@@ -347,7 +354,8 @@ export async function listMessages(
     created_at: Date;
     turn_id: string | null;
   }>(
-    'SELECT seq, role, text, created_at, turn_id FROM messages WHERE conversation_key = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+    `SELECT seq, role, text, created_at, turn_id FROM messages
+      WHERE conversation_key = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     [conversationKey, afterSeq, limit],
   );
   return rows.map((r) => ({
@@ -370,7 +378,8 @@ export async function conversationStateFromDb(
   conversationKey: string,
 ): Promise<{ busy: boolean; queued: number }> {
   const { rows } = await db.query<{ running: string; queued: string }>(
-    `SELECT count(*) FILTER (WHERE status = 'running') AS running, count(*) FILTER (WHERE status = 'queued') AS queued FROM turns WHERE conversation_key = $1`,
+    `SELECT count(*) FILTER (WHERE status = 'running') AS running, count(*) FILTER (WHERE status = 'queued') AS queued
+       FROM turns WHERE conversation_key = $1`,
     [conversationKey],
   );
   return { busy: Number(rows[0]?.running ?? 0) > 0, queued: Number(rows[0]?.queued ?? 0) };

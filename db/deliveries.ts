@@ -14,7 +14,8 @@ export async function recordDeliveryAttempt(db: Queryable, d: DeliveryRecord, at
   await db.query(
     `INSERT INTO deliveries (effect_key, conversation_key, turn_id, channel, target, text, attempts)
      VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (effect_key) DO UPDATE SET attempts = GREATEST(deliveries.attempts, EXCLUDED.attempts), updated_at = now()`,
+     ON CONFLICT (effect_key) DO UPDATE
+       SET attempts = GREATEST(deliveries.attempts, EXCLUDED.attempts), updated_at = now()`,
     [d.effectKey, d.conversationKey, d.turnId, d.target.channel, JSON.stringify(d.target), d.text, attempt],
   );
 }
@@ -30,7 +31,8 @@ export async function recordDeliveryOutcome(
   error?: string,
 ): Promise<void> {
   await db.query(
-    'UPDATE deliveries SET outcome = $2, last_error = COALESCE($3, last_error), updated_at = now() WHERE effect_key = $1',
+    `UPDATE deliveries SET outcome = $2, last_error = COALESCE($3, last_error), updated_at = now()
+      WHERE effect_key = $1`,
     [effectKey, outcome, error ?? null],
   );
 }

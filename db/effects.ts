@@ -16,7 +16,8 @@ export interface Effect<R> {
 export async function beginEffect<R>(db: Queryable, key: string, kind: string, request: unknown): Promise<Effect<R>> {
   const { rows } = await db.query<{ key: string; status: EffectStatus; result: R | null; attempts: number }>(
     `INSERT INTO effects (key, kind, status, request, attempts) VALUES ($1, $2, 'pending', $3, 1)
-     ON CONFLICT (key) DO UPDATE SET attempts = effects.attempts + CASE WHEN effects.status = 'pending' THEN 1 ELSE 0 END, updated_at = now()
+     ON CONFLICT (key) DO UPDATE
+       SET attempts = effects.attempts + CASE WHEN effects.status = 'pending' THEN 1 ELSE 0 END, updated_at = now()
      RETURNING key, status, result, attempts`,
     [key, kind, JSON.stringify(request)],
   );

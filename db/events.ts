@@ -26,8 +26,8 @@ export interface ConversationEvent {
 const MAX_NOTIFY_BYTES = 7_500;
 
 /**
- * Records a finished event and announces it, in the caller's transaction (a PoolClient inside one): NOTIFY is delivered on commit, so an event
- * of work that rolled back is never seen. Once per dedupe key.
+ * Records a finished event and announces it, in the caller's transaction (a PoolClient inside one): NOTIFY is
+ * delivered on commit, so an event of work that rolled back is never seen. Once per dedupe key.
  */
 export async function publishEvent(
   db: PoolClient,
@@ -40,7 +40,8 @@ export async function publishEvent(
   // to an id never finds a smaller one committed later.
   await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
   const { rows } = await db.query<{ id: string }>(
-    'INSERT INTO conversation_events (conversation_key, type, data, dedupe_key) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id',
+    `INSERT INTO conversation_events (conversation_key, type, data, dedupe_key) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id`,
     [key, type, JSON.stringify(data), dedupeKey],
   );
   if (!rows[0]) return;

@@ -216,7 +216,8 @@ export async function beginRun(db: Queryable, runId: string, jobId: string, fire
   if (!job) return { kind: 'skipped', reason: 'the job was deleted' };
   const skip = async (reason: string): Promise<BeginRun> => {
     await db.query(
-      `INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now())`,
+      `INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at)
+       VALUES ($1, $2, $3, 'skipped', $4, now())`,
       [runId, jobId, firedAt, reason],
     );
     return { kind: 'skipped', reason };
@@ -229,7 +230,8 @@ export async function beginRun(db: Queryable, runId: string, jobId: string, fire
   );
   if (latest.rows[0]?.fired_at && latest.rows[0].fired_at > firedAt) return skip('a later fire has already run');
   const inserted = await db.query(
-    `INSERT INTO job_runs (run_id, job_id, fired_at, status) VALUES ($1, $2, $3, 'running') ON CONFLICT (job_id) WHERE status = 'running' DO NOTHING`,
+    `INSERT INTO job_runs (run_id, job_id, fired_at, status) VALUES ($1, $2, $3, 'running')
+     ON CONFLICT (job_id) WHERE status = 'running' DO NOTHING`,
     [runId, jobId, firedAt],
   );
   if ((inserted.rowCount ?? 0) === 0) {
@@ -250,7 +252,8 @@ export async function skipRun(
   reason: string,
 ): Promise<void> {
   await db.query(
-    `INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at) VALUES ($1, $2, $3, 'skipped', $4, now()) ON CONFLICT DO NOTHING`,
+    `INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at)
+     VALUES ($1, $2, $3, 'skipped', $4, now()) ON CONFLICT DO NOTHING`,
     [runId, jobId, firedAt, reason],
   );
 }
@@ -258,7 +261,8 @@ export async function skipRun(
 /** A running row whose workflow is gone (terminated outside Keel) no longer blocks the job's fires. */
 export async function abandonRun(db: Queryable, runId: string): Promise<void> {
   await db.query(
-    `UPDATE job_runs SET status = 'error', error = 'the run was abandoned (its workflow is closed)', finished_at = now() WHERE run_id = $1 AND status = 'running'`,
+    `UPDATE job_runs SET status = 'error', error = 'the run was abandoned (its workflow is closed)', finished_at = now()
+      WHERE run_id = $1 AND status = 'running'`,
     [runId],
   );
 }
@@ -280,7 +284,8 @@ export async function recordRunError(
     attempt,
   ]);
   const { rows } = await db.query<{ consecutive_errors: number; status: JobStatus }>(
-    `UPDATE jobs SET consecutive_errors = consecutive_errors + $3, last_run_error = $2, updated_at = now() WHERE id = $1 RETURNING consecutive_errors, status`,
+    `UPDATE jobs SET consecutive_errors = consecutive_errors + $3, last_run_error = $2, updated_at = now()
+      WHERE id = $1 RETURNING consecutive_errors, status`,
     [jobId, error, (counted.rowCount ?? 0) > 0 ? 1 : 0],
   );
   return { errors: rows[0]?.consecutive_errors ?? 0, status: rows[0]?.status ?? null };
@@ -307,7 +312,8 @@ export interface RunBooking {
  */
 export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
   const booked = await db.query(
-    `UPDATE job_runs SET status = $2, reply = $3, error = $4, delivery_outcome = $5, delivery_attempts = $6, attempts = GREATEST(attempts, 1), finished_at = now()
+    `UPDATE job_runs SET status = $2, reply = $3, error = $4, delivery_outcome = $5, delivery_attempts = $6,
+            attempts = GREATEST(attempts, 1), finished_at = now()
      WHERE run_id = $1 AND status = 'running'`,
     [
       b.runId,
@@ -320,11 +326,14 @@ export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
   );
   if ((booked.rowCount ?? 0) === 0) return;
   await db.query(
-    `UPDATE jobs SET run_count = run_count + 1, last_run_at = now(), last_run_status = $2, last_run_duration_ms = $3, last_run_error = $4,
+    `UPDATE jobs SET run_count = run_count + 1, last_run_at = now(), last_run_status = $2, last_run_duration_ms = $3,
+       last_run_error = $4,
        last_delivery_outcome = COALESCE($5, last_delivery_outcome),
        consecutive_errors = CASE WHEN $2 = 'ok' THEN 0 ELSE consecutive_errors END,
        next_run_at = $6,
-       status = CASE WHEN status IN ('active', 'paused') AND $7::boolean THEN 'failed' WHEN status IN ('active', 'paused') AND $8::boolean THEN 'completed' ELSE status END,
+       status = CASE WHEN status IN ('active', 'paused') AND $7::boolean THEN 'failed'
+                     WHEN status IN ('active', 'paused') AND $8::boolean THEN 'completed'
+                     ELSE status END,
        updated_at = now()
      WHERE id = $1`,
     [

@@ -90,7 +90,8 @@ export async function writeVersion(
 ): Promise<MemoryVersion> {
   const current = await currentMemory(db, agentId);
   const { rows } = await db.query<VersionRow>(
-    `INSERT INTO memory_versions (agent_id, version, files, kind, proposal_id, changes, learned_from, rollback_of) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    `INSERT INTO memory_versions (agent_id, version, files, kind, proposal_id, changes, learned_from, rollback_of)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
     [
       agentId,
       current.version + 1,

@@ -68,8 +68,10 @@ export async function insertProposal(
   },
 ): Promise<ProposalRow> {
   await db.query(
-    `INSERT INTO proposals (id, agent_id, workflow_id, status, answer, checks, base_version, tier, conversation_ids, decided_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $4 = 'awaiting_approval' THEN NULL ELSE now() END) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO proposals (id, agent_id, workflow_id, status, answer, checks, base_version, tier, conversation_ids,
+                           decided_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $4 = 'awaiting_approval' THEN NULL ELSE now() END)
+     ON CONFLICT (id) DO NOTHING`,
     [
       p.id,
       p.agentId,
@@ -105,7 +107,9 @@ export async function settleProposal(
   s: { status: ProposalStatus; version?: number; checks?: Check[]; decision?: ProposalRow['decision'] },
 ): Promise<void> {
   await db.query(
-    `UPDATE proposals SET status = $2, version = coalesce($3, version), checks = coalesce($4, checks), decision = coalesce($5, decision), decided_at = coalesce(decided_at, now()) WHERE id = $1`,
+    `UPDATE proposals SET status = $2, version = coalesce($3, version), checks = coalesce($4, checks),
+            decision = coalesce($5, decision), decided_at = coalesce(decided_at, now())
+      WHERE id = $1`,
     [
       id,
       s.status,
@@ -125,7 +129,9 @@ export async function poisonSummaries(
   for (const s of summaries) {
     await db.query(
       `INSERT INTO reflection_poison (agent_id, conversation_id, summary, failures, proposal_id)
-       SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM reflection_poison WHERE agent_id = $1 AND proposal_id = $5 AND conversation_id = $2)`,
+       SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (
+         SELECT 1 FROM reflection_poison WHERE agent_id = $1 AND proposal_id = $5 AND conversation_id = $2
+       )`,
       [agentId, s.conversationId, JSON.stringify(s), s.failures, proposalId],
     );
   }
@@ -158,7 +164,8 @@ export async function logGateDecision(
   d: { agentId: string; conversationId: string; turnId: string; evolve: boolean; reason: string },
 ): Promise<void> {
   await db.query(
-    'INSERT INTO reflection_gate_log (agent_id, conversation_id, turn_id, evolve, reason) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+    `INSERT INTO reflection_gate_log (agent_id, conversation_id, turn_id, evolve, reason) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT DO NOTHING`,
     [d.agentId, d.conversationId, d.turnId, d.evolve, d.reason],
   );
 }
@@ -189,7 +196,8 @@ export async function recordCost(
   c: { callKey: string; agentId: string; purpose: string; model: string; usage: unknown; costUsd: number },
 ): Promise<void> {
   await db.query(
-    'INSERT INTO reflection_costs (call_key, agent_id, purpose, model, usage, cost_usd) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (call_key) DO NOTHING',
+    `INSERT INTO reflection_costs (call_key, agent_id, purpose, model, usage, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (call_key) DO NOTHING`,
     [c.callKey, c.agentId, c.purpose, c.model, JSON.stringify(c.usage), c.costUsd],
   );
 }
@@ -197,7 +205,8 @@ export async function recordCost(
 /** Reflection spending of the agent since UTC midnight. */
 export async function spentToday(db: Queryable, agentId: string): Promise<number> {
   const { rows } = await db.query<{ spent: string | null }>(
-    `SELECT sum(cost_usd) AS spent FROM reflection_costs WHERE agent_id = $1 AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`,
+    `SELECT sum(cost_usd) AS spent FROM reflection_costs
+      WHERE agent_id = $1 AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`,
     [agentId],
   );
   return Number(rows[0]?.spent ?? 0);

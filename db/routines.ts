@@ -58,9 +58,11 @@ export async function putRoutine(
   cron: string,
 ): Promise<{ routine: RoutineRow; created: boolean }> {
   const { rows } = await db.query<RoutineDbRow & { created: boolean }>(
-    `INSERT INTO routines (agent_id, app_id, slug, label, schedule, cron, prompt, playbook, delivery) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-     ON CONFLICT (agent_id, app_id, slug) DO UPDATE SET label = EXCLUDED.label, schedule = EXCLUDED.schedule, cron = EXCLUDED.cron,
-       prompt = EXCLUDED.prompt, playbook = EXCLUDED.playbook, delivery = EXCLUDED.delivery, updated_at = now()
+    `INSERT INTO routines (agent_id, app_id, slug, label, schedule, cron, prompt, playbook, delivery)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     ON CONFLICT (agent_id, app_id, slug) DO UPDATE
+       SET label = EXCLUDED.label, schedule = EXCLUDED.schedule, cron = EXCLUDED.cron,
+           prompt = EXCLUDED.prompt, playbook = EXCLUDED.playbook, delivery = EXCLUDED.delivery, updated_at = now()
      RETURNING *, (xmax = 0) AS created`,
     [
       agentId,
@@ -100,7 +102,8 @@ export async function setRoutineStatus(
   to: RoutineStatus,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    'UPDATE routines SET status = $5, updated_at = now() WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status = $4',
+    `UPDATE routines SET status = $5, updated_at = now()
+      WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status = $4`,
     [agentId, appId, slug, from, to],
   );
   return rowCount === 1;
@@ -147,7 +150,8 @@ const toolOf = (r: ToolDbRow): SavedToolRow => ({
 export async function listTools(db: Queryable, agentId: string, appId: string): Promise<SavedToolRow[]> {
   const { rows } = await db.query<ToolDbRow>(
     `SELECT t.* FROM routine_tools t
-     JOIN (SELECT name, max(version) AS version, min(created_at) AS first FROM routine_tools WHERE agent_id = $1 AND app_id = $2 GROUP BY name) latest
+     JOIN (SELECT name, max(version) AS version, min(created_at) AS first FROM routine_tools
+            WHERE agent_id = $1 AND app_id = $2 GROUP BY name) latest
        ON latest.name = t.name AND latest.version = t.version
      WHERE t.agent_id = $1 AND t.app_id = $2 ORDER BY latest.first, t.name`,
     [agentId, appId],
@@ -186,8 +190,10 @@ export async function saveTool(
   // Serialise versions of one app's tools on the app row.
   await db.query('SELECT 1 FROM apps WHERE agent_id = $1 AND app_id = $2 FOR UPDATE', [agentId, appId]);
   const { rows } = await db.query<ToolDbRow>(
-    `INSERT INTO routine_tools (agent_id, app_id, name, version, title, purpose, inputs, code, authored_by, authored_in_run)
-     SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6, $7, $8, $9 FROM routine_tools WHERE agent_id = $1 AND app_id = $2 AND name = $3
+    `INSERT INTO routine_tools (agent_id, app_id, name, version, title, purpose, inputs, code, authored_by,
+                               authored_in_run)
+     SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6, $7, $8, $9
+       FROM routine_tools WHERE agent_id = $1 AND app_id = $2 AND name = $3
      RETURNING *`,
     [agentId, appId, tool.name, tool.title, tool.purpose, JSON.stringify(tool.inputs), tool.code, authoredBy, runId],
   );
@@ -275,7 +281,8 @@ export async function beginRun(
   const existing = await getRun(db, r.runId);
   if (existing) return { kind: 'begun', run: existing };
   const { rows } = await db.query<RunDbRow>(
-    `INSERT INTO routine_runs (run_id, workflow_id, agent_id, app_id, slug, fired_at, status, prompt, session_id) VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8)
+    `INSERT INTO routine_runs (run_id, workflow_id, agent_id, app_id, slug, fired_at, status, prompt, session_id)
+     VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8)
      ON CONFLICT DO NOTHING RETURNING *`,
     [r.runId, r.workflowId, r.agentId, r.appId, r.slug, r.firedAt, r.prompt, r.sessionId],
   );
@@ -294,7 +301,8 @@ export async function runInFlight(
   slug: string,
 ): Promise<RoutineRunRow | undefined> {
   const { rows } = await db.query<RunDbRow>(
-    `SELECT * FROM routine_runs WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status IN ('running', 'needs_approval')`,
+    `SELECT * FROM routine_runs
+      WHERE agent_id = $1 AND app_id = $2 AND slug = $3 AND status IN ('running', 'needs_approval')`,
     [agentId, appId, slug],
   );
   return rows[0] && runOf(rows[0]);
@@ -313,7 +321,8 @@ export async function listRuns(
   limit = 100,
 ): Promise<RoutineRunRow[]> {
   const { rows } = await db.query<RunDbRow>(
-    'SELECT * FROM routine_runs WHERE agent_id = $1 AND app_id = $2 AND slug = $3 ORDER BY fired_at DESC, run_id LIMIT $4',
+    `SELECT * FROM routine_runs WHERE agent_id = $1 AND app_id = $2 AND slug = $3
+      ORDER BY fired_at DESC, run_id LIMIT $4`,
     [agentId, appId, slug, limit],
   );
   return rows.map(runOf);
@@ -334,7 +343,8 @@ export async function setRunTool(
 
 export async function markNeedsApproval(db: Queryable, runId: string, gate: Gate, digest: string): Promise<void> {
   await db.query(
-    `UPDATE routine_runs SET status = 'needs_approval', gate = $2, digest = $3 WHERE run_id = $1 AND status IN ('running', 'needs_approval')`,
+    `UPDATE routine_runs SET status = 'needs_approval', gate = $2, digest = $3
+      WHERE run_id = $1 AND status IN ('running', 'needs_approval')`,
     [runId, JSON.stringify(gate), digest],
   );
 }
@@ -356,7 +366,8 @@ export async function finishRun(
   f: { status: RoutineRunStatus; digest: string; artifactId: string | null },
 ): Promise<void> {
   await db.query(
-    `UPDATE routine_runs SET status = $2, digest = $3, artifact_id = $4, finished_at = now() WHERE run_id = $1 AND finished_at IS NULL`,
+    `UPDATE routine_runs SET status = $2, digest = $3, artifact_id = $4, finished_at = now()
+      WHERE run_id = $1 AND finished_at IS NULL`,
     [runId, f.status, f.digest, f.artifactId],
   );
 }
@@ -388,8 +399,10 @@ export async function loadJournal(db: Queryable, runId: string): Promise<Journal
  */
 export async function journalCall(db: Queryable, runId: string, e: JournalEntry): Promise<boolean> {
   const { rowCount } = await db.query(
-    `INSERT INTO routine_calls (run_id, seq, capability, args, outcome, result, error) VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (run_id, seq) DO UPDATE SET outcome = EXCLUDED.outcome, result = EXCLUDED.result, error = EXCLUDED.error
+    `INSERT INTO routine_calls (run_id, seq, capability, args, outcome, result, error)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (run_id, seq) DO UPDATE
+       SET outcome = EXCLUDED.outcome, result = EXCLUDED.result, error = EXCLUDED.error
        WHERE routine_calls.outcome = 'gated' AND EXCLUDED.outcome <> 'gated'`,
     [
       runId,
@@ -455,12 +468,14 @@ export async function writeArtifact(
   if (existing.rows[0]) return artifactOf(existing.rows[0]);
   await db.query('SELECT 1 FROM apps WHERE agent_id = $1 AND app_id = $2 FOR UPDATE', [a.agentId, a.appId]);
   const { rows: top } = await db.query<{ n: number }>(
-    'SELECT coalesce(max(number), 0) + 1 AS n FROM routine_artifacts WHERE agent_id = $1 AND app_id = $2 AND produced_by = $3',
+    `SELECT coalesce(max(number), 0) + 1 AS n FROM routine_artifacts
+      WHERE agent_id = $1 AND app_id = $2 AND produced_by = $3`,
     [a.agentId, a.appId, a.producedBy],
   );
   const n = top[0]!.n;
   const { rows } = await db.query<ArtifactDbRow>(
-    `INSERT INTO routine_artifacts (artifact_id, agent_id, app_id, run_id, produced_by, number, title, content) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    `INSERT INTO routine_artifacts (artifact_id, agent_id, app_id, run_id, produced_by, number, title, content)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
     [`art_${randomBytes(4).toString('hex')}`, a.agentId, a.appId, a.runId, a.producedBy, n, a.title(n), a.content],
   );
   return artifactOf(rows[0]!);

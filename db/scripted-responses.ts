@@ -29,7 +29,8 @@ export async function takeScriptedResponse(
     `WITH mine AS (SELECT response FROM scripted_responses WHERE consumed_by = $2),
           next AS (
             UPDATE scripted_responses SET consumed_by = $2
-             WHERE id = (SELECT id FROM scripted_responses WHERE conversation_key = $1 AND consumed_by IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+             WHERE id = (SELECT id FROM scripted_responses WHERE conversation_key = $1 AND consumed_by IS NULL
+                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
                AND NOT EXISTS (SELECT 1 FROM mine)
              RETURNING response)
      SELECT response FROM mine UNION ALL SELECT response FROM next`,

@@ -133,14 +133,16 @@ export function taskStatusAfter(kind: OutcomeKind): 'done' | 'failed' {
 
 export const DELEGATE_INSTRUCTIONS = [
   'You are a delegate: you work on one task on behalf of a conversation, and the conversation relays your result.',
-  'CRITICAL: Do not signal an outcome until every step of the task is actually complete. If the task has multiple steps,',
+  'CRITICAL: Do not signal an outcome until every step of the task is actually complete. ' +
+    'If the task has multiple steps,',
   'finish ALL of them before calling set_status with kind "outcome". Report progress with kind "progress" as you go.',
   'Use read_skill to read any skill in the index. If you cannot go on (a login wall, a missing permission), set the',
   'outcome with blocked set to the reason.',
 ].join('\n');
 
 export const NUDGE_TEXT =
-  'You answered without setting an outcome. When every step of the task is done, call set_status with kind "outcome"; if not, keep working.';
+  'You answered without setting an outcome. ' +
+  'When every step of the task is done, call set_status with kind "outcome"; if not, keep working.';
 export const CONTINUE_TEXT = 'Continue where you left off. Do not repeat completed work.';
 export const TASK_PREFIX = 'Task: ';
 
@@ -171,7 +173,9 @@ export const RETRIGGER_PREFIX = 'background task';
 
 /** The synthetic message of a retrigger turn: the results, each under its delegate id and outcome. */
 export function retriggerText(results: readonly AdmittedResult[]): string {
-  const head = `${results.length} ${RETRIGGER_PREFIX}${results.length === 1 ? '' : 's'} just completed. The user has NOT seen any of the results below.`;
+  const head =
+    `${results.length} ${RETRIGGER_PREFIX}${results.length === 1 ? '' : 's'} just completed. ` +
+    'The user has NOT seen any of the results below.';
   const body = results.map(
     (r) =>
       `--- delegate ${r.delegateId} (${r.kind}${r.kind === 'success' ? '' : ', NOT a full success'}) ---\n${r.result}`,
@@ -229,7 +233,10 @@ export function outcomeResult(
       // Partial from a race (cancelled or failed while finishing) says so; otherwise the segments ran out.
       return d.reason
         ? `${d.recovered ?? d.outcomeText ?? ''}\n(partial result: ${d.reason})`.trim()
-        : `${d.recovered ?? d.outcomeText ?? ''}\n(reached max segments after ${d.modelCalls ?? 0} model calls — partial result)`.trim();
+        : (
+            `${d.recovered ?? d.outcomeText ?? ''}\n` +
+            `(reached max segments after ${d.modelCalls ?? 0} model calls — partial result)`
+          ).trim();
     case 'timeout':
       return d.recovered
         ? `${d.recovered}\n(Delegate exceeded its ${d.wallClockSeconds}s wall-clock timeout — partial result)`

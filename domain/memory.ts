@@ -49,7 +49,10 @@ export function initialMemory(agent: { name: string }): MemoryFiles {
   };
 }
 
-/** The memory that goes into the conversation's system prompt: constitution, persona, user profile, domain knowledge, strategies. */
+/**
+ * The memory that goes into the conversation's system prompt: constitution, persona, user profile, domain knowledge,
+ * strategies.
+ */
 export function memoryPrompt(files: MemoryFiles): string {
   const strategies = Object.keys(files)
     .filter((f) => STRATEGY.test(f))

@@ -65,7 +65,10 @@ export type ProposalEdit = z.infer<typeof ProposalEdit>;
 export type ProposalAnswer = z.infer<typeof Proposal>;
 export type Proposal = Extract<ProposalAnswer, { status: 'ok' }>;
 
-/** The last JSON object of a model's answer, as a proposal; unlike Phantom, an unreadable answer is an error, never "ok". */
+/**
+ * The last JSON object of a model's answer, as a proposal; unlike Phantom, an unreadable answer is an error, never
+ * "ok".
+ */
 export function parseProposal(reply: string): { ok: true; proposal: ProposalAnswer } | { ok: false; error: string } {
   for (let end = reply.lastIndexOf('}'); end >= 0; end = reply.lastIndexOf('}', end - 1)) {
     for (let start = reply.lastIndexOf('{', end); start >= 0; start = reply.lastIndexOf('{', start - 1)) {
@@ -95,11 +98,15 @@ export const JUDGE_MARKER = '[keel:reflect-judge]';
 export const REFLECTION_SYSTEM = [
   REFLECTION_MARKER,
   "You read recent conversations of an agent and propose edits to the agent's memory documents, or skip.",
-  'Skip by default. Learn only durable things: preferences, corrections, facts, workflow rules. One concrete bullet per',
+  'Skip by default. Learn only durable things: preferences, corrections, facts, workflow rules. ' +
+    'One concrete bullet per',
   'learning; no credentials, dates or emojis; compact duplicates. constitution.md never changes.',
-  'Writable: persona.md, user-profile.md, domain-knowledge.md, strategies/*.md, memory/corrections.md, memory/principles.md.',
-  'Answer with one JSON object: {"status":"skip","reason":…} or {"status":"escalate","reason":…} (a larger model should decide)',
-  'or {"status":"ok","edits":[{"file":…,"action":"edit"|"compact"|"new","content":<the whole new file>,"summary":…,"rationale":…,"conversationIds":[…]}]}.',
+  'Writable: persona.md, user-profile.md, domain-knowledge.md, strategies/*.md, memory/corrections.md, ' +
+    'memory/principles.md.',
+  'Answer with one JSON object: {"status":"skip","reason":…} or {"status":"escalate","reason":…} ' +
+    '(a larger model should decide)',
+  'or {"status":"ok","edits":[{"file":…,"action":"edit"|"compact"|"new","content":<the whole new file>,' +
+    '"summary":…,"rationale":…,"conversationIds":[…]}]}.',
 ].join('\n');
 
 export function reflectionMessage(
@@ -115,7 +122,10 @@ export function reflectionMessage(
   return `Current memory:\n${memory}\n\nConversations:\n${talk}`;
 }
 
-export const GATE_SYSTEM = `${GATE_MARKER}\nDecide whether this turn is worth learning from: preferences, corrections, new facts, workflow rules or agent errors. Always yes on failure; if in doubt, yes. Answer {"evolve": true|false, "reason": "…"}.`;
+export const GATE_SYSTEM =
+  `${GATE_MARKER}\nDecide whether this turn is worth learning from: ` +
+  'preferences, corrections, new facts, workflow rules or agent errors. ' +
+  'Always yes on failure; if in doubt, yes. Answer {"evolve": true|false, "reason": "…"}.';
 
 export function gateMessage(g: {
   turns: number;
@@ -144,7 +154,9 @@ export function parseGate(reply: string): { evolve: boolean; reason: string } {
   }
 }
 
-export const JUDGE_SYSTEM = `${JUDGE_MARKER}\nYou judge a proposed edit to an agent's memory against its constitution and safety. Answer {"pass": true|false, "confidence": 0..1, "reason": "…"}.`;
+export const JUDGE_SYSTEM =
+  `${JUDGE_MARKER}\nYou judge a proposed edit to an agent's memory against its constitution and safety. ` +
+  'Answer {"pass": true|false, "confidence": 0..1, "reason": "…"}.';
 
 // ---- cost ---------------------------------------------------------------------------------------------------------
 

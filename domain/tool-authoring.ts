@@ -31,8 +31,10 @@ export const CAPABILITY_DOCS = [
 export const AUTHORING_SYSTEM = [
   AUTHORING_MARKER,
   'You author one small JavaScript tool for a scheduled routine. Answer with exactly one JSON object:',
-  '{"name": "camelCaseName", "title": "Short Title", "purpose": "one sentence", "inputs": ["input"], "code": "async function camelCaseName({ input }) { … }"}',
-  'Rules: `code` defines an async function called `name`, which receives one object of string arguments named by `inputs`',
+  '{"name": "camelCaseName", "title": "Short Title", "purpose": "one sentence", "inputs": ["input"], ' +
+    '"code": "async function camelCaseName({ input }) { … }"}',
+  'Rules: `code` defines an async function called `name`, ' +
+    'which receives one object of string arguments named by `inputs`',
   '(a routine passes its prompt as `input`). Call only these capabilities, always with await:',
   ...CAPABILITY_DOCS.map((d) => `- ${d}`),
   'There is no require, import, process, fetch, timers or clock you can trust. Draft before you send. Return a',
@@ -52,11 +54,16 @@ export function authoringMessage(prompt: string, tables: AppDefinition['tables']
 
 /** The one repair request: the original request, the tool that failed and why. */
 export function repairMessage(prompt: string, tables: AppDefinition['tables'], failure: string): string {
-  return `${authoringMessage(prompt, tables)}\n\nYour previous attempt crashed on a smoke run with: ${failure}\nFix the code (respect the documented capability shapes) and output the corrected tool.`;
+  return (
+    `${authoringMessage(prompt, tables)}\n\nYour previous attempt crashed on a smoke run with: ${failure}\n` +
+    'Fix the code (respect the documented capability shapes) and output the corrected tool.'
+  );
 }
 
 export const AI_SYSTEM: Record<AiCapability, string> = {
-  score: `${AI_MARKERS.score}\nScore the text against the rubric. Answer with a single integer from 0 to 100 and nothing else.`,
+  score:
+    `${AI_MARKERS.score}\nScore the text against the rubric. ` +
+    'Answer with a single integer from 0 to 100 and nothing else.',
   summarize: `${AI_MARKERS.summarize}\nSummarise the text in at most three sentences.`,
   write: `${AI_MARKERS.write}\nWrite the text the instruction asks for. Answer with the text only.`,
 };

@@ -175,7 +175,9 @@ export function parseToolCall(
   const issue = parsed.error.issues[0];
   return {
     ok: false,
-    error: `invalid arguments for ${call.name}: ${issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid'}`,
+    error:
+      `invalid arguments for ${call.name}: ` +
+      (issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid'),
   };
 }
 

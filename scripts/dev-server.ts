@@ -81,6 +81,7 @@ export async function waitForTemporal(address: string, timeoutMs: number, namesp
     }
   }
   throw new Error(
-    `Temporal at ${address} did not become ready in ${timeoutMs} ms: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+    `Temporal at ${address} did not become ready in ${timeoutMs} ms: ` +
+      (lastError instanceof Error ? lastError.message : String(lastError)),
   );
 }

@@ -120,7 +120,8 @@ async function main(): Promise<void> {
       .filter(([, v]) => v)
       .map(
         ([k, v]) =>
-          `[dictionaries.${k}]\nvalues = [${JSON.stringify(v)}]\n\n[parameters."path.${k}"]\ndictionary = "${k}"\nprobability = 0.5\n`,
+          `[dictionaries.${k}]\nvalues = [${JSON.stringify(v)}]\n\n` +
+          `[parameters."path.${k}"]\ndictionary = "${k}"\nprobability = 0.5\n`,
       )
       .join('\n');
     const reportDir = path.join(keel.dataDir, 'schemathesis-report');

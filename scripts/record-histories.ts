@@ -147,7 +147,9 @@ async function main(): Promise<void> {
     const tool = {
       name: 'greetAda',
       inputs: ['input'],
-      code: "async function greetAda() { const ada = await data.get('leads', 'l1'); await send('Hello ' + ada.name); return 'greeted ' + ada.name; }",
+      code:
+        "async function greetAda() { const ada = await data.get('leads', 'l1'); " +
+        "await send('Hello ' + ada.name); return 'greeted ' + ada.name; }",
     };
     await call('PUT', '/v1/agents/rec/apps/crm/routines/greet', {
       label: 'Greet',

@@ -39,7 +39,8 @@ async function main(): Promise<number> {
   const loadAvgStart = os.loadavg();
   await writeFile(LOG_FILE, '');
   log(
-    `soak: ${cfg.loadSeconds} s of load, ${cfg.conversations} conversations × ${cfg.messagesPerConversation}, ${cfg.jobs} jobs, ${cfg.delegates} delegates; logs in ${path.relative(REPO_ROOT, LOG_FILE)}`,
+    `soak: ${cfg.loadSeconds} s of load, ${cfg.conversations} conversations × ${cfg.messagesPerConversation}, ` +
+      `${cfg.jobs} jobs, ${cfg.delegates} delegates; logs in ${path.relative(REPO_ROOT, LOG_FILE)}`,
   );
 
   // One workflow bundle for every worker start: a kill then costs a process start, not a webpack build.
@@ -101,7 +102,8 @@ async function main(): Promise<number> {
       const accepted = messages.filter((m) => m.acceptedAtS !== undefined).length;
       const due = messages.filter((m) => m.plannedAtS * 1000 <= Date.now() - t0).length;
       log(
-        `load: ${accepted}/${due} due messages accepted, ${receiver.received.length} webhooks received, ${injector?.faults.length ?? 0} faults so far`,
+        `load: ${accepted}/${due} due messages accepted, ${receiver.received.length} webhooks received, ` +
+          `${injector?.faults.length ?? 0} faults so far`,
       );
     }, 15_000);
     await faults;
@@ -111,7 +113,8 @@ async function main(): Promise<number> {
     const cpuUsed = await cpu.stop();
     await pauseJobs(api, cfg.agentId, jobs, drainDeadline);
     log(
-      `load phase over; ${jobs.filter((j) => j.pauseStatus === 200 || j.pauseStatus === 409).length}/${jobs.length} jobs paused; draining (deadline ${cfg.drainSeconds} s)`,
+      `load phase over; ${jobs.filter((j) => j.pauseStatus === 200 || j.pauseStatus === 409).length}/${jobs.length} ` +
+        `jobs paused; draining (deadline ${cfg.drainSeconds} s)`,
     );
 
     // The drain: poll until nothing accepted is still open (twice in a row), or the deadline.
@@ -211,7 +214,8 @@ async function main(): Promise<number> {
       );
       for (const e of injector.unexpectedExits) {
         console.log(
-          `CRASH: the ${e.process} (pid ${e.pid}) exited by itself at ${e.atS} s${e.duringFault ? ` during ${e.duringFault}` : ''} (code ${e.code}, signal ${e.signal})`,
+          `CRASH: the ${e.process} (pid ${e.pid}) exited by itself at ${e.atS} s` +
+            `${e.duringFault ? ` during ${e.duringFault}` : ''} (code ${e.code}, signal ${e.signal})`,
         );
       }
       for (const m of report.crashMessages) console.log(`  from the log: ${m}`);

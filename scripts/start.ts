@@ -46,7 +46,8 @@ async function main(): Promise<void> {
       uiUrl = `(the UI of your Temporal server at ${address})`;
     } else if (!isLoopbackHost(address.split(':')[0] ?? '')) {
       throw new Error(
-        `Temporal at ${address} does not answer; npm start runs a dev server only on this machine (unset TEMPORAL_ADDRESS for that)`,
+        `Temporal at ${address} does not answer; ` +
+          'npm start runs a dev server only on this machine (unset TEMPORAL_ADDRESS for that)',
       );
     } else {
       console.log('keel: starting the Temporal dev server…');
@@ -107,9 +108,13 @@ async function main(): Promise<void> {
         `  Temporal UI  ${uiUrl}`,
         `  PostgreSQL   ${pg ? describeEmbeddedPg(pg) : 'DATABASE_URL'}`,
         `  Egress       ${describeEgress(parseEgressAllow(egressAllow))} — loopback allowed by npm start`,
-        `  Model        ${config.model.provider}${config.model.provider === 'scripted' ? ' (offline; set ANTHROPIC_API_KEY to use Claude)' : ` (${config.model.anthropicModel})`}`,
+        `  Model        ${config.model.provider}` +
+          (config.model.provider === 'scripted'
+            ? ' (offline; set ANTHROPIC_API_KEY to use Claude)'
+            : ` (${config.model.anthropicModel})`),
         '',
-        `Try: curl -X POST '${api}/v1/agents/a1/conversations/c1/messages?wait=30' -H 'content-type: application/json' -d '{"text":"hello"}'`,
+        `Try: curl -X POST '${api}/v1/agents/a1/conversations/c1/messages?wait=30' ` +
+          `-H 'content-type: application/json' -d '{"text":"hello"}'`,
         'Ctrl-C stops everything.',
         '',
       ].join('\n'),

@@ -55,7 +55,8 @@ export function ensureTemporalCli(log: (line: string) => void = (l) => console.e
           temporalCacheDir() +
           ') and Go is not installed to build it.',
         'Install one of:',
-        '  - the Temporal CLI: https://docs.temporal.io/cli#install (then put `temporal` on PATH or set TEMPORAL_CLI_PATH)',
+        '  - the Temporal CLI: https://docs.temporal.io/cli#install ' +
+          '(then put `temporal` on PATH or set TEMPORAL_CLI_PATH)',
         `  - Go ≥ 1.25 (https://go.dev/dl/), and Keel builds the CLI v${TEMPORAL_CLI_VERSION} itself`,
       ].join('\n'),
     );
@@ -76,7 +77,8 @@ export function ensureTemporalCli(log: (line: string) => void = (l) => console.e
   const built = path.join(dir, 'temporal');
   if (result.status !== 0 || !executable(built)) {
     throw new Error(
-      `go install ${MODULE}@v${TEMPORAL_CLI_VERSION} failed (exit ${result.status ?? result.signal}); see the output above`,
+      `go install ${MODULE}@v${TEMPORAL_CLI_VERSION} failed (exit ${result.status ?? result.signal}); ` +
+        'see the output above',
     );
   }
   log(`keel: Temporal CLI ready at ${built}`);

@@ -113,7 +113,7 @@ describe('anthropic provider against a fake Messages API', () => {
     expect(res.stopReason).toBe('end_turn');
   });
 
-  it('sends a streaming request with cache breakpoints and the API key, without touching the caller’s request', async () => {
+  it('sends a streaming request with cache breakpoints and the API key; the caller’s request is kept', async () => {
     fake.enqueue({ kind: 'stream', text: 'ok' });
     const req = request();
     const before = structuredClone(req);

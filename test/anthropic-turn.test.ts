@@ -63,7 +63,8 @@ describe('the anthropic provider in a real turn, against a local Messages API', 
       cache_read_tokens: number;
       provider: string;
     }>(
-      'SELECT call_index, input_tokens, output_tokens, cache_read_tokens, provider FROM model_calls WHERE conversation_key = $1 ORDER BY call_index',
+      `SELECT call_index, input_tokens, output_tokens, cache_read_tokens, provider FROM model_calls
+        WHERE conversation_key = $1 ORDER BY call_index`,
       [conversationWorkflowId(a, c)],
     );
     expect(rows).toEqual([

@@ -63,7 +63,7 @@ describe('bad input gets the error shape and the right status, and loses nothing
     expect(res.body.error.message).toMatch(/text/);
   });
 
-  it('a text of nothing but whitespace (ideographic space, BOM included) → 400, as the OpenAPI pattern says', async () => {
+  it('a text of only whitespace (ideographic space, BOM included) → 400, as the OpenAPI pattern says', async () => {
     const res = await send(keel, 'POST', messages(), { payload: JSON.stringify({ text: ' \u3000\ufeff\n' }) });
     expect([res.status, res.body.error.message]).toEqual([400, expect.stringMatching(/text must not be empty/)]);
     const doc = (await keel.api.inject({ method: 'GET', url: '/docs/json' })).json<Record<string, unknown>>();
@@ -286,7 +286,7 @@ describe('a dependency that is down', () => {
     }
   });
 
-  it('a known path asked with another method answers 405 with Allow; an unknown path 404, both in the error shape', async () => {
+  it('a known path with another method gets 405 with Allow; an unknown path 404, both in the error shape', async () => {
     const k = await startTestKeel({ worker: false });
     const keelApi = k.api;
     try {

@@ -29,7 +29,7 @@ async function runsOf(workflowId: string): Promise<string[]> {
 }
 
 describe('continue-as-new', () => {
-  it('carries the queue across runs: messages accepted before and after it are all answered once, in order', async () => {
+  it('carries the queue across runs: messages accepted before and after are all answered once, in order', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);
     const posts = [];
@@ -66,7 +66,7 @@ describe('continue-as-new', () => {
     ).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
   });
 
-  it('admits and relays, once each, the results of two delegates that finish after the conversation continued as new', async () => {
+  it('admits and relays, once each, the results of two delegates that finish after the continue-as-new', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);
     const ids: string[] = [];

@@ -43,7 +43,7 @@ function startWorkerProcess(keel: TestKeel, databaseUrl: string, env: Record<str
 }
 
 describe('a crash mid-turn loses nothing and doubles nothing', () => {
-  it('kill -9 of the worker during a /delay 5000 turn: after a restart the turn completes and the webhook hears it once', async () => {
+  it('kill -9 of the worker in a /delay 5000 turn: restarted, it completes and the webhook hears it once', async () => {
     hook ??= await startWebhookReceiver();
     const keel = await startTestKeel({ worker: false });
     cleanups.push(() => keel.stop());
@@ -81,7 +81,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(Number(rows[0]!.n)).toBe(1);
   });
 
-  it('kill -9 of the worker while a delegate runs: after a restart the delegate finishes and its result is relayed once', async () => {
+  it('kill -9 of the worker while a delegate runs: restarted, it finishes and its result is relayed once', async () => {
     hook ??= await startWebhookReceiver();
     const keel = await startTestKeel({ worker: false });
     cleanups.push(() => keel.stop());
@@ -139,7 +139,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(relayed()).toHaveLength(1);
   });
 
-  it('kill -9 of the worker during a job run: after a restart the run completes and delivers exactly once', async () => {
+  it('kill -9 of the worker in a job run: after a restart the run completes and delivers exactly once', async () => {
     hook ??= await startWebhookReceiver();
     const keel = await startTestKeel({ worker: false });
     cleanups.push(() => keel.stop());
@@ -183,7 +183,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(mine.map((r) => (r.body as { text: string }).text)).toEqual(['echo: job survived']);
   });
 
-  it('PostgreSQL stopped during a turn and started again 10 s later: the turn completes, nothing lost or doubled', async () => {
+  it('PostgreSQL stopped in a turn and started 10 s later: the turn completes, nothing lost or doubled', async () => {
     hook ??= await startWebhookReceiver();
     const dataDir = path.join(inject('workDir'), `pg-outage-${uniqueId('x')}`);
     const port = await freePort();
@@ -216,7 +216,8 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(mine[0]!.body).toMatchObject({ text: 'echo: outlived the outage' });
     expect(await transcriptRoles(keel, key)).toEqual(['user', 'assistant', 'tool']);
     const { rows } = await keel.pool.query<{ n: string; d: string }>(
-      `SELECT (SELECT count(*) FROM turns WHERE conversation_key = $1) AS n, (SELECT count(*) FROM deliveries WHERE conversation_key = $1) AS d`,
+      `SELECT (SELECT count(*) FROM turns WHERE conversation_key = $1) AS n,
+              (SELECT count(*) FROM deliveries WHERE conversation_key = $1) AS d`,
       [key],
     );
     expect(rows[0]).toEqual({ n: '1', d: '1' });
@@ -225,7 +226,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(next.body.reply?.text).toBe('echo: still here?');
   });
 
-  it('kill -9 of the worker while a routine run waits for approval: after a restart the approval resumes it, one delivery', async () => {
+  it('kill -9 of the worker while a routine run awaits approval: approval resumes it, one delivery', async () => {
     hook ??= await startWebhookReceiver();
     const keel = await startTestKeel({ worker: false });
     cleanups.push(() => keel.stop());
@@ -259,7 +260,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(await contactRecords(r, a, 'crm')).toBe(1);
   });
 
-  it('kill -9 of the worker in the middle of a routine tool: the retried run replays its journal, the upsert happens once', async () => {
+  it('kill -9 of the worker in a routine tool: the retried run replays its journal, upserting once', async () => {
     // An integration that holds its first request until the worker is dead, then answers.
     const calls: string[] = [];
     let first: (() => void) | undefined;
@@ -309,7 +310,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     expect(new Set(calls).size).toBe(1);
   }, 120_000);
 
-  it('kill -9 of the worker while a proposal waits for approval: after a restart the approval still applies it', async () => {
+  it('kill -9 of the worker while a proposal awaits approval: restarted, the approval still applies it', async () => {
     const keel = await startTestKeel({ worker: false });
     cleanups.push(() => keel.stop());
     const r = reflectionApi(() => keel);

@@ -30,7 +30,7 @@ beforeAll(async () => {
 afterAll(async () => keel?.stop());
 
 describe('a lost completion signal', () => {
-  it('loses nothing: the conversation reconciles from PostgreSQL at its next turn end and relays the result once', async () => {
+  it('loses nothing: at its next turn end the conversation reconciles from PostgreSQL and relays it once', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const spawned = await keel.post(
       a,

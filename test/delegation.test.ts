@@ -65,7 +65,7 @@ async function spawn(
 }
 
 describe('delegation through the REST API alone', () => {
-  it('a ready task is handed to a delegate; its outcome is committed, admitted once and relayed; the task is done', async () => {
+  it('a ready task goes to a delegate; its outcome is committed, admitted once, relayed; task done', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const created = await api<{ number: number; status: string }>('POST', `/v1/agents/${a}/tasks`, {
       title: 'Write the summary',
@@ -115,7 +115,7 @@ describe('delegation through the REST API alone', () => {
 });
 
 describe('admission of a spawn', () => {
-  it('refuses a pending_approval task with its reason; after PATCH ready it is admitted; a second spawn with the attempt open is refused', async () => {
+  it('refuses pending_approval with its reason; after PATCH ready admits it; refuses a second spawn', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await api('POST', `/v1/agents/${a}/tasks`, {
       title: 'Slow work',
@@ -136,7 +136,7 @@ describe('admission of a spawn', () => {
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
   });
 
-  it('refuses unknown required skills, done tasks and a missing task; gives the skill bodies to the delegate', async () => {
+  it('refuses unknown required skills, done tasks and a missing task; gives skill bodies to the delegate', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await api('POST', `/v1/agents/${a}/tasks`, {
       title: 'Needs skills',
@@ -272,7 +272,7 @@ describe('how a delegate ends', () => {
 });
 
 describe('admission in the conversation', () => {
-  it('ignores a duplicate completion signal with a consumed version, and rejects one whose versions disagree with the row', async () => {
+  it('ignores a duplicate completion signal of a consumed version; rejects one whose versions disagree', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const { delegateId } = await spawn(a, c, { text: 'quick job' });
     const id = delegateId!;
@@ -371,7 +371,7 @@ describe('relay', () => {
 });
 
 describe('a conversation or a delegate that goes away', () => {
-  it('a delegate that finishes after its conversation was terminated is admitted and relayed by the next run', async () => {
+  it('a delegate finishing after its conversation was terminated is admitted and relayed by the next run', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const { delegateId } = await spawn(a, c, { text: '/delay 2000 outlived it', historyMode: 'clean' });
     await keel.client.workflow
@@ -468,7 +468,7 @@ describe('a conversation or a delegate that goes away', () => {
     await eventually(async () => relays(await messages(a, c)).length === 1, 30_000, 'the relay');
   });
 
-  it('a delegate workflow terminated outside Keel is failed by reconciliation (owner reconcile), its task attempt closed, and relayed', async () => {
+  it('a delegate terminated outside Keel is failed by owner reconcile, its attempt closed, and relayed', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await api('POST', `/v1/agents/${a}/tasks`, {
       title: 'Doomed',
@@ -520,7 +520,8 @@ describe('history modes', () => {
     expect(await transcriptOf(forked.delegateId!)).toContain('remember the codeword heliotrope');
     // The fork ends before the model call that spawned it: no tool call without its result reaches the delegate.
     const { rows } = await keel.pool.query<{ role: string; content: { type: string }[] }>(
-      `SELECT role, content FROM messages WHERE conversation_key = $1 AND origin LIKE 'fork:%' ORDER BY seq DESC LIMIT 1`,
+      `SELECT role, content FROM messages WHERE conversation_key = $1 AND origin LIKE 'fork:%'
+        ORDER BY seq DESC LIMIT 1`,
       [delegateWorkflowId(a, forked.delegateId!)],
     );
     expect(rows[0]!.role === 'assistant' && rows[0]!.content.some((b) => b.type === 'tool_use')).toBe(false);

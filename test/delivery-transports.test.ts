@@ -45,7 +45,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('webhook transport', () => {
-  it('sends Standard Webhooks headers that the standardwebhooks library verifies, and the idempotency key', async () => {
+  it('sends Standard Webhooks headers the standardwebhooks library verifies, and the key', async () => {
     const secret = whsec();
     const receiver = await startWebhookReceiver({ secret });
     try {

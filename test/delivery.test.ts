@@ -103,7 +103,7 @@ describe('reply delivery in a turn', () => {
     expect(hook.received[0]!.validSignature).toBe(true);
   });
 
-  it('retries a failing webhook with the same webhook-id, each attempt signed afresh, and records the attempts', async () => {
+  it('retries a failing webhook with one webhook-id, each attempt signed afresh and recorded', async () => {
     const secret = whsec();
     const hook = await receiver({ secret, failFirst: 2, failStatus: 503 });
     const res = await keel.post(

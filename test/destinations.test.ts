@@ -71,7 +71,7 @@ async function transcript(a: string, c: string) {
 }
 
 describe('an agent’s destinations, configured by a person', () => {
-  it('PUT stores them and GET shows them; "owner", bad names and unreachable hosts are refused with a 400', async () => {
+  it('PUT stores them, GET shows them; "owner", bad names and unreachable hosts get a 400', async () => {
     const a = uniqueId('a');
     const hook = await receiver();
     const ops = { channel: 'webhook', url: hook.url };
@@ -108,7 +108,7 @@ describe('an agent’s destinations, configured by a person', () => {
 });
 
 describe('the prompt-injection scenario', () => {
-  it('a tool result that tells the model to deliver elsewhere: the jobs it tries are refused, visibly, and none exists', async () => {
+  it('a tool result telling the model to deliver elsewhere: its jobs are refused, visibly; none exists', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const hook = await receiver();
     expect(
@@ -298,7 +298,7 @@ describe('jobs made through the API', () => {
     expect((await jobs(a)).map((j) => j.name).sort()).toEqual(['named', 'raw']);
   });
 
-  it('a job whose target the model chose before destinations existed is refused at delivery (dropped:unnamed_target)', async () => {
+  it('a job the model aimed before destinations existed is refused at delivery (dropped:unnamed_target)', async () => {
     const a = uniqueId('a');
     const hook = await receiver();
     const made = await r.call<Job>('POST', `/v1/agents/${a}/jobs`, {

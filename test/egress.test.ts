@@ -335,7 +335,7 @@ describe('through Keel: a reply delivery and a routine integration', () => {
     });
   });
 
-  it("a routine's integrations.call to a metadata address fails with the guard's reason, which the tool can catch", async () => {
+  it("a routine's integrations.call to a metadata address fails with the guard's reason, catchable", async () => {
     const a = uniqueId('a');
     const tables = [{ name: 'notes', columns: ['text'] }];
     expect((await r.call('PUT', `/v1/agents/${a}/apps/ops`, { name: 'Ops', tables })).status).toBe(200);

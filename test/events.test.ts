@@ -69,7 +69,7 @@ async function historyBytes(workflowId: string): Promise<number> {
 }
 
 describe('live events of a conversation', () => {
-  it('text.delta events arrive before turn.finished during a /delay turn; the stream resumes from Last-Event-ID without gaps', async () => {
+  it('text.delta events precede turn.finished in a /delay turn; resuming from Last-Event-ID has no gaps', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const url = `${base}/v1/agents/${a}/conversations/${c}/events`;
     const finished = (events: SseEvent[]) => events.some((e) => e.event === 'turn.finished');
@@ -101,7 +101,7 @@ describe('live events of a conversation', () => {
     expect(resumed.map((e) => e.id)).toEqual(ids.slice(1));
   });
 
-  it('when the API loses its LISTEN connection the stream ends, and a reconnect with Last-Event-ID misses nothing', async () => {
+  it('when the API loses its LISTEN connection the stream ends; a Last-Event-ID reconnect misses nothing', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const url = `${base}/v1/agents/${a}/conversations/${c}/events`;
     await keel.post(a, c, { text: 'first' }, { wait: 30 });
@@ -116,7 +116,8 @@ describe('live events of a conversation', () => {
     });
     // PostgreSQL drops the hub's connection (as a restart would).
     await keel.pool.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN keel_events' AND pid <> pg_backend_pid()`,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE query = 'LISTEN keel_events' AND pid <> pg_backend_pid()`,
     );
     const before = await ending;
     expect(before.filter((e) => e.event === 'turn.finished')).toHaveLength(1);
@@ -140,7 +141,7 @@ describe('live events of a conversation', () => {
     );
   });
 
-  it('streaming does not grow the history: a streamed turn adds as many bytes as one that is not, within 10%', async () => {
+  it('streaming does not grow the history: a streamed turn adds the bytes of one that is not, within 10%', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const id = conversationWorkflowId(a, c);
     await keel.post(a, c, { text: 'warm up one two three four five six seven eight' }, { wait: 30 });

@@ -71,7 +71,7 @@ const finishedRuns = async (a: string, id: string, n: number) =>
   );
 
 describe('scheduled jobs through the REST API', () => {
-  it('an every-60000 job with a webhook, run now: the receiver gets the reply once and the run is ok and delivered', async () => {
+  it('an every-60000 job with a webhook, run now: the reply is received once; the run is ok, delivered', async () => {
     const a = uniqueId('a');
     const hook = await receiver();
     const created = await createJob(a, {
@@ -134,7 +134,7 @@ describe('scheduled jobs through the REST API', () => {
     expect(after).toMatchObject({ lastRun: { status: 'ok', error: null } });
   });
 
-  it('a task whose first two turns end in error succeeds on its second retry, and the error count returns to 0', async () => {
+  it('a task failing its first two turns succeeds on its second retry; the error count returns to 0', async () => {
     const a = uniqueId('a');
     const { body: job } = await createJob(a, { task: '/error 2 flaky report' });
     await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
@@ -258,7 +258,9 @@ describe('job validation through the API', () => {
     await keel.pool.query('INSERT INTO agents (id, name) VALUES ($1, $1)', [a]);
     await keel.pool.query(
       `INSERT INTO jobs (id, agent_id, name, schedule, task, delivery, created_by, delivery_chosen_by, status)
-       SELECT gen_random_uuid()::text, $1, 'job ' || g, '{"kind":"every","intervalMs":3600000}', 't', '{"channel":"none"}', 'user', 'user', 'completed' FROM generate_series(1, 1000) g`,
+       SELECT gen_random_uuid()::text, $1, 'job ' || g, '{"kind":"every","intervalMs":3600000}', 't',
+              '{"channel":"none"}', 'user', 'user', 'completed'
+         FROM generate_series(1, 1000) g`,
       [a],
     );
     const res = await createJob(a, { task: 't' });
@@ -300,7 +302,7 @@ const bookedOrGone = (a: string, id: string, timeoutMs: number) =>
   );
 
 describe("the agent's schedule tool", () => {
-  it('creates a job by tool call; it appears in GET jobs with its Temporal Schedule; list, pause and delete work by name', async () => {
+  it('creates a job by tool call, in GET jobs with its Schedule; list, pause and delete work by name', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const create = {
       action: 'create',
@@ -329,7 +331,11 @@ describe("the agent's schedule tool", () => {
       a,
       c,
       {
-        text: `/tool schedule ${JSON.stringify({ ...create, name: 'Other', schedule: { kind: 'cron', expr: '@daily' } })}`,
+        text: `/tool schedule ${JSON.stringify({
+          ...create,
+          name: 'Other',
+          schedule: { kind: 'cron', expr: '@daily' },
+        })}`,
       },
       { wait: 30 },
     );

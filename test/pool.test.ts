@@ -14,7 +14,7 @@ afterAll(async () => {
 
 describe('the connection pool (real PostgreSQL)', () => {
   // The soak found this: PostgreSQL restarting under a transaction ended the worker with an unhandled 'error' event.
-  it('a connection dropped in the middle of a transaction fails that transaction, not the process; the pool goes on', async () => {
+  it('a connection dropped mid-transaction fails that transaction, not the process; the pool goes on', async () => {
     const failure = await inTransaction(pool, async (client) => {
       const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);

@@ -38,12 +38,13 @@ afterAll(async () => Promise.all([story, eager, approving, retrying, frugal, str
 const PERSONA = '# Persona\n\nYou answer in French, briefly.\n';
 
 describe('reflection admission through the REST API with the scripted model', () => {
-  it('five conversations trigger a drain; the admitted proposal is version 2; the next turn carries the new persona', async () => {
+  it('five conversations trigger a drain admitting version 2; the next turn carries the new persona', async () => {
     const r = reflectionApi(() => story);
     const a = uniqueId('a');
     await r.agent(a);
     for (let i = 1; i <= 4; i++) await r.say(a, `c${i}`, `hello from conversation ${i}`);
-    expect((await r.state(a)).queued).toHaveLength(4);
+    // A turn is answered before its summary reaches reflection (finishTurn signals after the commit): await the 4.
+    await eventually(async () => (await r.state(a)).queued.length === 4, 30_000, 'four turns queued for reflection');
     expect(await r.proposals(a)).toEqual([]);
     await r.say(a, 'c5', propose([{ file: 'persona.md', content: PERSONA, conversationIds: ['c5'] }]));
 
@@ -155,7 +156,7 @@ describe('every hard gate rejects a proposal whole, named in GET proposals, the 
     expect(await r.memory(a)).toMatchObject({ version: 1, files: { 'memory/principles.md': '# Principles\n' } });
   });
 
-  it('shrink_needs_compact: shrinking a file by more than 70% is refused as an edit and admitted as a compaction', async () => {
+  it('shrink_needs_compact: shrinking a file by over 70% is refused as an edit, admitted as a compaction', async () => {
     const r = reflectionApi(() => eager);
     const a = uniqueId('a');
     await r.agent(a);
@@ -252,7 +253,7 @@ describe('approval, rollback, poison, cost', () => {
     expect((await r.state(a)).queued).toEqual([]);
   });
 
-  it('rollback from version 3 to 1 gives version 4 with version 1’s content; versions 2 and 3 stay readable', async () => {
+  it('rollback from version 3 to 1 gives version 4 with version 1’s content; 2 and 3 stay readable', async () => {
     const r = reflectionApi(() => eager);
     const a = uniqueId('a');
     await r.agent(a);

@@ -31,7 +31,7 @@ function replayCli(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 describe('the recorded-history corpus', () => {
-  it('holds every workflow type: a conversation across continue-as-new, a delegate, a job run, a routine run, a reflection', () => {
+  it('holds every workflow type: conversation across continue-as-new, delegate, job, routine, reflection', () => {
     const types = recorded.map(
       (r) => r.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name,
     );
@@ -91,7 +91,7 @@ describe('a deliberately non-deterministic edit is caught', () => {
 });
 
 describe('npm run replay against the server', () => {
-  it('fetches a live conversation by workflow id, and every run a visibility query finds, and replays them clean', async () => {
+  it('fetches a live conversation by workflow id, every run a visibility query finds; replays them clean', async () => {
     const keel = await startTestKeel();
     try {
       const [a, c] = [uniqueId('a'), uniqueId('c')];

@@ -107,7 +107,7 @@ describe('approval of a routine whose calls before the gate pass objects that js
     expect(await r.records(a, 'shop', 'orders')).toEqual([zed]);
   });
 
-  it('nested keys of other lengths, object arrays, 1.50, 1e3, non-ASCII, {}: approve → ok, nothing twice', async () => {
+  it('nested keys of other lengths, object arrays, 1.50, 1e3, non-ASCII, {}: approve → ok, none twice', async () => {
     const a = await shopRoutine(r, 'place', PLACE_ORDER);
     const waiting = await needsApproval(a, 'place');
     // The journal holds the upsert's arguments in jsonb's order, not the tool's: the case this test is about.
@@ -178,7 +178,7 @@ describe('approval of a routine whose calls before the gate pass objects that js
 });
 
 describe('an integration answer PostgreSQL cannot store as it is', () => {
-  it('is scrubbed once (NUL removed, a lone surrogate replaced): the run is ok and the integration asked once', async () => {
+  it('is scrubbed once (NUL removed, lone surrogate replaced): the run is ok, the integration asked once', async () => {
     const a = await shopRoutine(r, 'odd', {
       name: 'askOdd',
       code: `async function askOdd() {

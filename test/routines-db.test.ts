@@ -13,7 +13,7 @@ afterAll(async () => pool?.end());
 const tool = (code: string) => ({ name: 'scoreLeads', title: 'Lead Scorer', purpose: 'p', inputs: ['input'], code });
 
 describe('routine storage (real PostgreSQL)', () => {
-  it('a tool saved again under its name is version + 1; earlier versions keep their code; one save per run', async () => {
+  it('a tool saved again under its name is version + 1; older versions keep their code; one save per run', async () => {
     const a = uniqueId('a');
     await putApp(pool, a, 'crm', { name: 'CRM', tables: [] });
     const v1 = await saveTool(pool, a, 'crm', tool('one'), 'model', 'run-1');

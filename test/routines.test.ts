@@ -35,7 +35,7 @@ const SCORE_LEADS = {
 const deliveriesTo = (a: string) => hook.received.filter((x) => (x.body as { agentId?: string }).agentId === a);
 
 describe('routines: a new user through the REST API with the scripted model', () => {
-  it('authors a tool, saves it as version 1, runs it against the records: ok, a digest, an artifact and a transcript', async () => {
+  it('authors a tool, saves it as version 1, runs it on the records: ok, digest, artifact, transcript', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', [
       { id: 'l1', name: 'Ada', email: 'ada@example.com' },
@@ -133,7 +133,7 @@ describe('routines: a new user through the REST API with the scripted model', ()
     expect((await r.call<unknown[]>('GET', `/v1/agents/${a}/apps/crm/tools`)).body).toEqual([]);
   });
 
-  it('a capability that does not exist fails the static check, gets its repair, and is not saved when it stays', async () => {
+  it('a capability that does not exist fails the static check, gets its repair, is not saved if it stays', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
     await r.routine(a, 'crm', 'deals', {
@@ -150,7 +150,7 @@ describe('routines: a new user through the REST API with the scripted model', ()
     expect(second.digest).toMatch(/references a capability that does not exist here: ai.translate/);
   });
 
-  it('prompt precedence: the playbook rule wins over the prompt; nothing at all fails the run without dispatch', async () => {
+  it('prompt precedence: the playbook rule beats the prompt; with neither the run fails without dispatch', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
     await r.routine(a, 'crm', 'pb', {
@@ -192,7 +192,7 @@ describe('routines: a new user through the REST API with the scripted model', ()
 });
 
 describe('approval that resumes', () => {
-  it('upsert then send: needs_approval; approve → one delivery, and the record was upserted exactly once', async () => {
+  it('upsert then send: needs_approval; approve → one delivery; the record was upserted exactly once', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
     await r.routine(a, 'crm', 'contact', {
@@ -286,7 +286,7 @@ describe('approval that resumes', () => {
 });
 
 describe('schedules: pause, run-now, overlap, edits', () => {
-  it('a paused routine does not fire: its Schedule is paused, run-now is refused, a fire that races the pause runs nothing', async () => {
+  it('a paused routine does not fire: its Schedule paused, run-now refused, a racing fire runs nothing', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
     await r.routine(a, 'crm', 'nightly', {
@@ -324,7 +324,7 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     expect(await r.runNow(a, 'crm', 'nightly')).toMatchObject({ status: 'ok', digest: 'ran' });
   });
 
-  it('run-now while a run is in flight starts no second run; an edit during the run is not overwritten by its end', async () => {
+  it('run-now during a run starts no second run; an edit during the run is not overwritten by its end', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com', touches: '0' }]);
     // First at minute 30 of 09:00 UTC, so that no fire of the old schedule is ever a fire of the edited one (hourly).
@@ -397,7 +397,7 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     expect(await r.runs(a, 'crm', 'contact')).toHaveLength(2);
   });
 
-  it('a run that ends early (cancelled, or terminated outside Keel) is closed and does not block the routine', async () => {
+  it('a run that ends early (cancelled, or terminated outside Keel) is closed, not blocking the routine', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', [{ id: 'l1', name: 'Ada', email: 'ada@example.com' }]);
     await r.routine(a, 'crm', 'contact', {
@@ -430,7 +430,7 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     expect(deliveriesTo(a)).toHaveLength(0);
   });
 
-  it('bad input gets the API error shape: a schedule under the floor, an unknown app, unknown fields, unknown runs', async () => {
+  it('bad input gets the API error shape: a schedule under the floor, unknown app, fields and runs', async () => {
     const a = uniqueId('a');
     await r.app(a, 'crm', []);
     const floor = await r.call<{ error: { code: string; message: string } }>(

@@ -109,7 +109,8 @@ describe('runs: history, replay and reset for operators', () => {
   }, 120_000);
 
   it('a job run that failed because of a bug is reset after the fix and completes, with one delivery', async () => {
-    // The bug: this worker's workflow code fails a job run when it is about to deliver (test/support/job-delivery-bug.ts).
+    // The bug: this worker's workflow code fails a job run when it is about to deliver
+    // (test/support/job-delivery-bug.ts).
     const code = await bundleWorkflows({
       workflowInterceptorModules: [path.join(__dirname, 'support', 'job-delivery-bug.ts')],
     });

@@ -55,7 +55,8 @@ describe('sandbox escapes fail with a clear error and the process survives', () 
   it('a 1 GiB allocation is killed at the memory limit', async () => {
     const before = process.memoryUsage().rss;
     const code =
-      'async function tool() { const chunks = []; for (let i = 0; i < 1024; i++) chunks.push(new Array(1024 * 128).fill(i)); return chunks.length; }';
+      'async function tool() { const chunks = []; ' +
+      'for (let i = 0; i < 1024; i++) chunks.push(new Array(1024 * 128).fill(i)); return chunks.length; }';
     expect(await run(code)).toEqual({
       status: 'error',
       detail: 'the tool ran out of memory: the 64 MB limit stopped it',
@@ -67,7 +68,8 @@ describe('sandbox escapes fail with a clear error and the process survives', () 
 
   it('the tool sees nothing of the host: no globals beyond the language and its capabilities', async () => {
     const result = await run(
-      'async function tool() { return [typeof require, typeof process, typeof fetch, typeof Buffer, typeof setTimeout, typeof data.list, typeof send]; }',
+      'async function tool() { return [typeof require, typeof process, typeof fetch, typeof Buffer, ' +
+        'typeof setTimeout, typeof data.list, typeof send]; }',
     );
     expect(result).toEqual({
       status: 'ok',
@@ -79,7 +81,9 @@ describe('sandbox escapes fail with a clear error and the process survives', () 
 describe('capabilities as the tool sees them', () => {
   it('a failed capability call is an Error the tool can catch; browser is not available', async () => {
     const result = await run(
-      "async function tool() { const out = []; for (const f of [() => integrations.call('crm', {}), () => browser('open x'), () => data.list('nope')]) { try { await f(); } catch (e) { out.push(e.message); } } return out; }",
+      'async function tool() { const out = []; ' +
+        "for (const f of [() => integrations.call('crm', {}), () => browser('open x'), () => data.list('nope')]) " +
+        '{ try { await f(); } catch (e) { out.push(e.message); } } return out; }',
     );
     expect(result).toEqual({
       status: 'ok',

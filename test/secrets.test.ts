@@ -29,7 +29,7 @@ const titled = REQUIRED_SAMPLES.map((s) => [s.name, s] as const);
 const joined = (s: SecretSample) => `${JSON.stringify(inPieces(s.text))}.join('')`;
 
 describe('a secret in each new rule format is blocked end to end with the scripted model', () => {
-  it.each(titled)('in a reply: %s — blocked every time, the turn ends reply_blocked naming the rule', async (_n, s) => {
+  it.each(titled)('in a reply: %s — blocked each time, the turn ends reply_blocked naming the rule', async (_n, s) => {
     const a = uniqueId('a');
     const c = uniqueId('c');
     // The guard allows two corrections; the model leaks three times.
@@ -68,7 +68,8 @@ describe('a secret in each new rule format is blocked end to end with the script
       const tool = { name: 'reportKey', code: `async function reportKey() { return 'the key: ' + ${joined(s)}; }` };
       await r.routine(a, 'crm', 'report', { prompt: `Report the key ${author(tool)}` });
       const run = await r.runNow(a, 'crm', 'report');
-      const withheld = `withheld: the text contains what looks like a secret (${findSecret(`the key: ${s.text}`)?.rule})`;
+      const rule = findSecret(`the key: ${s.text}`)?.rule;
+      const withheld = `withheld: the text contains what looks like a secret (${rule})`;
       expect(run).toMatchObject({ status: 'error', digest: withheld });
       const artifact = await r.call<{ content: string }>('GET', `/v1/agents/${a}/apps/crm/artifacts/${run.artifactId}`);
       expect(artifact.body.content).toContain(withheld);

@@ -10,7 +10,7 @@ import { REPO_ROOT } from '../scripts/processes';
 import { freePort, portOpen } from '../scripts/ports';
 
 describe('npm start', () => {
-  it('brings up Temporal, PostgreSQL, the worker and the API in one command; the README request answers; Ctrl-C stops all', async () => {
+  it('starts Temporal, PostgreSQL, worker and API at once; the README request answers; Ctrl-C stops all', async () => {
     // Private (mode 700), like a checkout in root's home folder: as root, the postgres user cannot enter it, so the
     // cluster's data goes to the runtime folder (and the binaries too, when the checkout is just as private).
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-start-'));

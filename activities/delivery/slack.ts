@@ -27,8 +27,8 @@ const TRANSIENT_PLATFORM_ERRORS = new Set([
 ]);
 
 /**
- * Sends the reply with chat.postMessage to a channel (`C…`), a user (`U…`, Slack opens the DM) or the agent's owner.
- * One HTTP call per send: Temporal owns retries, so the Slack client is built never to retry or wait.
+ * Sends the reply with chat.postMessage to a channel (`C…`), a user (`U…`, Slack opens the DM) or the agent's
+ * owner. One HTTP call per send: Temporal owns retries, so the Slack client is built never to retry or wait.
  */
 export function slackTransport(opts: {
   token?: string;

@@ -151,7 +151,8 @@ function toProviderError(err: unknown, signal: AbortSignal): unknown {
     // `instanceof` leaves the generic parameters as `any`; these are the SDK's own defaults.
     const { status, headers, type, apiMessage, message } = err as APIError<number | undefined, Headers | undefined>;
     const detail = [type, apiMessage ?? message].filter(Boolean).join(': ');
-    // No status: a connection failure or timeout, or an `error` event inside an SSE stream (overloaded_error mid-answer).
+    // No status: a connection failure or timeout, or an `error` event inside an SSE stream (overloaded_error
+    // mid-answer).
     if (status === undefined) return new ModelRetryableError(`anthropic: ${detail}`, retryAfterMs(headers));
     if (isRetryableStatus(status))
       return new ModelRetryableError(`anthropic ${status}: ${detail}`, retryAfterMs(headers));

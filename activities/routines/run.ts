@@ -209,7 +209,8 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           signal: AbortSignal.any([ctx.cancellationSignal, stopped.signal]),
         },
       );
-      // Heartbeats while the tool runs, so that a dead worker is noticed within the heartbeat timeout, not the run limit.
+      // Heartbeats while the tool runs, so that a dead worker is noticed within the heartbeat timeout, not the run
+      // limit.
       const beat = setInterval(() => ctx.heartbeat(), 5_000);
       const ran = await runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, {
         memoryMb: deps.routines.memoryLimitMb,

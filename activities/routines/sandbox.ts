@@ -13,7 +13,10 @@ export class CapabilityError extends Error {
   override name = 'CapabilityError';
 }
 
-/** The run must stop here, whatever the tool would do: a gate that needs approval, or an error the tool may not catch. */
+/**
+ * The run must stop here, whatever the tool would do: a gate that needs approval, or an error the tool may not
+ * catch.
+ */
 export class RunStop extends Error {
   override name = 'RunStop';
   constructor(readonly stop: { kind: 'gate'; gate: Gate; seq: number } | { kind: 'error'; detail: string }) {
@@ -51,7 +54,11 @@ const invoke = (name) => async (...args) => {
   return answer.value;
 };
 globalThis.data = Object.freeze({ list: invoke('data.list'), get: invoke('data.get'), upsert: invoke('data.upsert') });
-globalThis.ai = Object.freeze({ score: invoke('ai.score'), summarize: invoke('ai.summarize'), write: invoke('ai.write') });
+globalThis.ai = Object.freeze({
+  score: invoke('ai.score'),
+  summarize: invoke('ai.summarize'),
+  write: invoke('ai.write'),
+});
 globalThis.integrations = Object.freeze({ call: invoke('integrations.call') });
 globalThis.send = invoke('send');
 globalThis.browser = invoke('browser');
@@ -110,7 +117,9 @@ export async function runInSandbox(
       }
     };
     await context.evalClosure(BOOTSTRAP, [bridge], { arguments: { reference: true } });
-    const source = `${tool.code}\n;(async () => { const r = await ${tool.name}(${JSON.stringify(args)}); return __keelStringify(r === undefined ? null : r); })()`;
+    const source =
+      `${tool.code}\n;(async () => { const r = await ${tool.name}(${JSON.stringify(args)}); ` +
+      'return __keelStringify(r === undefined ? null : r); })()';
     const run = context
       .eval(source, { timeout: limits.timeoutMs, promise: true, copy: true, filename: `${tool.name}.js` })
       .then((json: unknown) => String(json));

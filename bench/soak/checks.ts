@@ -144,11 +144,13 @@ export async function outstanding(
     submissions: messages.filter((m) => m.finalStatus === undefined).length,
     unanswered: accepted.length - answered,
     openTurns: await q(
-      `SELECT count(*) AS n FROM turns t JOIN conversations c ON c.key = t.conversation_key WHERE c.agent_id = $1 AND t.status IN ('queued', 'running')`,
+      `SELECT count(*) AS n FROM turns t JOIN conversations c ON c.key = t.conversation_key
+        WHERE c.agent_id = $1 AND t.status IN ('queued', 'running')`,
     ),
     unrelayedDelegates: await q('SELECT count(*) AS n FROM delegates WHERE agent_id = $1 AND relay IS NULL'),
     runningJobRuns: await q(
-      `SELECT count(*) AS n FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.agent_id = $1 AND r.status = 'running'`,
+      `SELECT count(*) AS n FROM job_runs r JOIN jobs j ON j.id = r.job_id
+        WHERE j.agent_id = $1 AND r.status = 'running'`,
     ),
     firesWithoutRun,
     unsettledDeliveries: await q('SELECT count(*) AS n FROM deliveries WHERE outcome IS NULL', []),
@@ -203,7 +205,8 @@ async function turnTimeline(pool: pg.Pool, turnId: string, acceptedAt: Date): Pr
     `started ${at(turn?.started_at ?? null)}`,
     ...calls.map(
       (c) =>
-        `model call ${c.call_index}#${c.attempt} done ${at(c.created_at)} (${(c.duration_ms / 1000).toFixed(1)} s${c.error ? `, ${c.error}` : ''})`,
+        `model call ${c.call_index}#${c.attempt} done ${at(c.created_at)} ` +
+        `(${(c.duration_ms / 1000).toFixed(1)} s${c.error ? `, ${c.error}` : ''})`,
     ),
     ...sends.map(
       (d) => `delivery ${at(d.created_at)}→${at(d.updated_at)} (${d.attempts} attempts, ${d.outcome ?? 'unsettled'})`,
@@ -231,13 +234,16 @@ export async function runChecks(input: {
 
   const inbound = (
     await pool.query<InboundRow>(
-      `SELECT i.conversation_key, i.message_id, i.turn_id, i.accepted_at FROM inbound_messages i JOIN conversations c ON c.key = i.conversation_key WHERE c.agent_id = $1`,
+      `SELECT i.conversation_key, i.message_id, i.turn_id, i.accepted_at
+         FROM inbound_messages i JOIN conversations c ON c.key = i.conversation_key
+        WHERE c.agent_id = $1`,
       [agentId],
     )
   ).rows;
   const turns = (
     await pool.query<TurnRow>(
-      `SELECT t.turn_id, t.conversation_key, t.message_id, t.status, t.error, t.delivery->>'channel' AS channel, m.text AS reply_text, t.finished_at
+      `SELECT t.turn_id, t.conversation_key, t.message_id, t.status, t.error, t.delivery->>'channel' AS channel,
+              m.text AS reply_text, t.finished_at
          FROM turns t JOIN conversations c ON c.key = t.conversation_key
          LEFT JOIN messages m ON m.conversation_key = t.conversation_key AND m.seq = t.reply_seq
         WHERE c.agent_id = $1`,
@@ -249,8 +255,10 @@ export async function runChecks(input: {
   ).rows;
   const delegates = (
     await pool.query<DelegateRow>(
-      `SELECT d.delegate_id, d.conversation_key, d.task_text, d.outcome_kind, d.result, d.outcome_version, d.admitted_version, d.relay, d.completed_at, d.terminal_owner,
-              (SELECT count(*) FROM delegate_admissions a WHERE a.delegate_id = d.delegate_id AND a.decision = 'admitted') AS admissions
+      `SELECT d.delegate_id, d.conversation_key, d.task_text, d.outcome_kind, d.result, d.outcome_version,
+              d.admitted_version, d.relay, d.completed_at, d.terminal_owner,
+              (SELECT count(*) FROM delegate_admissions a
+                WHERE a.delegate_id = d.delegate_id AND a.decision = 'admitted') AS admissions
          FROM delegates d WHERE d.agent_id = $1`,
       [agentId],
     )
@@ -265,7 +273,8 @@ export async function runChecks(input: {
   ).rows;
   const runs = (
     await pool.query<RunRow>(
-      `SELECT r.run_id, r.job_id, r.status, r.attempts, r.reply, r.error, r.delivery_outcome FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.agent_id = $1`,
+      `SELECT r.run_id, r.job_id, r.status, r.attempts, r.reply, r.error, r.delivery_outcome
+         FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.agent_id = $1`,
       [agentId],
     )
   ).rows;
@@ -293,7 +302,9 @@ export async function runChecks(input: {
       check: 'messages',
       kind: 'unaccepted',
       id: m.messageId,
-      detail: `never accepted by the API (final status ${m.finalStatus ?? 'none'} after ${m.tries.length} tries: ${m.tries.join(',')})`,
+      detail:
+        `never accepted by the API (final status ${m.finalStatus ?? 'none'} ` +
+        `after ${m.tries.length} tries: ${m.tries.join(',')})`,
     });
   }
   // Every message the client saw accepted, and every one Keel recorded (a 2xx lost on the way must be answered too).
@@ -328,7 +339,8 @@ export async function runChecks(input: {
         check: 'messages',
         kind: 'duplicated',
         id: `${c.key}/${c.messageId}`,
-        detail: `answered by ${answeredBy.length} turns: ${answeredBy.map((t) => `${t.turn_id} (${t.status})`).join(', ')}`,
+        detail:
+          `answered by ${answeredBy.length} turns: ` + answeredBy.map((t) => `${t.turn_id} (${t.status})`).join(', '),
       });
     }
     const turn = turnsById.get(rec.turn_id);
@@ -353,7 +365,9 @@ export async function runChecks(input: {
         check: 'messages',
         kind: 'anomaly',
         id: `${c.key}/${c.messageId}`,
-        detail: `turn ${turn.turn_id} ended ${turn.status}${turn.error ? `: ${turn.error.code}: ${turn.error.message}` : ''}`,
+        detail:
+          `turn ${turn.turn_id} ended ${turn.status}` +
+          (turn.error ? `: ${turn.error.code}: ${turn.error.message}` : ''),
       });
       continue;
     }
@@ -361,7 +375,8 @@ export async function runChecks(input: {
     const text = turn.reply_text ?? '';
     if (expected && ('exact' in expected ? text !== expected.exact : !text.startsWith(expected.prefix))) {
       lost(
-        `turn ${turn.turn_id} replied ${JSON.stringify(text)} instead of ${JSON.stringify('exact' in expected ? expected.exact : `${expected.prefix}…`)}`,
+        `turn ${turn.turn_id} replied ${JSON.stringify(text)} ` +
+          `instead of ${JSON.stringify('exact' in expected ? expected.exact : `${expected.prefix}…`)}`,
       );
     }
   }
@@ -512,7 +527,9 @@ export async function runChecks(input: {
         check: 'delegates',
         kind: 'duplicated',
         id: d.delegate_id,
-        detail: `relayed by ${relayTurns.length} retrigger turns: ${relayTurns.map((r) => `${r.turn_id} (${r.status})`).join(', ')}`,
+        detail:
+          `relayed by ${relayTurns.length} retrigger turns: ` +
+          relayTurns.map((r) => `${r.turn_id} (${r.status})`).join(', '),
       });
     }
     for (const r of relayTurns) if (r.status !== 'replied') lost(`retrigger turn ${r.turn_id} ended ${r.status}`);

@@ -16,8 +16,9 @@ export function isTransient(status: number): boolean {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * One API call, retried on network errors and transient statuses until `deadline` (epoch ms). Only safe for calls
- * that are idempotent or whose repeat is recognised (a message's messageId, a job's unique name, pause of a paused job).
+ * One API call, retried on network errors and transient statuses until `deadline` (epoch ms). Only safe for
+ * calls that are idempotent or whose repeat is recognised (a message's messageId, a job's unique name, pause of
+ * a paused job).
  */
 export async function callWithRetry(
   url: string,

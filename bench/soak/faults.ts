@@ -10,7 +10,10 @@ export interface FaultRecord {
   kind: FaultKind;
   plannedAtS: number;
   startedAtS: number;
-  /** Until the part was back: a kill until the new worker polls, Temporal until a worker polls, PostgreSQL until it accepts connections. */
+  /**
+   * Until the part was back: a kill until the new worker polls, Temporal until a worker polls, PostgreSQL until it
+   * accepts connections.
+   */
   durationMs: number;
   error?: string;
 }
@@ -108,7 +111,8 @@ export class FaultInjector {
       };
       this.faults.push(record);
       this.log(
-        `fault ${f.kind} at ${startedAtS}s: back after ${(record.durationMs / 1000).toFixed(1)} s${error ? ` (error: ${error})` : ''}`,
+        `fault ${f.kind} at ${startedAtS}s: back after ${(record.durationMs / 1000).toFixed(1)} s` +
+          (error ? ` (error: ${error})` : ''),
       );
     }
   }

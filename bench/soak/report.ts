@@ -81,7 +81,10 @@ export function verdictLine(r: SoakReport): string {
   return (
     `${r.verdict.pass ? 'PASS' : 'FAIL'} — lost ${r.verdict.lost}, duplicated ${r.verdict.duplicated}` +
     `${r.verdict.unaccepted ? `, never accepted ${r.verdict.unaccepted}` : ''}` +
-    `${crashes ? `; but ${crashes} Keel process${crashes > 1 ? 'es' : ''} crashed by itself (see "Processes that exited by themselves")` : ''}`
+    (crashes
+      ? `; but ${crashes} Keel process${crashes > 1 ? 'es' : ''} crashed by itself ` +
+        '(see "Processes that exited by themselves")'
+      : '')
   );
 }
 
@@ -115,7 +118,8 @@ function findingsSection(findings: Finding[]): string[] {
   }
   out.push('## Other observations', '');
   out.push(
-    'Not losses: turns that ended `error`/`skipped` (answered, but not with a reply), delegates that ended other than `success`, job runs booked as `error`, keys the ledger does not know.',
+    'Not losses: turns that ended `error`/`skipped` (answered, but not with a reply), ' +
+      'delegates that ended other than `success`, job runs booked as `error`, keys the ledger does not know.',
     '',
   );
   if (notes.length === 0) out.push('None.', '');
@@ -131,6 +135,7 @@ function findingsSection(findings: Finding[]): string[] {
 export function markdown(r: SoakReport): string {
   const c = r.config;
   const s = r.checks.stats;
+  const retransmitted = s.retransmissions.map((x) => `\`${x.key}\` × ${x.copies}`).join(', ');
   const lines = [
     '# Soak under faults',
     '',
@@ -138,38 +143,59 @@ export function markdown(r: SoakReport): string {
     '',
     '## Machine',
     '',
-    `- ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB RAM, ${r.machine.platform}, Node ${r.machine.node}`,
-    `- load average (1/5/15 min) at start ${r.machine.loadAvgStart.map((n) => n.toFixed(2)).join(' / ')}, at end ${r.machine.loadAvgEnd.map((n) => n.toFixed(2)).join(' / ')}`,
-    '- Everything on 127.0.0.1: Temporal dev server (SQLite file), embedded PostgreSQL, Keel worker and API as separate processes, the scripted model, a local webhook receiver.',
+    `- ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB RAM, ` +
+      `${r.machine.platform}, Node ${r.machine.node}`,
+    `- load average (1/5/15 min) at start ${r.machine.loadAvgStart.map((n) => n.toFixed(2)).join(' / ')}, ` +
+      `at end ${r.machine.loadAvgEnd.map((n) => n.toFixed(2)).join(' / ')}`,
+    '- Everything on 127.0.0.1: Temporal dev server (SQLite file), embedded PostgreSQL, ' +
+      'Keel worker and API as separate processes, the scripted model, a local webhook receiver.',
     '',
     '## Duration',
     '',
-    `- setup ${r.phases.setupS} s, load ${r.phases.loadS} s, drain ${r.phases.drainS} s (${r.phases.drainedInTime ? 'everything settled' : `deadline reached with ${JSON.stringify(r.phases.outstandingAtEnd)} outstanding`}), total ${r.phases.totalS} s`,
+    `- setup ${r.phases.setupS} s, load ${r.phases.loadS} s, drain ${r.phases.drainS} s ` +
+      `(${
+        r.phases.drainedInTime
+          ? 'everything settled'
+          : `deadline reached with ${JSON.stringify(r.phases.outstandingAtEnd)} outstanding`
+      }), total ${r.phases.totalS} s`,
     `- started ${r.startedAt}, finished ${r.finishedAt}`,
     '',
     '## Workload',
     '',
-    `- ${c.conversations} conversations × ${c.messagesPerConversation} messages (pairs: \`/delay 2500 …\` then one queued behind it, every fourth \`/fail 1 …\`), webhook delivery with a secret`,
-    `- ${r.workload.delegateSpawns} delegates: \`/tool spawn_delegate {"text":"/work 3 300 soak task N","historyMode":"clean"}\`, each in its own conversation`,
-    `- ${r.workload.jobsCreated} jobs \`every ${c.jobIntervalMs} ms\` (floor ${c.jobFloorMs} ms, backoff ${c.jobBackoffMs} ms), webhook delivery; paused at the end of the load (${r.workload.jobsPaused} paused)`,
-    `- messages sent ${r.workload.messagesSent} (conversation messages and delegate spawns), accepted ${r.workload.messagesAccepted}; ${r.workload.submissionsRetried} submissions needed retries (failed tries: ${
-      Object.entries(r.workload.failedTries)
-        .map(([k, n]) => `${k} × ${n}`)
-        .join(', ') || 'none'
-    })`,
-    `- turn latency from acceptance to end: p50 ${s.turnLatencyS.p50.toFixed(1)} s, p95 ${s.turnLatencyS.p95.toFixed(1)} s, max ${s.turnLatencyS.max.toFixed(1)} s; the slowest:`,
+    `- ${c.conversations} conversations × ${c.messagesPerConversation} messages ` +
+      '(pairs: `/delay 2500 …` then one queued behind it, every fourth `/fail 1 …`), ' +
+      'webhook delivery with a secret',
+    `- ${r.workload.delegateSpawns} delegates: ` +
+      '`/tool spawn_delegate {"text":"/work 3 300 soak task N","historyMode":"clean"}`, each in its own conversation',
+    `- ${r.workload.jobsCreated} jobs \`every ${c.jobIntervalMs} ms\` ` +
+      `(floor ${c.jobFloorMs} ms, backoff ${c.jobBackoffMs} ms), webhook delivery; ` +
+      `paused at the end of the load (${r.workload.jobsPaused} paused)`,
+    `- messages sent ${r.workload.messagesSent} (conversation messages and delegate spawns), ` +
+      `accepted ${r.workload.messagesAccepted}; ` +
+      `${r.workload.submissionsRetried} submissions needed retries (failed tries: ${
+        Object.entries(r.workload.failedTries)
+          .map(([k, n]) => `${k} × ${n}`)
+          .join(', ') || 'none'
+      })`,
+    `- turn latency from acceptance to end: p50 ${s.turnLatencyS.p50.toFixed(1)} s, ` +
+      `p95 ${s.turnLatencyS.p95.toFixed(1)} s, max ${s.turnLatencyS.max.toFixed(1)} s; the slowest:`,
     ...s.slowestTurns.map((x) => `  - \`${x.message}\` ${x.latencyS.toFixed(1)} s: ${x.timeline}`),
-    `- CPU during the load: the machine ${r.cpu.machineBusyPct}% busy (all processes, the soak's and others'), Keel's workers ${r.cpu.workerCpuS} CPU-s and API ${r.cpu.apiCpuS} CPU-s in ${r.phases.loadS} s`,
+    `- CPU during the load: the machine ${r.cpu.machineBusyPct}% busy (all processes, the soak's and others'), ` +
+      `Keel's workers ${r.cpu.workerCpuS} CPU-s and API ${r.cpu.apiCpuS} CPU-s in ${r.phases.loadS} s`,
     `- job fires skipped, by reason: ${
       Object.entries(s.skipReasons)
         .map(([k, n]) => `${k} × ${n}`)
         .join('; ') || 'none'
     }`,
     '',
-    'Reading the latencies and skips: after a kill -9, an activity that was running on the dead worker is retried only when Temporal times it out — ' +
-      'after its heartbeat timeout (model calls 10 s, job turns 30 s) or, for activities without heartbeats, its start-to-close timeout ' +
-      '(PostgreSQL steps and deliveries 20 s; workflows/activities.ts). A job whose run is held up that way records the fires meanwhile as skipped ' +
-      '("the previous run was still running"), and a backlog of fires started out of order records the older ones as "a later fire has already run".',
+    'Reading the latencies and skips: after a kill -9, an activity that was running on the dead worker ' +
+      'is retried only when Temporal times it out — ' +
+      'after its heartbeat timeout (model calls 10 s, job turns 30 s) or, for activities without heartbeats, ' +
+      'its start-to-close timeout ' +
+      '(PostgreSQL steps and deliveries 20 s; workflows/activities.ts). ' +
+      'A job whose run is held up that way records the fires meanwhile as skipped ' +
+      '("the previous run was still running"), and a backlog of fires started out of order ' +
+      'records the older ones as "a later fire has already run".',
     '',
     '## Faults injected',
     '',
@@ -177,11 +203,15 @@ export function markdown(r: SoakReport): string {
     '| --- | --- | --- | --- | --- | --- |',
     ...r.faults.map(
       (f, i) =>
-        `| ${i + 1} | ${f.kind} | ${f.plannedAtS} | ${f.startedAtS} | ${(f.durationMs / 1000).toFixed(1)} | ${f.error ? mdEscape(f.error) : ''} |`,
+        `| ${i + 1} | ${f.kind} | ${f.plannedAtS} | ${f.startedAtS} | ` +
+        `${(f.durationMs / 1000).toFixed(1)} | ${f.error ? mdEscape(f.error) : ''} |`,
     ),
     '',
-    `Kills: ${r.faults.filter((f) => f.kind === 'kill-worker').length} (kill -9, then a new worker; "back" = it polls again). ` +
-      `Temporal restarts: ${r.faults.filter((f) => f.kind === 'restart-temporal').length}. PostgreSQL restarts: ${r.faults.filter((f) => f.kind === 'restart-postgres').length} (down ${c.postgresDownMs} ms).`,
+    `Kills: ${r.faults.filter((f) => f.kind === 'kill-worker').length} ` +
+      '(kill -9, then a new worker; "back" = it polls again). ' +
+      `Temporal restarts: ${r.faults.filter((f) => f.kind === 'restart-temporal').length}. ` +
+      `PostgreSQL restarts: ${r.faults.filter((f) => f.kind === 'restart-postgres').length} ` +
+      `(down ${c.postgresDownMs} ms).`,
     '',
     '### Processes that exited by themselves',
     '',
@@ -189,14 +219,17 @@ export function markdown(r: SoakReport): string {
       ? [
           ...r.unexpectedExits.map(
             (e) =>
-              `- the ${e.process} (pid ${e.pid}) at ${e.atS} s${e.duringFault ? `, during ${e.duringFault}` : ''}: exit code ${e.code}, signal ${e.signal}`,
+              `- the ${e.process} (pid ${e.pid}) at ${e.atS} s${e.duringFault ? `, during ${e.duringFault}` : ''}: ` +
+              `exit code ${e.code}, signal ${e.signal}`,
           ),
           ...(r.crashMessages.length
             ? ['', 'The errors that ended them, from the log:', '', ...r.crashMessages.map((m) => `- \`${m}\``)]
             : []),
           '',
-          'The soak replaces a dead worker at its next scheduled kill -9 (or, during the drain, at once), as a process supervisor would: ' +
-            'so a crash costs time here, not work; without a supervisor the worker stays down until restarted by hand. A crashed API is not replaced.',
+          'The soak replaces a dead worker at its next scheduled kill -9 (or, during the drain, at once), ' +
+            'as a process supervisor would: ' +
+            'so a crash costs time here, not work; ' +
+            'without a supervisor the worker stays down until restarted by hand. A crashed API is not replaced.',
         ]
       : ['None.']),
     '',
@@ -206,22 +239,35 @@ export function markdown(r: SoakReport): string {
     '| --- | --- | --- | --- | --- |',
     ...r.checks.rows.map(
       (row) =>
-        `| ${mdEscape(row.check)} | ${mdEscape(row.expected)} | ${mdEscape(row.observed)} | ${row.lost} | ${row.duplicated} |`,
+        `| ${mdEscape(row.check)} | ${mdEscape(row.expected)} | ${mdEscape(row.observed)} | ` +
+        `${row.lost} | ${row.duplicated} |`,
     ),
     `| **total** | | | **${r.checks.lost}** | **${r.checks.duplicated}** |`,
     '',
     'How each is checked (PostgreSQL is read directly after the drain):',
     '',
-    '- (a) each accepted message (and any Keel recorded without the client seeing a 2xx) has an `inbound_messages` row whose turn ended (`replied`, `skipped`, `error`, `interrupted`), exactly one `turns` row names it, and a reply has the expected text.',
-    '- (b) each webhook row of the `deliveries` ledger is `delivered` and its `idempotency-key` reached the receiver; every replied turn and ok job run with a result has a ledger row; ' +
-      "no reply (a message's answer, a delegate's relay, a job run's result) arrived under two distinct keys. The same key arriving again is a retransmission: allowed by design (the window between the send and the ledger write), reported below.",
-    '- (c) each spawn claimed one delegate; its outcome is committed, admitted once (`delegate_admissions`), `relay = relayed`, named by exactly one retrigger turn that replied, and that reply was received.',
-    '- (d) no job run is left `running`; every Schedule fire (`numActionsTaken`) has a `job_runs` row; every ok run has the expected result, `delivered`, and its key was received; a run attempt has one turn.',
+    '- (a) each accepted message (and any Keel recorded without the client seeing a 2xx) has an `inbound_messages` ' +
+      'row whose turn ended (`replied`, `skipped`, `error`, `interrupted`), exactly one `turns` row names it, ' +
+      'and a reply has the expected text.',
+    '- (b) each webhook row of the `deliveries` ledger is `delivered` ' +
+      'and its `idempotency-key` reached the receiver; ' +
+      'every replied turn and ok job run with a result has a ledger row; ' +
+      "no reply (a message's answer, a delegate's relay, a job run's result) arrived under two distinct keys. " +
+      'The same key arriving again is a retransmission: ' +
+      'allowed by design (the window between the send and the ledger write), reported below.',
+    '- (c) each spawn claimed one delegate; its outcome is committed, admitted once (`delegate_admissions`), ' +
+      '`relay = relayed`, named by exactly one retrigger turn that replied, and that reply was received.',
+    '- (d) no job run is left `running`; every Schedule fire (`numActionsTaken`) has a `job_runs` row; ' +
+      'every ok run has the expected result, `delivered`, and its key was received; a run attempt has one turn.',
     '',
-    `Webhook requests: ${s.webhookRequests}, distinct keys ${s.webhookKeys}, invalid signatures ${s.invalidSignatures}. Retransmissions (same key again): ${s.retransmissions.length}` +
-      `${s.retransmissions.length ? ` — ${s.retransmissions.map((x) => `\`${x.key}\` × ${x.copies}`).join(', ')}` : ''}.`,
+    `Webhook requests: ${s.webhookRequests}, distinct keys ${s.webhookKeys}, ` +
+      `invalid signatures ${s.invalidSignatures}. ` +
+      `Retransmissions (same key again): ${s.retransmissions.length}` +
+      (s.retransmissions.length ? ` — ${retransmitted}` : '') +
+      '.',
     '',
-    `Turn statuses: ${JSON.stringify(s.turnStatus)}. Delegate outcomes: ${JSON.stringify(s.delegateOutcomes)}. Job runs: ${JSON.stringify(s.jobRuns)} for ${s.scheduleActions} Schedule fires` +
+    `Turn statuses: ${JSON.stringify(s.turnStatus)}. Delegate outcomes: ${JSON.stringify(s.delegateOutcomes)}. ` +
+      `Job runs: ${JSON.stringify(s.jobRuns)} for ${s.scheduleActions} Schedule fires` +
       ` (${s.missedCatchupWindow} missed the catch-up window).`,
     '',
     ...findingsSection(r.checks.findings),
@@ -229,10 +275,13 @@ export function markdown(r: SoakReport): string {
     '',
     '```sh',
     'npm ci',
-    `SOAK_SECONDS=${c.loadSeconds} npm run soak   # knobs: SOAK_CONVERSATIONS, SOAK_MESSAGES, SOAK_JOBS, SOAK_DELEGATES, SOAK_KILL_EVERY_S, SOAK_DRAIN_SECONDS, …`,
+    `SOAK_SECONDS=${c.loadSeconds} npm run soak   ` +
+      '# knobs: SOAK_CONVERSATIONS, SOAK_MESSAGES, SOAK_JOBS, SOAK_DELEGATES, SOAK_KILL_EVERY_S, ' +
+      'SOAK_DRAIN_SECONDS, …',
     '```',
     '',
-    `The processes' logs went to \`${r.logFile}\` (git-ignored); machine-readable results are in \`bench/soak-results.json\`.`,
+    `The processes' logs went to \`${r.logFile}\` (git-ignored); ` +
+      'machine-readable results are in `bench/soak-results.json`.',
     '',
   ];
   return lines.join('\n');

@@ -47,7 +47,7 @@ describe('the reflection queue', () => {
     ]);
   });
 
-  it('the latest summary of a conversation wins, keeps the earlier failure count and reaches back to its first message', () => {
+  it('the latest summary of a conversation wins, keeps the earlier failures, reaches back to its first message', () => {
     const queue: QueuedSummary[] = [
       { ...summary('a', 2), failures: 2 },
       { ...summary('b', 4), failures: 1 },
@@ -103,7 +103,9 @@ describe('parseProposal', () => {
   });
 
   it('takes the last JSON object of the reply, after prose and earlier objects', () => {
-    const reply = `First I thought {"status":"skip","reason":"nothing"} but then:\n${JSON.stringify(ok, null, 2)}\nThat is all {see above}.`;
+    const reply =
+      'First I thought {"status":"skip","reason":"nothing"} but then:\n' +
+      `${JSON.stringify(ok, null, 2)}\nThat is all {see above}.`;
     const r = parseProposal(reply);
     expect(r.ok && r.proposal.status).toBe('ok');
   });

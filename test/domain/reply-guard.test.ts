@@ -79,7 +79,9 @@ describe('reply guard: secrets in raw text', () => {
 
   it('blocks a multi-line PEM private key block', () => {
     const pem =
-      '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----';
+      '-----BEGIN OPENSSH PRIVATE KEY-----\n' +
+      'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n' +
+      '-----END OPENSSH PRIVATE KEY-----';
     const verdict = blocked(checkReply(`Your key:\n${pem}`));
     expect(verdict.detail).toContain('private_key');
     expect(guardErrorForModel(verdict)).not.toContain('b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ');

@@ -100,7 +100,8 @@ describe('tool selection', () => {
 describe('authoring', () => {
   it('takes the first balanced JSON object of the answer and derives a missing title and purpose', () => {
     const reply =
-      'Here you go:\n{"name":"countRecords","inputs":["table"],"code":"async function countRecords(table){ return {n: (await data.list(table)).length}; }"} done {"x":1}';
+      'Here you go:\n{"name":"countRecords","inputs":["table"],' +
+      '"code":"async function countRecords(table){ return {n: (await data.list(table)).length}; }"} done {"x":1}';
     const parsed = parseAuthoredTool(reply);
     expect(parsed).toEqual({
       ok: true,

@@ -259,7 +259,9 @@ describe('scriptedPlan: the retrigger relay', () => {
     ];
     const plan = scriptedPlan([...earlierTurn, user(note(results))], 5);
     expect(replyText(plan)).toBe(
-      'relay: d-1 success: done: one | d-2 failed: Delegate failed: boom | d-3 timeout: Delegate exceeded its 60s wall-clock timeout before producing any result | d-4 cancelled: Delegate cancelled: user asked',
+      'relay: d-1 success: done: one | d-2 failed: Delegate failed: boom | ' +
+        'd-3 timeout: Delegate exceeded its 60s wall-clock timeout before producing any result | ' +
+        'd-4 cancelled: Delegate cancelled: user asked',
     );
   });
 

@@ -151,7 +151,7 @@ describe('a secret in each rule format is found', () => {
 });
 
 describe('how gitleaks decides, applied here', () => {
-  it('entropy: an assignment passes at or below the rule threshold (3.5 bits per character) and is found above it', () => {
+  it('entropy: an assignment passes at or below 3.5 bits per character and is found above it', () => {
     const low = 'abcabcabcabcabc';
     const high = fake('entropy', 24, 'alnum');
     expect(shannonEntropy(low)).toBeCloseTo(Math.log2(3), 10);
