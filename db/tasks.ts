@@ -105,8 +105,17 @@ export async function taskAttempts(db: Queryable, agentId: string, number: numbe
 export type MoveResult =
   { ok: true; task: TaskRow } | { ok: false; reason: 'not_found' | 'not_allowed'; from?: TaskStatus };
 
-/** A user's status change (approve: pending_approval → ready), within the transitions the domain allows. */
-export async function moveTask(pool: Pool, agentId: string, number: number, to: TaskStatus): Promise<MoveResult> {
+/**
+ * A user's status change (approve: pending_approval → ready), within the transitions the domain allows. `moved` runs
+ * in the same transaction once the status changed, with the status it had (the API records approvals there).
+ */
+export async function moveTask(
+  pool: Pool,
+  agentId: string,
+  number: number,
+  to: TaskStatus,
+  moved?: (db: Queryable, from: TaskStatus) => Promise<void>,
+): Promise<MoveResult> {
   return inTransaction(pool, async (db) => {
     const task = await lockTask(db, agentId, number);
     if (!task) return { ok: false, reason: 'not_found' };
@@ -117,6 +126,7 @@ export async function moveTask(pool: Pool, agentId: string, number: number, to: 
       'UPDATE tasks SET status = $3, updated_at = now() WHERE agent_id = $1 AND number = $2 RETURNING *',
       [agentId, number, to],
     );
+    if (task.status !== to) await moved?.(db, task.status);
     return { ok: true, task: toTask(updated.rows[0]!) };
   });
 }

@@ -12,6 +12,7 @@ export const AUDIT_ACTIONS = {
   'proposal.approve': 'a reflection proposal waiting for approval was approved (subject: its id; detail: {note?})',
   'proposal.reject': 'a reflection proposal waiting for approval was rejected (subject: its id; detail: {note?})',
   'memory.rollback': 'memory was rolled back (subject: the new version; detail: {toVersion})',
+  'task.approve': 'a task waiting for approval was approved: pending_approval → ready (subject: #<task number>)',
   'agent.destinations':
     "the agent's owner delivery or named destinations changed (subject: the agent id; detail: what changed, " +
     'webhooks by origin only: no path, query or secret)',

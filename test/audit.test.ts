@@ -178,6 +178,28 @@ describe('the audit trail records which token decided, and when', () => {
     ]);
   });
 
+  it('a task approved (pending_approval → ready) by a token; other moves are not approvals', async () => {
+    const a = uniqueId('audit-t');
+    const created = await call<{ number: number }>(keel, ADMIN, 'POST', `/v1/agents/${a}/tasks`, {
+      title: 'Needs a yes',
+      status: 'pending_approval',
+    });
+    expect(created.status).toBe(201);
+    const move = (status: string) =>
+      keel.api.inject({
+        method: 'PATCH',
+        url: `/v1/agents/${a}/tasks/${created.body.number}`,
+        headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ status }),
+      });
+    expect((await move('ready')).statusCode).toBe(200);
+    expect((await move('backlog')).statusCode).toBe(200);
+    expect((await move('done')).statusCode).toBe(409);
+    expect(decisions(await trail(keel, a))).toEqual([
+      { action: 'task.approve', actor: ADMIN_ID, subject: `#${created.body.number}`, detail: null },
+    ]);
+  });
+
   it('destination changes: owner and named destinations, webhooks by origin; other edits are not one', async () => {
     const a = uniqueId('audit-d');
     const put = async (body: Record<string, unknown>) =>

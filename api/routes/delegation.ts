@@ -3,6 +3,7 @@ import { cancelDelegate } from '../../contracts/delegate';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { getDelegate } from '../../db/delegates';
+import { recordAudit } from '../../db/audit';
 import { createTask, getTask, moveTask, putSkill, taskAttempts } from '../../db/tasks';
 import type { Pool } from '../../db/pool';
 import { NewTask, OUTCOME_KINDS, SkillName, TASK_STATUSES } from '../../domain/delegation';
@@ -107,7 +108,13 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
       },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
-        const moved = await moveTask(pool, req.params.agentId, req.params.number, req.body.status);
+        const { agentId, number } = req.params;
+        const to = req.body.status;
+        // An approval is a person's decision: it goes in the audit trail, in the move's own transaction.
+        const moved = await moveTask(pool, agentId, number, to, async (db, from) => {
+          if (from !== 'pending_approval' || to !== 'ready') return;
+          await recordAudit(db, { agentId, action: 'task.approve', actor: req.actor, subject: `#${number}` });
+        });
         if (moved.ok) return moved.task;
         if (moved.reason === 'not_found') throw notFound(`task #${req.params.number}`);
         throw new ApiError(
