@@ -4,19 +4,23 @@ import {
   WorkflowUpdateRPCTimeoutOrCancelledError,
   type Client,
 } from '@temporalio/client';
+import { recordAudit, type NewAuditEntry } from '../db/audit';
+import type { Pool } from '../db/pool';
 import { isTemporalUnavailable, temporalStatus } from '../services/temporal-status';
 import { ApiError } from './errors';
 
 /**
  * A human's decision, sent to the workflow waiting for it as an Update. Bounded: with Temporal or every worker down
  * the client gets a 503 (deciding twice is refused, so a retry is safe). A refusal of the validator (decided
- * meanwhile, or no longer waiting) or a workflow that is gone is a 409 saying `notWaiting`.
+ * meanwhile, or no longer waiting) or a workflow that is gone is a 409 saying `notWaiting`. A decision Temporal took
+ * goes into the audit trail; one it refused changed nothing and does not.
  */
 export async function sendDecision(
   temporal: Client,
   deadlineMs: number,
   update: () => Promise<unknown>,
   notWaiting: string,
+  audit: { pool: Pool; entry: NewAuditEntry },
 ): Promise<void> {
   try {
     await temporal.withDeadline(Date.now() + deadlineMs, update);
@@ -30,4 +34,5 @@ export async function sendDecision(
     }
     throw err;
   }
+  await recordAudit(audit.pool, audit.entry);
 }

@@ -20,11 +20,17 @@ interface AuditRecord {
   detail: unknown;
 }
 
+/** A decision to record. */
+export interface NewAuditEntry {
+  agentId: string;
+  action: AuditAction;
+  actor: string;
+  subject: string;
+  detail?: unknown;
+}
+
 /** One decision, written with the change it records when `db` is that change's transaction. */
-export async function recordAudit(
-  db: Queryable,
-  e: { agentId: string; action: AuditAction; actor: string; subject: string; detail?: unknown },
-): Promise<void> {
+export async function recordAudit(db: Queryable, e: NewAuditEntry): Promise<void> {
   await db.query('INSERT INTO audit_trail (agent_id, action, actor, subject, detail) VALUES ($1, $2, $3, $4, $5)', [
     e.agentId,
     e.action,

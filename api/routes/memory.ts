@@ -208,15 +208,17 @@ export function memoryRoutes(deps: {
             deps.temporalDeadlineMs,
             () => temporal.workflow.getHandle(p.workflowId).executeUpdate(decideProposal, { args: [decision] }),
             `proposal ${id} is not waiting for approval`,
+            {
+              pool,
+              entry: {
+                agentId,
+                action: verdict === 'approve' ? 'proposal.approve' : 'proposal.reject',
+                actor: req.actor,
+                subject: id,
+                detail: decision.note ? { note: decision.note } : undefined,
+              },
+            },
           );
-          // After Temporal took it: a decision it refused (409, 503) changed nothing and is not in the trail.
-          await recordAudit(pool, {
-            agentId,
-            action: verdict === 'approve' ? 'proposal.approve' : 'proposal.reject',
-            actor: req.actor,
-            subject: id,
-            detail: decision.note ? { note: decision.note } : undefined,
-          });
           return proposalView((await getProposal(pool, id))!);
         },
       );

@@ -3,7 +3,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { decideApproval } from '../../contracts/routine-run';
 import { getApp } from '../../db/apps';
-import { recordAudit } from '../../db/audit';
 import type { Pool } from '../../db/pool';
 import { getArtifact, getRoutine, getRun, listRuns, listTools, type RoutineRunRow } from '../../db/routines';
 import { playbookOutcome, RoutineDefinition, RUN_STATUSES } from '../../domain/routines';
@@ -329,15 +328,17 @@ export function routineRoutes(deps: {
             deps.temporalDeadlineMs,
             () => handle.executeUpdate(decideApproval, { args: [decision] }),
             `run ${runId} is not waiting for approval`,
+            {
+              pool,
+              entry: {
+                agentId,
+                action: verdict === 'approve' ? 'routine_run.approve' : 'routine_run.reject',
+                actor: req.actor,
+                subject: runId,
+                detail: decision.note ? { note: decision.note } : undefined,
+              },
+            },
           );
-          // After Temporal took it: a decision it refused (409, 503) changed nothing and is not in the trail.
-          await recordAudit(pool, {
-            agentId,
-            action: verdict === 'approve' ? 'routine_run.approve' : 'routine_run.reject',
-            actor: req.actor,
-            subject: runId,
-            detail: decision.note ? { note: decision.note } : undefined,
-          });
           return reply
             .status(202)
             .send({ runId, decision: verdict === 'approve' ? ('approved' as const) : ('rejected' as const) });
