@@ -60,6 +60,18 @@ export function conversationActivities({ pool }: { pool: Pool }) {
       }
     },
 
+    /**
+     * The conversation's workflow closes, idle: streams hear it (the next message starts a new run). Also where a test
+     * holds the close, to send a message at that instant.
+     */
+    conversationIdle: async (input: { conversationKey: string; runId: string; idleMs: number }): Promise<void> => {
+      await inTransaction(pool, (db) =>
+        publishEvent(db, input.conversationKey, 'conversation.idle', `conversation.idle:${input.runId}`, {
+          idleMs: input.idleMs,
+        }),
+      );
+    },
+
     /** Turns PostgreSQL has queued or running for the conversation, oldest first. */
     openTurns: async (input: { conversationKey: string }): Promise<QueuedMessage[]> =>
       openTurns(pool, input.conversationKey),

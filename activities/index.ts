@@ -27,6 +27,8 @@ export interface ActivityDeps {
   reflection?: ReflectionSettings;
   /** The egress guard of routine integrations (the process's KEEL_EGRESS_ALLOW when unset). */
   egress?: EgressGuard;
+  /** How long a conversation this worker starts (a job's) stays open idle; CONVERSATION.idleCloseMs when unset. */
+  conversationIdleMs?: number;
 }
 
 /** Every activity the worker registers; workflows import only its type. */

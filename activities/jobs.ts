@@ -12,7 +12,9 @@ import {
   jobScheduleId,
 } from '../domain/ids';
 import { NewJob, nextFire, type JobSchedule } from '../domain/jobs';
-import { submitToConversation, waitForTurnEnd } from '../services/conversation';
+import { getTurn, turnOfMessage } from '../db/conversations';
+import { isFinished, type SubmitResult } from '../domain/conversation';
+import { submitToConversation, waitForTurnEnd, type FinishedTurn } from '../services/conversation';
 import type { JobSettings } from '../services/job-settings';
 import {
   createJob,
@@ -120,7 +122,26 @@ export type TurnResult = { status: 'ok'; text: string } | { status: 'error'; err
 type BegunRun = { kind: 'run'; job: jobsDb.JobRow; backoffMs: number[] } | { kind: 'skipped'; reason: string };
 type RunErrorCount = { errors: number; status: jobsDb.JobStatus | null; untilNextFireMs: number | null };
 
-export function jobRunActivities(deps: { pool: Pool; transports: Transports; jobs: Omit<JobSettings, 'taskQueue'> }) {
+/** What a job's run learns from its finished turn: the outcome comes from the turn's status, never from its text. */
+function turnResult(turn: FinishedTurn): TurnResult {
+  if (turn.status === 'replied' || turn.status === 'skipped') return { status: 'ok', text: turn.reply?.text ?? '' };
+  return { status: 'error', error: turn.error ? `${turn.error.code}: ${turn.error.message}` : turn.status };
+}
+
+interface JobTurnAsk {
+  agentId: string;
+  jobId: string;
+  task: string;
+  messageId: string;
+}
+
+export function jobRunActivities(deps: {
+  pool: Pool;
+  transports: Transports;
+  jobs: Omit<JobSettings, 'taskQueue'>;
+  /** The deployment's idle time of a conversation, for a job conversation this run starts. */
+  conversationIdleMs?: number;
+}) {
   const { pool, transports } = deps;
   return {
     /** The agent's `schedule` tool: the same job functions (and validation) as the API. */
@@ -158,29 +179,43 @@ export function jobRunActivities(deps: { pool: Pool; transports: Transports; job
     },
 
     /**
-     * The task as a turn of the job's own conversation: submitted through the conversation workflow (idempotent by
-     * messageId), then awaited. The outcome comes from the turn's status, never from its text.
+     * The task as a turn of the job's own conversation (idempotent by messageId). The conversation signals `notify`,
+     * the run's workflow, once the turn's end is committed.
      */
-    runJobTurn: async (input: {
-      agentId: string;
-      jobId: string;
-      task: string;
-      messageId: string;
-    }): Promise<TurnResult> => {
+    askForJobTurn: async (input: JobTurnAsk & { notify: string }): Promise<SubmitResult> => {
+      const ctx = Context.current();
+      const { agentId, jobId, messageId, notify } = input;
+      const conversationId = jobConversationId(jobId);
+      const to = { agentId, conversationId, taskQueue: ctx.info.taskQueue, jobId, idleMs: deps.conversationIdleMs };
+      return submitToConversation(ctx.client, to, { messageId, text: input.task, mode: 'queue', notify });
+    },
+
+    /** The job's turn as it ended, or null while it has not. */
+    jobTurnResult: async (input: JobTurnAsk): Promise<TurnResult | null> => {
+      const key = conversationWorkflowId(input.agentId, jobConversationId(input.jobId));
+      const turnId = await turnOfMessage(pool, key, input.messageId);
+      const turn = turnId ? await getTurn(pool, key, turnId) : undefined;
+      return turn && isFinished(turn) ? turnResult(turn) : null;
+    },
+
+    /**
+     * Only for runs begun before JOB_TURN_SIGNAL_PATCH (workflows/job-run.ts): the turn submitted, then awaited in
+     * this activity, reading PostgreSQL every second while heartbeating. Newer runs hold no activity meanwhile.
+     */
+    runJobTurn: async (input: JobTurnAsk): Promise<TurnResult> => {
       const ctx = Context.current();
       const { agentId, jobId, messageId } = input;
       const conversationId = jobConversationId(jobId);
-      const to = { agentId, conversationId, taskQueue: ctx.info.taskQueue, jobId };
+      const to = { agentId, conversationId, taskQueue: ctx.info.taskQueue, jobId, idleMs: deps.conversationIdleMs };
       await submitToConversation(ctx.client, to, { messageId, text: input.task, mode: 'queue' });
       const turn = await waitForTurnEnd(pool, conversationWorkflowId(agentId, conversationId), messageId, {
-        pollMs: 200,
+        pollMs: 1000,
         sleep: (ms) => {
           ctx.heartbeat();
           return ctx.sleep(ms);
         },
       });
-      if (turn.status === 'replied' || turn.status === 'skipped') return { status: 'ok', text: turn.reply?.text ?? '' };
-      return { status: 'error', error: turn.error ? `${turn.error.code}: ${turn.error.message}` : turn.status };
+      return turnResult(turn);
     },
 
     /** Counts a failed attempt; answers what the workflow needs to decide (and keeps schedules math out of it). */

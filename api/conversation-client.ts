@@ -1,7 +1,9 @@
 import { status } from '@grpc/grpc-js';
 import {
   isGrpcServiceError,
+  QueryRejectedError,
   ServiceError,
+  WorkflowClient,
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
   type Client,
@@ -51,14 +53,37 @@ function isConnectionFailure(err: ServiceError): boolean {
   );
 }
 
-/** The workflow's own view of the conversation, or undefined when no worker answers in time. */
+/** What the API shows of a conversation's state. */
+export type LiveState = Pick<ConversationState, 'busy' | 'queued' | 'liveDelegates'>;
+
+/** A conversation whose workflow has closed (idle, or ended by an operator) runs nothing and holds nothing. */
+const CLOSED_STATE: LiveState = { busy: false, queued: 0, liveDelegates: [] };
+
+/**
+ * The same client's queries, refused by Temporal itself when the workflow is closed: a closed workflow is otherwise
+ * answered by a worker replaying its whole history.
+ */
+const openOnly = new WeakMap<Client, WorkflowClient>();
+function openOnlyQueries(client: Client): WorkflowClient {
+  let workflows = openOnly.get(client);
+  if (!workflows) {
+    workflows = new WorkflowClient({ ...client.workflow.options, queryRejectCondition: 'NOT_OPEN' });
+    openOnly.set(client, workflows);
+  }
+  return workflows;
+}
+
+/**
+ * The workflow's own view of the conversation; the closed state when its workflow is closed; undefined when no worker
+ * answers in time.
+ */
 export async function queryConversationState(
   client: Client,
   agentId: string,
   conversationId: string,
   timeoutMs = 2_000,
-): Promise<ConversationState | undefined> {
-  const handle = client.workflow.getHandle(conversationWorkflowId(agentId, conversationId));
+): Promise<LiveState | undefined> {
+  const handle = openOnlyQueries(client).getHandle(conversationWorkflowId(agentId, conversationId));
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
@@ -67,7 +92,8 @@ export async function queryConversationState(
         timer = setTimeout(() => resolve(undefined), timeoutMs);
       }),
     ]);
-  } catch {
+  } catch (err) {
+    if (err instanceof QueryRejectedError) return CLOSED_STATE;
     return undefined;
   } finally {
     clearTimeout(timer);

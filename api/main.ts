@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     pool,
     temporal,
     taskQueue: config.temporal.taskQueue,
+    conversationIdleMs: config.conversationIdleMs,
     tokens: config.api.tokens,
     logger: { level: config.logLevel },
     jobs: jobSettings(config),

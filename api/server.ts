@@ -35,6 +35,8 @@ export interface ApiDeps {
   taskQueue: string;
   tokens: Map<string, string> | undefined;
   logger?: boolean | { level: string };
+  /** How long a conversation's workflow stays open idle (KEEL_CONVERSATION_IDLE_MS); the default when unset. */
+  conversationIdleMs?: number;
   /** How long a submission may wait for Temporal and a worker before the API answers 503. */
   temporalDeadlineMs?: number;
   jobs?: Omit<JobSettings, 'taskQueue'>;
@@ -163,7 +165,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(eventRoutes({ pool: deps.pool, hub }));
   await app.register(agentRoutes(deps.pool));
   await app.register(auditRoutes(deps.pool));
-  const conversations = { ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000, closing: closing.signal };
+  const temporalDeadlineMs = deps.temporalDeadlineMs ?? 15_000;
+  const conversations = { ...deps, hub, temporalDeadlineMs, closing: closing.signal };
   await app.register(conversationRoutes(conversations));
   await app.register(delegationRoutes(deps));
   await app.register(appRoutes(deps.pool));

@@ -8,6 +8,8 @@ import type { DelegateFinished } from '../domain/delegation';
 import type { InboundMessage } from '../domain/messages';
 
 export const CONVERSATION_WORKFLOW = 'conversationWorkflow';
+/** The summary of the timer after which an idle conversation closes (Temporal UI shows it; tests recognise it). */
+export const IDLE_TIMER_SUMMARY = 'close when idle';
 export type ConversationWorkflow = (input: ConversationInput) => Promise<void>;
 
 /** An inbound message, by update-with-start; idempotent by messageId. */

@@ -1,4 +1,6 @@
-/** The run of a scheduled job, as its Temporal Schedule starts it. */
+/** The run of a scheduled job, as its Temporal Schedule starts it, and the signal its task's conversation sends it. */
+import { defineSignal } from '@temporalio/workflow';
+
 export const JOB_RUN_WORKFLOW = 'jobRunWorkflow';
 
 export interface JobRunInput {
@@ -6,3 +8,6 @@ export interface JobRunInput {
 }
 
 export type JobRunWorkflow = (input: JobRunInput) => Promise<void>;
+
+/** Sent by the job's conversation once the turn answering `messageId` has ended and its end is committed. */
+export const jobTurnEnded = defineSignal<[{ messageId: string }]>('jobTurnEnded');

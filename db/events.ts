@@ -11,6 +11,7 @@ export const CONVERSATION_EVENT_TYPES = [
   'reply.delivered',
   'turn.finished',
   'delegate.finished',
+  'conversation.idle',
 ] as const;
 export type ConversationEventType = (typeof CONVERSATION_EVENT_TYPES)[number];
 

@@ -1,7 +1,27 @@
 import { z } from 'zod';
+import { CONVERSATION } from './conversation';
 import { parseEgressAllow, type EgressAllow } from './egress';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
 import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
+
+/** What one worker process holds at once: its cache of workflows, and its concurrent tasks of each kind. */
+export interface WorkerCapacity {
+  cachedWorkflows: number;
+  workflowTaskSlots: number;
+  activitySlots: number;
+  localActivitySlots: number;
+}
+
+/**
+ * The worker's defaults (see bench/REPORT.md). The cache is what an open conversation costs in memory; an evicted
+ * workflow is replayed from its short history when it next has work.
+ */
+export const WORKER_DEFAULTS: WorkerCapacity = {
+  cachedWorkflows: 250,
+  workflowTaskSlots: 40,
+  activitySlots: 100,
+  localActivitySlots: 100,
+};
 
 /**
  * A sandbox wall clock that reaches the activity's timeout would be cut off by Temporal (and retried as a lost worker)
@@ -43,6 +63,13 @@ const Env = z.object({
   KEEL_WORKER_METRICS_URL: z.string().url().optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+  /** A conversation idle this long closes its workflow; its next message starts a new run. */
+  KEEL_CONVERSATION_IDLE_MS: z.coerce.number().int().min(1000).default(CONVERSATION.idleCloseMs),
+  /** The worker's cache of workflows (memory) and its concurrent task slots; defaults chosen by `npm run bench`. */
+  KEEL_WORKER_CACHED_WORKFLOWS: z.coerce.number().int().min(0).default(WORKER_DEFAULTS.cachedWorkflows),
+  KEEL_WORKER_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(2).default(WORKER_DEFAULTS.workflowTaskSlots),
+  KEEL_WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(WORKER_DEFAULTS.activitySlots),
+  KEEL_WORKER_LOCAL_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(WORKER_DEFAULTS.localActivitySlots),
   KEEL_JOB_EVERY_FLOOR_MS: z.coerce.number().int().positive().default(60_000),
   KEEL_JOB_CATCHUP_WINDOW_MS: z.coerce.number().int().positive().default(600_000),
   /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
@@ -159,6 +186,9 @@ export interface KeelConfig {
   workerMetricsUrl?: string;
   /** OpenTelemetry tracing: on when an OTLP endpoint is set (the exporter reads the OTEL_* variables itself). */
   tracing?: { endpoint: string };
+  /** How long a conversation stays open without work before its workflow closes. */
+  conversationIdleMs: number;
+  worker: WorkerCapacity;
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
   reflection: ReflectionSettings;
@@ -190,6 +220,13 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     ...(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { tracing: { endpoint: (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)! } }
       : {}),
+    conversationIdleMs: e.KEEL_CONVERSATION_IDLE_MS,
+    worker: {
+      cachedWorkflows: e.KEEL_WORKER_CACHED_WORKFLOWS,
+      workflowTaskSlots: e.KEEL_WORKER_WORKFLOW_TASK_SLOTS,
+      activitySlots: e.KEEL_WORKER_ACTIVITY_SLOTS,
+      localActivitySlots: e.KEEL_WORKER_LOCAL_ACTIVITY_SLOTS,
+    },
     jobs: {
       everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
       catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,

@@ -1,6 +1,15 @@
 import type { DeliveryOutcome } from './delivery';
 import type { MessageMode } from './messages';
 
+export const CONVERSATION = {
+  /**
+   * A conversation with nothing to do (no queued message, no delegate out, no result to relay) closes its workflow
+   * after this long; its next message starts a new run. An idle conversation then costs Temporal and the worker
+   * nothing.
+   */
+  idleCloseMs: 5 * 60_000,
+} as const;
+
 /** How a turn ended, as the API reports it. */
 export type TurnStatus = 'queued' | 'running' | 'replied' | 'skipped' | 'error' | 'interrupted';
 export type FinishedTurnStatus = Exclude<TurnStatus, 'queued' | 'running'>;
@@ -34,6 +43,8 @@ export interface QueuedMessage {
   messageId: string;
   turnId: string;
   mode: MessageMode;
+  /** The workflow told when this turn ends (a job's run waits for its turn that way). */
+  notify?: string;
   /** Set for a retrigger turn: the delegates whose admitted results it relays (no inbound message). */
   retrigger?: string[];
 }
@@ -51,6 +62,8 @@ export interface ConversationState {
 export interface ConversationInput {
   agentId: string;
   conversationId: string;
+  /** How long the workflow stays open with nothing to do (CONVERSATION.idleCloseMs when absent). */
+  idleMs?: number;
   carried?: {
     queue: QueuedMessage[];
     turnsCompleted: number;

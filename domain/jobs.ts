@@ -26,6 +26,11 @@ export const JOBS = {
   oneShotMaxErrors: 3,
   maxConsecutiveErrors: 10,
   defaultCatchupWindowMs: 600_000,
+  /**
+   * A run waiting for its turn reads the turn from PostgreSQL this often besides the conversation's signal: a turn
+   * whose conversation was terminated outside Keel is taken up by the next run, which has no one to tell.
+   */
+  turnRecheckMs: 120_000,
 } as const;
 
 export const JobSchedule = z.discriminatedUnion('kind', [

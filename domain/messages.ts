@@ -59,11 +59,16 @@ export interface InboundMessage {
   author?: string;
   mode: MessageMode;
   delivery?: Delivery;
+  /** Set by Keel itself, never by the API: the workflow id told when this message's turn ends (a job's run). */
+  notify?: string;
 }
 
 /** Throws a readable error when an inbound message breaks a rule; used by the Update validator. */
 export function assertValidInbound(msg: InboundMessage): void {
-  const parsed = SubmitMessageBody.safeParse(msg);
+  const { notify, ...body } = msg;
+  if (notify !== undefined && (typeof notify !== 'string' || notify.length === 0 || notify.length > 1000))
+    throw new Error('invalid message: notify must be a workflow id');
+  const parsed = SubmitMessageBody.safeParse(body);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     throw new Error(`invalid message: ${first ? `${first.path.join('.') || 'body'}: ${first.message}` : 'unknown'}`);

@@ -1,7 +1,9 @@
 /**
  * npm run record-histories: records real histories of every workflow type into test/histories, for `npm test` to
- * replay against the current workflow code. It runs its own Temporal dev server (suggesting continue-as-new after 60
- * events), an embedded PostgreSQL, a worker and the API, all on free ports, and drives them with the scripted model.
+ * replay against the current workflow code. It overwrites only the files it records: histories of older shapes
+ * (`*-before-*.json`, recorded by earlier code) stay, so that runs begun before a change are still checked. It runs
+ * its own Temporal dev server (suggesting continue-as-new after 60 events), an embedded PostgreSQL, a worker and the
+ * API, all on free ports, and drives them with the scripted model.
  */
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -43,7 +45,9 @@ async function main(): Promise<void> {
   const client = new Client({ connection });
   const taskQueue = 'record';
   const jobs = { ...DEFAULT_JOB_SETTINGS, backoffMs: [300, 300, 300, 300, 300] };
-  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: undefined, jobs });
+  // Short, so that a conversation closes idle within the recording (and a busy one never does).
+  const conversationIdleMs = 3_000;
+  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: undefined, jobs, conversationIdleMs });
   const native = await NativeConnection.connect({ address: temporal.address });
   const worker = await createKeelWorker({
     connection: native,
@@ -57,6 +61,7 @@ async function main(): Promise<void> {
       jobs,
       routines: DEFAULT_ROUTINE_SETTINGS,
       reflection: { ...DEFAULT_REFLECTION_SETTINGS, drainAtQueued: 1, approvalFiles: [] },
+      conversationIdleMs,
     },
   });
   const running = worker.run();
@@ -81,6 +86,11 @@ async function main(): Promise<void> {
     call<{ status: string; reply?: { text: string } }>('POST', `/v1/agents/${a}/conversations/${c}/messages?wait=30`, {
       text,
     });
+  /** The run id of the workflow's latest run once it has completed. */
+  const closed = async (workflowId: string) => {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return d.status.name === 'COMPLETED' && d.runId;
+  };
   const save = async (name: string, workflowId: string, runId?: string) => {
     const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     await writeFile(path.join(OUT, `${name}.json`), `${historyJson.stringify(history)}\n`);
@@ -88,7 +98,6 @@ async function main(): Promise<void> {
   };
 
   try {
-    await rm(OUT, { recursive: true, force: true });
     await mkdir(OUT, { recursive: true });
 
     // A conversation with tool calls that continues as new: every run of it.
@@ -125,7 +134,18 @@ async function main(): Promise<void> {
         'timeout',
     );
     await save('delegate-timeout', delegateWorkflowId('rec', delegateId));
+    // Open while its delegate was out; closed idle once the result was relayed.
+    await until('the delegate conversation to close idle', () => closed(conversationWorkflowId('rec', 'c2')));
     await save('conversation-with-delegate', conversationWorkflowId('rec', 'c2'));
+
+    // A conversation that closes idle, and the run its next message starts.
+    const idle = conversationWorkflowId('rec', 'c3');
+    await say('rec', 'c3', 'hello');
+    const firstRun = await until('the conversation to close idle', () => closed(idle));
+    await say('rec', 'c3', 'hello again');
+    await save('conversation-idle-closed', idle, firstRun);
+    await until('the woken conversation to close idle', () => closed(idle));
+    await save('conversation-woken', idle);
 
     // A job run whose first attempt fails and whose retry succeeds.
     const job = await call<{ id: string }>('POST', '/v1/agents/rec/jobs', {

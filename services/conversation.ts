@@ -18,6 +18,8 @@ export interface ConversationAddress {
   taskQueue: string;
   /** The job whose runs are turns of this conversation, if any: operators find its workflow by it. */
   jobId?: string;
+  /** How long the conversation's workflow stays open with nothing to do (KEEL_CONVERSATION_IDLE_MS). */
+  idleMs?: number;
 }
 
 export type FinishedTurn = TurnView & { status: FinishedTurnStatus };
@@ -35,7 +37,7 @@ export async function submitToConversation(
   const start = new WithStartWorkflowOperation<ConversationWorkflow>(CONVERSATION_WORKFLOW, {
     workflowId: conversationWorkflowId(agentId, conversationId),
     taskQueue: to.taskQueue,
-    args: [{ agentId, conversationId }],
+    args: [{ agentId, conversationId, ...(to.idleMs ? { idleMs: to.idleMs } : {}) }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     typedSearchAttributes: [
       { key: SA.agentId, value: agentId },
@@ -46,6 +48,9 @@ export async function submitToConversation(
     memo: { agent: agentId, conversation: conversationId },
     staticSummary: `Conversation ${conversationId} of agent ${agentId}`,
   });
+  // A message that reaches a run at the instant it closes idle, before the workflow saw it, is not lost: Temporal
+  // (history.enableUpdateWithStartRetryOnClosedWorkflowAbort, on by default in server 1.29) retries the
+  // update-with-start, which then starts the next run with it.
   return client.workflow.executeUpdateWithStart(submitMessage, {
     args: [message],
     updateId: submitMessageUpdateId(message.messageId),
@@ -54,9 +59,11 @@ export async function submitToConversation(
 }
 
 /**
- * Waits for the turn that answers the message (a steered message's turn may change while it waits) to finish, by
- * reading PostgreSQL every `pollMs`: the finished turn, or what `stop` answered when it gave a reason to stop first.
- * `sleep` is the caller's own (an activity's heartbeats and cancellation go with it).
+ * Waits for the turn that answers the message (a steered message's turn may change while it waits) to finish,
+ * reading PostgreSQL once and again each time `sleep(pollMs)` returns: the finished turn, or what `stop` answered
+ * when it gave a reason to stop first. `sleep` is the caller's own: a worker's sleeps for `pollMs` (an activity's
+ * heartbeats and cancellation go with it); the API's returns when the conversation's NOTIFY says a turn ended, or
+ * after `pollMs` in case one was lost, or at once when `stop` has a reason.
  */
 export async function waitForTurnEnd<Stop = never>(
   pool: Pool,
@@ -69,8 +76,12 @@ export async function waitForTurnEnd<Stop = never>(
     const turnId = await turnOfMessage(pool, conversationKey, messageId);
     const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
     if (turn && isFinished(turn)) return turn;
-    const stopped = wait.stop?.();
+    let stopped = wait.stop?.();
+    if (stopped === undefined) {
+      await sleep(wait.pollMs);
+      // A sleep cut short by a reason to stop answers with it, without another read.
+      stopped = wait.stop?.();
+    }
     if (stopped !== undefined) return stopped;
-    await sleep(wait.pollMs);
   }
 }

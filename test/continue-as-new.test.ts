@@ -15,7 +15,8 @@ beforeAll(async () => {
     stdio: 'ignore',
     extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60'],
   });
-  keel = await startTestKeel({ temporalAddress: server.address });
+  // Idle conversations close after 5 s here, so that a run begun by continue-as-new is seen to close too.
+  keel = await startTestKeel({ temporalAddress: server.address, conversationIdleMs: 5_000 });
 });
 afterAll(async () => {
   await keel?.stop();
@@ -64,6 +65,12 @@ describe('continue-as-new', () => {
         .slice(12)
         .sort(),
     ).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
+    // The conversation's idle time crossed the runs with the queue: its last run closes, idle.
+    await eventually(
+      async () => (await keel.client.workflow.getHandle(key).describe()).status.name === 'COMPLETED',
+      30_000,
+      'the last run to close idle',
+    );
   });
 
   it('admits and relays, once each, the results of two delegates that finish after the continue-as-new', async () => {

@@ -52,8 +52,10 @@ async function main(): Promise<void> {
         jobs: jobSettings(config),
         routines: config.routines,
         reflection: config.reflection,
+        conversationIdleMs: config.conversationIdleMs,
       },
       workflows,
+      capacity: config.worker,
       extra: tracing ? { plugins: [tracing.plugin] } : undefined,
     });
     console.log(

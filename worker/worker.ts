@@ -1,5 +1,6 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
+import type { WorkerCapacity } from '../domain/config';
 import { WORKFLOWS_PATH, type WorkflowSource } from './bundle';
 
 export async function createKeelWorker(opts: {
@@ -8,8 +9,11 @@ export async function createKeelWorker(opts: {
   taskQueue: string;
   deps: ActivityDeps;
   workflows?: WorkflowSource;
+  /** The cache and slots (KEEL_WORKER_*); the SDK's defaults when unset. */
+  capacity?: WorkerCapacity;
   extra?: Partial<WorkerOptions>;
 }): Promise<Worker> {
+  const capacity = opts.capacity;
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
@@ -19,6 +23,14 @@ export async function createKeelWorker(opts: {
     // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that an
     // interrupting message stops a streaming model call within about a second.
     maxHeartbeatThrottleInterval: '1 second',
+    ...(capacity
+      ? {
+          maxCachedWorkflows: capacity.cachedWorkflows,
+          maxConcurrentWorkflowTaskExecutions: capacity.workflowTaskSlots,
+          maxConcurrentActivityTaskExecutions: capacity.activitySlots,
+          maxConcurrentLocalActivityExecutions: capacity.localActivitySlots,
+        }
+      : {}),
     ...opts.extra,
   });
 }

@@ -1,4 +1,4 @@
-import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
 
@@ -10,6 +10,18 @@ export const store = proxyActivities<KeelActivities>({
   // Short enough that a step held by a killed worker is retried elsewhere soon (they do not heartbeat).
   startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
+
+/**
+ * The same short PostgreSQL steps as local activities: run by the worker inside the workflow task that asks for them,
+ * so a turn's bookkeeping adds a marker to history instead of a scheduled activity and two more workflow tasks. They
+ * are idempotent (keyed by turn and message ids), so a retry after a lost workflow task repeats no effect. Retried
+ * without limit too; past the local threshold each retry waits on a durable timer.
+ */
+export const steps = proxyLocalActivities<KeelActivities>({
+  startToCloseTimeout: '10 seconds',
+  localRetryThreshold: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
 /** Model calls: retryable provider failures back off (or wait out Retry-After); request errors do not retry. */

@@ -5,7 +5,9 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  getExternalWorkflowHandle,
   isCancellation,
+  patched,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -14,8 +16,16 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { ToolResults, TurnNote } from '../activities/conversation';
-import { delegateFinished, stateQuery, submitMessage } from '../contracts/conversation';
-import type { ConversationInput, QueuedMessage, SubmitResult, TurnEnd, TurnError } from '../domain/conversation';
+import { delegateFinished, IDLE_TIMER_SUMMARY, stateQuery, submitMessage } from '../contracts/conversation';
+import { jobTurnEnded } from '../contracts/job-run';
+import {
+  CONVERSATION,
+  type ConversationInput,
+  type QueuedMessage,
+  type SubmitResult,
+  type TurnEnd,
+  type TurnError,
+} from '../domain/conversation';
 import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
@@ -25,7 +35,7 @@ import { SA } from '../domain/search-attributes';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
 import { DELEGATION } from '../domain/delegation';
 import { textOf, toolResult, toolUses } from '../domain/transcript';
-import { model, store } from './activities';
+import { model, steps, store } from './activities';
 import { dispatchTool, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
 import { ConversationQueue } from './conversation-queue';
 import { DelegateRelay } from './relay';
@@ -44,9 +54,18 @@ class RunningTurn {
 }
 
 /**
- * One long-lived workflow per conversation. Messages arrive by the `submitMessage` Update (update-with-start);
+ * The shape of conversations since the scale work: short PostgreSQL steps run as local activities, the workflow
+ * closes when idle, and a turn's end is signalled to the job run that asked for it. Runs begun before keep the older
+ * shape until they reach this patch's first check.
+ */
+export const IDLE_CLOSE_PATCH = 'conversation-idle-close-local-steps';
+
+/**
+ * One workflow per conversation while it has work. Messages arrive by the `submitMessage` Update (update-with-start);
  * each becomes a turn of at most five model calls whose transcript lives in PostgreSQL. The workflow carries only
- * small state, so its history grows by a constant per turn, and continues as new when Temporal suggests it.
+ * small state, so its history grows by a constant per turn, and continues as new when Temporal suggests it. With
+ * nothing to do for `idleMs` (no queued message, no delegate out, no result to relay) it closes: the next message
+ * starts a new run, and an idle conversation holds nothing in Temporal or on a worker.
  *
  * Its state is two pieces beside it: the queue of turns (conversation-queue.ts) and the relay of delegates' results
  * (relay.ts). The loop below waits for work, then does the most urgent thing: admit delegates' outcomes, relay
@@ -55,6 +74,10 @@ class RunningTurn {
 export async function conversationWorkflow(input: ConversationInput): Promise<void> {
   const { agentId, conversationId } = input;
   const conversationKey = conversationWorkflowId(agentId, conversationId);
+  const idleMs = input.idleMs ?? CONVERSATION.idleCloseMs;
+  // Asked at each point where the shapes differ; once true (a marker in history), true for the rest of the run.
+  const lean = () => patched(IDLE_CLOSE_PATCH);
+  const db = () => (lean() ? steps : store);
   const turns = new ConversationQueue(input.carried?.queue);
   const relay = new DelegateRelay(input.carried, () => sleep(DELEGATION.retriggerDebounceMs));
   let turnsCompleted = input.carried?.turnsCompleted ?? 0;
@@ -79,14 +102,19 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   if (!input.carried) {
     // A run that did not inherit a queue (the first, or one started after a run was terminated) takes up the turns
     // PostgreSQL still has open, oldest first, so that no accepted message is left unanswered.
-    const open = await store.openTurns({ conversationKey });
+    const open = await db().openTurns({ conversationKey });
     for (const t of open.reverse()) turns.enqueue(t, 'front');
   }
   // After continue-as-new (or a fresh start) the outcomes committed meanwhile are reconciled from PostgreSQL.
   await admitOutcomes(true, !input.carried);
 
   while (!workflowInfo().continueAsNewSuggested) {
-    const reconcileDue = await waitForWork();
+    const woken = await waitForWork();
+    if (woken === 'idle') {
+      if (await closesIdle()) return;
+      continue;
+    }
+    const reconcileDue = woken === 'reconcile';
     if (reconcileDue || relay.hasClaims) {
       await admitOutcomes(reconcileDue);
       continue;
@@ -108,6 +136,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   await continueAsNew<typeof conversationWorkflow>({
     agentId,
     conversationId,
+    ...(input.idleMs ? { idleMs: input.idleMs } : {}),
     carried: { queue: turns.carried(), turnsCompleted, ...relay.carried() },
   });
 
@@ -115,7 +144,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   async function accept(message: InboundMessage): Promise<SubmitResult> {
     const { messageId } = message;
     const turnId = uuid4();
-    const accepted = await store.acceptMessage({
+    const accepted = await db().acceptMessage({
       conversationKey,
       agentId,
       conversationId,
@@ -124,29 +153,51 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       startsTurn: true,
     });
     if (accepted.duplicate) return { messageId, turnId: accepted.turnId, status: 'accepted', duplicate: true };
-    const placed = turns.place({ messageId, turnId, mode: message.mode }, current !== undefined);
+    const notify = message.notify ? { notify: message.notify } : {};
+    const placed = turns.place({ messageId, turnId, mode: message.mode, ...notify }, current !== undefined);
     if (placed.interrupts) current?.interrupt();
     return { messageId, turnId, status: placed.status, duplicate: false };
   }
 
   /**
    * Waits until there is something to do. While delegates run it also wakes on an interval, to catch up with a
-   * completion signal that was lost: then it answers true, and the outcomes are reconciled from PostgreSQL.
+   * completion signal that was lost (`reconcile`: the outcomes are read from PostgreSQL). Otherwise it waits at most
+   * `idleMs`, then answers `idle`.
    */
-  async function waitForWork(): Promise<boolean> {
+  async function waitForWork(): Promise<'work' | 'reconcile' | 'idle'> {
     const wake = () => turns.length > 0 || relay.hasClaims || relay.relayDue || workflowInfo().continueAsNewSuggested;
-    if (relay.live.size === 0) {
-      await condition(wake);
-      return false;
+    if (relay.live.size > 0) {
+      const woken = await condition(wake, DELEGATION.reconcileIntervalMs, { summary: 'reconcile delegates' });
+      return woken ? 'work' : 'reconcile';
     }
-    const woken = await condition(wake, DELEGATION.reconcileIntervalMs, { summary: 'reconcile delegates' });
-    return !woken;
+    if (!lean()) {
+      await condition(wake);
+      return 'work';
+    }
+    return (await condition(wake, idleMs, { summary: IDLE_TIMER_SUMMARY })) ? 'work' : 'idle';
+  }
+
+  /** Nothing queued or running, no delegate out, no result waiting for its relay. */
+  function idle(): boolean {
+    return current === undefined && turns.size === 0 && relay.settled;
+  }
+
+  /**
+   * Closes the run when it is still idle once the messages being accepted have been recorded. A message that reaches
+   * Temporal after this workflow task began is not lost: Temporal either hands it to this run (which then stays) or
+   * refuses it as closed, and its sender starts the next run with it (services/conversation.ts).
+   */
+  async function closesIdle(): Promise<boolean> {
+    if (!idle()) return false;
+    await steps.conversationIdle({ conversationKey, runId: workflowInfo().runId, idleMs });
+    await condition(allHandlersFinished);
+    return idle();
   }
 
   /** Examines completion claims (and, reconciling, every committed outcome not yet admitted); admits each once. */
   async function admitOutcomes(reconcile: boolean, resume = false): Promise<void> {
     const signals = relay.takeClaims();
-    const { admitted, live } = await store.admitDelegateOutcomes({
+    const { admitted, live } = await db().admitDelegateOutcomes({
       conversationKey,
       batch: uuid4(),
       signals,
@@ -161,7 +212,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const due = relay.takeDue();
     if (!due) return;
     if (due.as === 'note') {
-      await store.noteBackgroundResults({ conversationKey, delegateIds: due.delegateIds });
+      await db().noteBackgroundResults({ conversationKey, delegateIds: due.delegateIds });
       return;
     }
     const turnId = uuid4();
@@ -189,8 +240,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const maxCalls = first.retrigger ? LIMITS.modelCallsPerRetriggerTurn : LIMITS.modelCallsPerTurn;
     if (!first.retrigger) relay.userTurnStarted();
     let throughSeq = first.retrigger
-      ? await store.startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
-      : await store.startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
+      ? await db().startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
+      : await db().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
     try {
       for (;;) {
@@ -201,7 +252,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         }
         const steered = turns.takeSteered();
         if (pending.toolResults || pending.note || steered.length > 0) {
-          throughSeq = await store.appendToTranscript({
+          throughSeq = await db().appendToTranscript({
             conversationKey,
             turnId,
             toolResults: pending.toolResults,
@@ -247,13 +298,24 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       const relayOf = first.retrigger ? { relayOf: first.retrigger } : {};
       // Committed even when the workflow is being cancelled: the turn's end is the record users read.
       await CancellationScope.nonCancellable(() =>
-        store.finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
+        db().finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
       );
+      // A job's run waits for this turn: told once the end is committed (it reads the end from PostgreSQL).
+      if (first.notify) await tellTurnEnded(first.notify, first.messageId);
       if (lastOutcome !== end.status) {
         lastOutcome = end.status;
         upsertSearchAttributes([{ key: SA.outcome, value: end.status }]);
       }
     }
+  }
+}
+
+/** The run may be gone (cancelled, or timed out): it reads the committed turn on its own timer then. */
+async function tellTurnEnded(workflowId: string, messageId: string): Promise<void> {
+  try {
+    await getExternalWorkflowHandle(workflowId).signal(jobTurnEnded, { messageId });
+  } catch {
+    // Nothing to tell: a closed run no longer waits.
   }
 }
 

@@ -1,12 +1,21 @@
-import { patched, proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  patched,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../activities/delivery/deliver-reply';
-import type { JobRunInput } from '../contracts/job-run';
-import { afterDelivery, failsAfterErrors, retryDelayMs } from '../domain/jobs';
+import type { TurnResult } from '../activities/jobs';
+import { jobTurnEnded, type JobRunInput } from '../contracts/job-run';
+import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
-import { delivery, store } from './activities';
+import { delivery, steps, store } from './activities';
 
-/** The turn may take as long as a turn does; it heartbeats while it waits. */
+/** Runs begun before JOB_TURN_SIGNAL_PATCH: the turn in one activity that waits for it, heartbeating. */
 const turns = proxyActivities<KeelActivities>({
   startToCloseTimeout: '4 hours',
   heartbeatTimeout: '30 seconds',
@@ -15,6 +24,8 @@ const turns = proxyActivities<KeelActivities>({
 
 /** The patch that keeps a self-deleting job whose delivery failed for good (runs begun before it delete the job). */
 export const KEEP_UNDELIVERED_PATCH = 'job-kept-when-undelivered';
+/** The patch after which a run asks for its turn and waits for the conversation's signal, holding no activity. */
+export const JOB_TURN_SIGNAL_PATCH = 'job-turn-by-signal';
 
 /**
  * One fire of a scheduled job (started by its Temporal Schedule): the task runs as a turn of the job's own
@@ -24,6 +35,8 @@ export const KEEP_UNDELIVERED_PATCH = 'job-kept-when-undelivered';
 export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   const runId = workflowInfo().workflowId;
   const firedAt = workflowInfo().startTime;
+  const ended = new Set<string>();
+  setHandler(jobTurnEnded, ({ messageId }) => void ended.add(messageId));
   const begun = await store.beginJobRun({ runId, jobId: input.jobId, firedAt: firedAt.toISOString() });
   if (begun.kind === 'skipped') {
     upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
@@ -52,12 +65,8 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
     });
 
   for (let attempt = 1; ; attempt++) {
-    const turn = await turns.runJobTurn({
-      agentId: job.agentId,
-      jobId: job.id,
-      task: job.task,
-      messageId: `${runId}#${attempt}`,
-    });
+    const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: `${runId}#${attempt}` };
+    const turn = patched(JOB_TURN_SIGNAL_PATCH) ? await turnOf(ask) : await turns.runJobTurn(ask);
     if (turn.status === 'ok') {
       const sent = turn.text
         ? await delivery.deliverJobResult({
@@ -104,5 +113,19 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
       return;
     }
     await sleep(delay, { summary: `retry ${attempt + 1} after: ${turn.error.slice(0, 80)}` });
+  }
+
+  /**
+   * The task as a turn of the job's own conversation: asked for (idempotent by messageId), then awaited without
+   * holding an activity. The conversation signals when the turn's end is committed; the end is read from PostgreSQL.
+   */
+  async function turnOf(ask: { agentId: string; jobId: string; task: string; messageId: string }): Promise<TurnResult> {
+    // The signal is matched by the messageId the conversation took (recorded in history, so a replay matches it too).
+    const { messageId } = await store.askForJobTurn({ ...ask, notify: runId });
+    for (;;) {
+      await condition(() => ended.has(messageId), JOBS.turnRecheckMs, { summary: 'wait for the turn' });
+      const turn = await steps.jobTurnResult(ask);
+      if (turn) return turn;
+    }
   }
 }

@@ -45,6 +45,11 @@ export class DelegateRelay {
     return this.claims.length > 0;
   }
 
+  /** No delegate out, no claim to examine, no result waiting for (or debouncing towards) its relay. */
+  get settled(): boolean {
+    return this.live.size === 0 && this.claims.length === 0 && this.pending.length === 0 && !this.armed && !this.due;
+  }
+
   /** The debounce is over: the results at hand wait for their relay. */
   get relayDue(): boolean {
     return this.due;

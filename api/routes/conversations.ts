@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { conversationExists, conversationStateFromDb, listMessages } from '../../db/conversations';
@@ -10,6 +11,7 @@ import { waitForTurnEnd, type FinishedTurn } from '../../services/conversation';
 import { assertAgentAccess } from '../auth';
 import { queryConversationState, submitToConversation } from '../conversation-client';
 import { notFound, shuttingDown } from '../errors';
+import { TurnEndWake, type EventHub } from '../events';
 import {
   ConversationParams,
   ConversationView,
@@ -19,17 +21,25 @@ import {
   TranscriptQuery,
 } from '../schemas';
 
-const POLL_MS = 50;
+/** A waiting submission reads its turn again this long after the last read, in case a NOTIFY was lost. */
+const FALLBACK_READ_MS = 5_000;
 
 export function conversationRoutes(deps: {
   pool: Pool;
   temporal: Client;
   taskQueue: string;
+  /** How long a conversation's workflow stays open idle (the deployment's default when unset). */
+  conversationIdleMs?: number;
   temporalDeadlineMs: number;
+  /** Wakes a waiting submission when a turn of its conversation ends. */
+  hub: EventHub;
   /** Aborted when the API begins to close: a waiting submission answers at once instead of holding the close up. */
   closing: AbortSignal;
 }): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
+  // One listener on the API's closing for every waiting submission (not one each: Node warns past ten).
+  const waiting = new Set<() => void>();
+  deps.closing.addEventListener('abort', () => waiting.forEach((stopWaiting) => stopWaiting()), { once: true });
   return async (app) => {
     app.post(
       '/v1/agents/:agentId/conversations/:conversationId/messages',
@@ -62,23 +72,12 @@ export function conversationRoutes(deps: {
           ...(body.author ? { author: body.author } : {}),
           ...(body.delivery ? { delivery: body.delivery } : {}),
         };
-        const to = { agentId, conversationId, taskQueue: deps.taskQueue };
+        const to = { agentId, conversationId, taskQueue: deps.taskQueue, idleMs: deps.conversationIdleMs };
         const accepted = await submitToConversation(temporal, to, message, deps.temporalDeadlineMs);
         const waitMs = req.query.wait * 1000;
-        // The response closing before it was written means the client hung up: stop waiting for it. (The request
-        // stream itself is destroyed as soon as its body has been read, so it says nothing about the client.)
-        let clientGone = false;
-        reply.raw.once('close', () => {
-          clientGone = !reply.raw.writableFinished;
-        });
-        const gone = () => clientGone;
         const key = conversationWorkflowId(agentId, conversationId);
         const { messageId } = accepted;
-        const deadline = Date.now() + waitMs;
-        // Until the deadline or the client leaves; the API beginning to close stops the wait at once.
-        const stop = (): 'closing' | 'gave_up' | undefined =>
-          deps.closing.aborted ? 'closing' : Date.now() >= deadline || gone() ? 'gave_up' : undefined;
-        const done = waitMs > 0 ? await waitForTurnEnd(pool, key, messageId, { pollMs: POLL_MS, stop }) : 'gave_up';
+        const done = waitMs > 0 ? await waitForReply(key, messageId, waitMs, reply.raw) : 'gave_up';
         if (done === 'closing') {
           // The message is accepted and its turn goes on; posting it again (same messageId) answers with that turn.
           throw shuttingDown('post the message again with the same messageId to get its answer', { messageId });
@@ -87,6 +86,47 @@ export function conversationRoutes(deps: {
         return reply.status(200).send(finishedView(accepted.messageId, done));
       },
     );
+
+    /**
+     * Until the turn ends, the deadline passes or the client leaves; the API beginning to close stops the wait at
+     * once. The turn is read when a turn of the conversation ends (NOTIFY), and every FALLBACK_READ_MS besides.
+     */
+    async function waitForReply(
+      key: string,
+      messageId: string,
+      waitMs: number,
+      res: ServerResponse,
+    ): Promise<FinishedTurn | 'closing' | 'gave_up'> {
+      const cut = new AbortController();
+      const stopWaiting = () => cut.abort();
+      let expired = false;
+      const timer = setTimeout(() => {
+        expired = true;
+        stopWaiting();
+      }, waitMs);
+      // The response closing before it was written means the client hung up: stop waiting for it. (The request
+      // stream itself is destroyed as soon as its body has been read, so it says nothing about the client.)
+      let clientGone = false;
+      const onClose = () => {
+        clientGone = !res.writableFinished;
+        if (clientGone) stopWaiting();
+      };
+      res.once('close', onClose);
+      waiting.add(stopWaiting);
+      // Every reason that aborts `cut` is one here: a cut sleep is never followed by another read.
+      const stop = (): 'closing' | 'gave_up' | undefined =>
+        deps.closing.aborted ? 'closing' : expired || clientGone ? 'gave_up' : undefined;
+      let wake: TurnEndWake | undefined;
+      try {
+        wake = await TurnEndWake.open(deps.hub, key, cut.signal);
+        return await waitForTurnEnd(pool, key, messageId, { pollMs: FALLBACK_READ_MS, stop, sleep: wake.sleep });
+      } finally {
+        wake?.close();
+        clearTimeout(timer);
+        res.off('close', onClose);
+        waiting.delete(stopWaiting);
+      }
+    }
 
     app.get(
       '/v1/agents/:agentId/conversations/:conversationId',

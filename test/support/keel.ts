@@ -8,6 +8,7 @@ import type { Transports } from '../../activities/delivery/deliver-reply';
 import { noneTransport } from '../../activities/delivery/none';
 import { slackTransport } from '../../activities/delivery/slack';
 import { webhookTransport } from '../../activities/delivery/webhook';
+import { createActivities, type KeelActivities } from '../../activities';
 import { createScriptedProvider } from '../../activities/model/scripted';
 import { buildApi } from '../../api/server';
 import { createPool, type Pool } from '../../db/pool';
@@ -69,6 +70,10 @@ export interface TestKeelOptions {
   workflowBundlePath?: string;
   /** The worker's egress guard; by default one that allows loopback (and only loopback) besides public addresses. */
   egress?: EgressGuard;
+  /** How long a conversation stays open idle (the deployment's default otherwise). */
+  conversationIdleMs?: number;
+  /** Replaces some of the worker's activities (a test holding one at an instant it chooses). */
+  activities?: (real: KeelActivities) => Partial<KeelActivities>;
 }
 
 /** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
@@ -87,33 +92,46 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   const routines = { ...DEFAULT_ROUTINE_SETTINGS, ...opts.routines };
   // Tests allow loopback explicitly: their webhook receivers, fake Slack and integrations listen on 127.0.0.1.
   const egress = opts.egress ?? createEgressGuard({ allow: parseEgressAllow('loopback') });
-  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: opts.tokens, jobs, routines });
+  const { conversationIdleMs } = opts;
+  const api = await buildApi({
+    pool,
+    temporal: client,
+    taskQueue,
+    tokens: opts.tokens,
+    jobs,
+    routines,
+    conversationIdleMs,
+  });
 
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
   let nativeConnection: NativeConnection | undefined;
   if (opts.worker !== false) {
     nativeConnection = await NativeConnection.connect({ address });
+    const deps = {
+      pool,
+      provider: (opts.provider ?? createScriptedProvider)(pool),
+      defaultModel: defaultModelName(loadConfig({})),
+      transports: {
+        none: noneTransport(),
+        webhook: webhookTransport({ egress }),
+        slack: slackTransport({ egress }),
+        ...opts.transports,
+      },
+      egress,
+      jobs,
+      routines,
+      reflection: { ...DEFAULT_REFLECTION_SETTINGS, ...opts.reflection },
+      conversationIdleMs,
+    };
+    const replaced = opts.activities;
     worker = await createKeelWorker({
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
       workflows: { workflowBundle: { codePath: opts.workflowBundlePath ?? inject('workflowBundlePath') } },
-      deps: {
-        pool,
-        provider: (opts.provider ?? createScriptedProvider)(pool),
-        defaultModel: defaultModelName(loadConfig({})),
-        transports: {
-          none: noneTransport(),
-          webhook: webhookTransport({ egress }),
-          slack: slackTransport({ egress }),
-          ...opts.transports,
-        },
-        egress,
-        jobs,
-        routines,
-        reflection: { ...DEFAULT_REFLECTION_SETTINGS, ...opts.reflection },
-      },
+      deps,
+      ...(replaced ? { extra: { activities: withReplaced(createActivities(deps), replaced) } } : {}),
     });
     running = worker.run();
   }
@@ -148,6 +166,13 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       if (!opts.egress) await egress.close();
     },
   };
+}
+
+function withReplaced(
+  real: KeelActivities,
+  replaced: (real: KeelActivities) => Partial<KeelActivities>,
+): KeelActivities {
+  return { ...real, ...replaced(real) };
 }
 
 export function uniqueId(prefix: string): string {
