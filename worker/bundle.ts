@@ -2,7 +2,11 @@
  * Keel's workflow code, as the worker runs it and as replay checks it against recorded histories. Loads no
  * activity: the API replays histories with it too.
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
 /** Where the worker gets its workflow code: a prebuilt bundle (tests build one per run) or the sources. */
@@ -20,6 +24,22 @@ const bundlerLogger = {
   error: (m: string) => console.error(m),
   log: noop,
 };
+
+/**
+ * Keel's workflow code (with these workflow interceptors, such as tracing's), bundled by a child process
+ * (worker/bundle-cli.ts, with this process's loader flags): the bundler's memory goes with the child.
+ */
+export async function bundleInChildProcess(workflowInterceptorModules: string[] = []): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'keel-bundle-'));
+  try {
+    const out = path.join(dir, 'workflows.js');
+    const cli = path.resolve(__dirname, 'bundle-cli.ts');
+    await promisify(execFile)(process.execPath, [...process.execArgv, cli, out, ...workflowInterceptorModules]);
+    return await readFile(out, 'utf8');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** Keel's workflow code as one bundle (the sources by default), for workers and replayers that take a bundle. */
 export async function bundleWorkflows(

@@ -4,7 +4,7 @@ import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { jobSettings } from '../services/job-settings';
 import { ensureSearchAttributes, MissingSearchAttributesError } from '../services/temporal-namespace';
-import type { WorkflowSource } from './bundle';
+import { bundleInChildProcess, type WorkflowSource } from './bundle';
 import { workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
 import { defaultModelName, egressFromConfig, providerFromConfig, transportsFromConfig } from './wiring';
@@ -34,9 +34,11 @@ async function main(): Promise<void> {
     console.log(`keel worker: registered the search attributes ${added.join(', ')} in namespace ${namespace}`);
   }
   const pool = createPool(config.databaseUrl);
-  const bundle = process.env.KEEL_WORKFLOW_BUNDLE;
-  const workflows: WorkflowSource | undefined = bundle ? { workflowBundle: { codePath: bundle } } : undefined;
   const tracing = tracingFromConfig(config, 'keel-worker');
+  const bundle = process.env.KEEL_WORKFLOW_BUNDLE;
+  const workflows: WorkflowSource = {
+    workflowBundle: bundle ? { codePath: bundle } : { code: await bundleInChildProcess(tracing?.workflowModules) },
+  };
   const egress = egressFromConfig(config);
   try {
     const worker = await createKeelWorker({

@@ -8,6 +8,8 @@ import type { KeelConfig } from '../domain/config';
 export interface Tracing {
   /** Temporal's OpenTelemetry plugin: client, workflow and activity interceptors, and the workflow span sink. */
   plugin: OpenTelemetryPlugin;
+  /** The plugin's workflow interceptors, which a prebuilt workflow bundle must contain. */
+  workflowModules: string[];
   /** Flushes the spans still buffered. */
   shutdown(): Promise<void>;
 }
@@ -25,5 +27,9 @@ export function tracingFromConfig(config: KeelConfig, serviceName: 'keel-api' | 
   const spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter());
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register();
-  return { plugin: new OpenTelemetryPlugin({ resource, spanProcessor }), shutdown: () => provider.shutdown() };
+  return {
+    plugin: new OpenTelemetryPlugin({ resource, spanProcessor }),
+    workflowModules: [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')],
+    shutdown: () => provider.shutdown(),
+  };
 }

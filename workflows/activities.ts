@@ -8,7 +8,7 @@ import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
  */
 export const store = proxyActivities<KeelActivities>({
   // Short enough that a step held by a killed worker is retried elsewhere soon (they do not heartbeat).
-  startToCloseTimeout: '20 seconds',
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
@@ -27,8 +27,8 @@ export const steps = proxyLocalActivities<KeelActivities>({
 /** Model calls: retryable provider failures back off (or wait out Retry-After); request errors do not retry. */
 export const model = proxyActivities<KeelActivities>({
   startToCloseTimeout: '10 minutes',
-  // The model activity heartbeats while it streams; a dead worker is noticed within this.
-  heartbeatTimeout: '10 seconds',
+  // The model activity heartbeats while it streams (at most every second); a dead worker is noticed within this.
+  heartbeatTimeout: '5 seconds',
   // An interrupt waits for the activity to keep its partial text before the turn moves on.
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: {
@@ -42,7 +42,9 @@ export const model = proxyActivities<KeelActivities>({
 
 /** Deliveries count their own send attempts in the effects ledger; Temporal retries until the ledger says done. */
 export const delivery = proxyActivities<KeelActivities>({
-  // One send per attempt (the transports time out at 10 s): a delivery held by a killed worker is retried after this.
+  // One send per attempt (the transports time out at 10 s); it heartbeats while it sends, so a delivery held by a
+  // killed worker is retried after the heartbeat timeout.
   startToCloseTimeout: '20 seconds',
+  heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });

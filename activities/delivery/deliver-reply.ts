@@ -10,6 +10,7 @@ import type { Delivery, DeliveryOutcome, SendResult } from '../../domain/deliver
 import { FAILURE } from '../../domain/failures';
 import { LIMITS } from '../../domain/limits';
 import type { OutboundMessage, Transport } from './transport';
+import { heartbeatWhile } from '../heartbeat';
 
 export interface DeliverReplyInput {
   conversationKey: string;
@@ -104,7 +105,11 @@ export async function deliverOnce(
     },
     effect.attempts,
   );
-  const result = await send(transports, d.target, d.message, d.signal ?? Context.current().cancellationSignal);
+  // Inside an activity it heartbeats while the transport waits (up to its 10 s timeout); the routine sandbox's host
+  // passes its own signal and heartbeats itself.
+  const result = d.signal
+    ? await send(transports, d.target, d.message, d.signal)
+    : await heartbeatWhile(send(transports, d.target, d.message, Context.current().cancellationSignal));
 
   if (!result.ok && result.retryable && effect.attempts < LIMITS.deliveryAttempts) {
     await recordDeliveryError(pool, d.effectKey, result.reason);

@@ -23,6 +23,7 @@ import { delegateBrief } from '../../db/delegates';
 import { toolDefinitions } from '../../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../../domain/transcript';
 import { ScriptedTurnError } from './scripted';
+import { heartbeatWhile } from '../heartbeat';
 
 /** The transcript travels by reference: the activity reads messages up to `throughSeq` itself. */
 export interface CallModelInput {
@@ -85,39 +86,45 @@ export function modelActivities(deps: ModelDeps) {
           error,
         });
       try {
-        const res = await provider.call(
-          {
-            model,
-            system: input.delegateId
-              ? delegateSystemPrompt(
-                  await delegateBrief(pool, input.delegateId).then((b) => ({
-                    ...b,
-                    task: taskMessage(b.title, b.description),
-                  })),
-                )
-              : channelSystemPrompt({
-                  name: agent?.name ?? input.agentId,
-                  systemPrompt: agent?.systemPrompt ?? null,
-                  memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
-                }),
-            messages: toModelMessages(rows),
-            tools: toolDefinitions(input.toolNames),
-            maxTokens: MAX_TOKENS,
-          },
-          {
-            attempt: ctx.info.attempt,
-            conversationKey: input.conversationKey,
-            turnId: input.turnId,
-            callIndex: input.callIndex,
-            onTextDelta: (d) => {
-              partial += d;
-              deps.onTextDelta?.(input.conversationKey, input.turnId, d);
+        // Heartbeats on a timer as well as on stream events: a model that takes long to its first token is alive.
+        const beat = () => ctx.heartbeat({ streamedChars: partial.length });
+        const res = await heartbeatWhile(
+          provider.call(
+            {
+              model,
+              system: input.delegateId
+                ? delegateSystemPrompt(
+                    await delegateBrief(pool, input.delegateId).then((b) => ({
+                      ...b,
+                      task: taskMessage(b.title, b.description),
+                    })),
+                  )
+                : channelSystemPrompt({
+                    name: agent?.name ?? input.agentId,
+                    systemPrompt: agent?.systemPrompt ?? null,
+                    memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
+                  }),
+              messages: toModelMessages(rows),
+              tools: toolDefinitions(input.toolNames),
+              maxTokens: MAX_TOKENS,
             },
-            // Progress shows in the Temporal UI as the activity's heartbeat details.
-            heartbeat: () => ctx.heartbeat({ streamedChars: partial.length }),
-            signal: ctx.cancellationSignal,
-            sleep: (ms) => ctx.sleep(ms),
-          },
+            {
+              attempt: ctx.info.attempt,
+              conversationKey: input.conversationKey,
+              turnId: input.turnId,
+              callIndex: input.callIndex,
+              onTextDelta: (d) => {
+                partial += d;
+                deps.onTextDelta?.(input.conversationKey, input.turnId, d);
+              },
+              // Progress shows in the Temporal UI as the activity's heartbeat details.
+              heartbeat: beat,
+              signal: ctx.cancellationSignal,
+              sleep: (ms) => ctx.sleep(ms),
+            },
+          ),
+          1_000,
+          beat,
         );
         // The answer and its usage commit together; if another attempt committed first, its answer is the one.
         const committed = await inTransaction(pool, async (db) => {

@@ -28,6 +28,7 @@ import { runCapabilities, simulatedCapabilities } from './capabilities';
 import { abandonIfClosed } from '../../services/routines';
 import type { EgressGuard } from '../../services/egress';
 import { runInSandbox } from './sandbox';
+import { heartbeatWhile } from '../heartbeat';
 import { findSecret, secretNotice } from '../../domain/secret-scan';
 
 export interface RoutineRunDeps {
@@ -211,11 +212,13 @@ export function routineRunActivities(deps: RoutineRunDeps) {
       );
       // Heartbeats while the tool runs, so that a dead worker is noticed within the heartbeat timeout, not the run
       // limit.
-      const beat = setInterval(() => ctx.heartbeat(), 5_000);
-      const ran = await runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, {
-        memoryMb: deps.routines.memoryLimitMb,
-        timeoutMs: deps.routines.runLimitMs,
-      }).finally(() => clearInterval(beat));
+      const ran = await heartbeatWhile(
+        runInSandbox(tool, toolArguments(tool.inputs, input.prompt), host, {
+          memoryMb: deps.routines.memoryLimitMb,
+          timeoutMs: deps.routines.runLimitMs,
+        }),
+        5_000,
+      );
       if (ran.status === 'ok') {
         const digest = digestOf(ran.result);
         const refused = withheld(digest);
