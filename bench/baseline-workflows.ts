@@ -6,7 +6,7 @@ const { modelWithTranscript, deliver, noop } = proxyActivities<BaselineActivitie
 
 /** One user message; answers with the reply once the turn is done. */
 export const say = defineUpdate<string, [string]>('say');
-/** One bare turn: `steps` empty activities in a row. */
+/** One bare turn: `steps` empty activities in a row (one step: the minimal turn the bytes per turn are held to). */
 export const bareTurn = defineUpdate<void, [number]>('bareTurn');
 
 /**
@@ -38,3 +38,6 @@ export async function bareConversation(): Promise<void> {
   });
   await condition(() => false);
 }
+
+/** The burst's floor: a workflow that does nothing, started by a Temporal Schedule (only its start is measured). */
+export async function emptyWorkflow(): Promise<void> {}

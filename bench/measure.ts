@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
@@ -53,6 +54,19 @@ export class ConversationEvents {
     }
   }
 
+  /** Turns finished since the stream opened (a delegate's relay turn has an id the client never saw). */
+  get finishedCount(): number {
+    return this.finished.size;
+  }
+
+  /** Resolves once `count` turns have finished since the stream opened. */
+  async awaitFinishedCount(count: number, timeoutMs = 60_000): Promise<void> {
+    for (const deadline = Date.now() + timeoutMs; this.finished.size < count;) {
+      if (Date.now() > deadline) throw new Error(`${this.finished.size} of ${count} turns finished in ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   /** The time (performance.now()) at which the turn's `turn.finished` arrived. */
   awaitTurn(turnId: string, timeoutMs = 60_000): Promise<number> {
     const seen = this.finished.get(turnId);
@@ -81,12 +95,21 @@ export interface HistoryTotals {
   runs: number;
 }
 
-/** History size of a workflow id over all its runs (a Keel conversation continues as new). */
-export async function historyTotals(client: Client, workflowId: string): Promise<HistoryTotals> {
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const EventType = temporal.api.enums.v1.EventType;
+
+/** The run ids of a workflow id (a Keel conversation continues as new, and starts a new run after it closed idle). */
+export async function runsOf(client: Client, workflowId: string): Promise<string[]> {
   const runIds = new Set<string>();
   for await (const w of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runIds.add(w.runId);
   // Visibility can lag behind a continue-as-new by a moment: the latest run is asked for directly too.
   runIds.add((await client.workflow.getHandle(workflowId).describe()).runId);
+  return [...runIds];
+}
+
+/** History size of a workflow id over all its runs. */
+export async function historyTotals(client: Client, workflowId: string): Promise<HistoryTotals> {
+  const runIds = await runsOf(client, workflowId);
   let bytes = 0;
   let events = 0;
   for (const runId of runIds) {
@@ -94,34 +117,108 @@ export async function historyTotals(client: Client, workflowId: string): Promise
     bytes += d.historySize ?? 0;
     events += d.historyLength;
   }
-  return { bytes, events, runs: runIds.size };
+  return { bytes, events, runs: runIds.length };
 }
 
-const EventType = temporal.api.enums.v1.EventType;
+export async function fetchEvents(client: Client, workflowId: string, runId?: string): Promise<HistoryEvent[]> {
+  return (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+}
+
+/** Every run a visibility query matches, with its events (one run at a time, so memory stays small). */
+export async function* runsMatching(
+  client: Client,
+  query: string,
+): AsyncGenerator<{ workflowId: string; runId: string; events: HistoryEvent[] }> {
+  const runs: { workflowId: string; runId: string }[] = [];
+  for await (const w of client.workflow.list({ query })) runs.push({ workflowId: w.workflowId, runId: w.runId });
+  for (const r of runs) yield { ...r, events: await fetchEvents(client, r.workflowId, r.runId) };
+}
+
+/** Messages a run took in: each is one Update (a turn, in the bench's sequential conversations). */
+export function updatesIn(events: readonly HistoryEvent[]): number {
+  return events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED).length;
+}
+
+/** The local activity a marker records ('?' when unreadable), or undefined for other markers (patches). */
+export function markerActivity(e: HistoryEvent): string | undefined {
+  const a = e.markerRecordedEventAttributes;
+  if (!a || a.markerName !== 'core_local_activity') return undefined;
+  const data = a.details?.data?.payloads?.[0]?.data;
+  if (!data) return '?';
+  try {
+    const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as {
+      activity_type?: unknown;
+      activityType?: unknown;
+    };
+    const type = parsed.activity_type ?? parsed.activityType;
+    return typeof type === 'string' ? type : '?';
+  } catch {
+    return '?';
+  }
+}
+
+const ms = (t: HistoryEvent['eventTime']) => Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
 
 /** Where the time of a run's turns goes, from its history's timestamps (milliseconds, summed over the run). */
 export interface TimeBreakdown {
   workflowTaskQueueMs: number;
+  /** Includes the local activities, which run inside the workflow task that asks for them. */
   workflowTaskRunMs: number;
   activityQueueMs: number;
   /** Execution time per activity type. */
   activityRunMs: Record<string, number>;
   activities: number;
+  /** Local activities by type (a count: their time is part of the workflow task's). */
+  localActivities: Record<string, number>;
 }
 
-export async function timeBreakdown(client: Client, workflowId: string, runId?: string): Promise<TimeBreakdown> {
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const ms = (t: temporal.api.history.v1.IHistoryEvent['eventTime']) =>
-    Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
-  const byId = new Map<number, temporal.api.history.v1.IHistoryEvent>();
-  const out: TimeBreakdown = {
-    workflowTaskQueueMs: 0,
-    workflowTaskRunMs: 0,
-    activityQueueMs: 0,
-    activityRunMs: {},
-    activities: 0,
+export const emptyBreakdown = (): TimeBreakdown => ({
+  workflowTaskQueueMs: 0,
+  workflowTaskRunMs: 0,
+  activityQueueMs: 0,
+  activityRunMs: {},
+  activities: 0,
+  localActivities: {},
+});
+
+/** Adds b (times `sign`) into a: breakdowns of several runs summed, or of a history before a turn subtracted. */
+export function addBreakdown(a: TimeBreakdown, b: TimeBreakdown, sign = 1): TimeBreakdown {
+  const merge = (x: Record<string, number>, y: Record<string, number>) => {
+    for (const [k, v] of Object.entries(y)) x[k] = (x[k] ?? 0) + sign * v;
   };
-  for (const e of history.events ?? []) {
+  a.workflowTaskQueueMs += sign * b.workflowTaskQueueMs;
+  a.workflowTaskRunMs += sign * b.workflowTaskRunMs;
+  a.activityQueueMs += sign * b.activityQueueMs;
+  a.activities += sign * b.activities;
+  merge(a.activityRunMs, b.activityRunMs);
+  merge(a.localActivities, b.localActivities);
+  return a;
+}
+
+/** A breakdown divided by the turns it covers, rounded for the report. */
+export function perTurn(b: TimeBreakdown, turns: number) {
+  const t = Math.max(1, turns);
+  // Types a subtraction left at zero (the same steps before and after a turn) are not the turn's.
+  const each = (r: Record<string, number>) =>
+    Object.fromEntries(
+      Object.entries(r)
+        .map(([k, v]) => [k, round(v / t, 2)] as const)
+        .filter(([, v]) => v !== 0),
+    );
+  return {
+    workflowTaskQueueMs: round(b.workflowTaskQueueMs / t, 2),
+    workflowTaskRunMs: round(b.workflowTaskRunMs / t, 2),
+    activityQueueMs: round(b.activityQueueMs / t, 2),
+    activityRunMs: each(b.activityRunMs),
+    localActivities: each(b.localActivities),
+  };
+}
+export type BreakdownPerTurn = ReturnType<typeof perTurn>;
+
+export function breakdownOf(events: readonly HistoryEvent[]): TimeBreakdown {
+  const byId = new Map<number, HistoryEvent>();
+  const out = emptyBreakdown();
+  for (const e of events) {
     byId.set(Number(e.eventId), e);
     switch (e.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED: {
@@ -146,23 +243,32 @@ export async function timeBreakdown(client: Client, workflowId: string, runId?: 
         out.activityRunMs[type] = (out.activityRunMs[type] ?? 0) + ms(e.eventTime) - ms(started.eventTime);
         break;
       }
+      case EventType.EVENT_TYPE_MARKER_RECORDED: {
+        const type = markerActivity(e);
+        if (type) out.localActivities[type] = (out.localActivities[type] ?? 0) + 1;
+        break;
+      }
     }
   }
   return out;
 }
 
+export async function timeBreakdown(client: Client, workflowId: string, runId?: string): Promise<TimeBreakdown> {
+  return breakdownOf(await fetchEvents(client, workflowId, runId));
+}
+
 /** Where a run's history bytes go: encoded size per event type (activities by name), summed over the run. */
-export async function bytesBreakdown(client: Client, workflowId: string): Promise<Record<string, number>> {
-  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+export function bytesOf(events: readonly HistoryEvent[]): Record<string, number> {
   const names = new Map<number, string>();
   const out: Record<string, number> = {};
-  for (const e of history.events ?? []) {
+  for (const e of events) {
     const size = temporal.api.history.v1.HistoryEvent.encode(e).finish().length;
     const type = EventType[e.eventType ?? 0]?.replace('EVENT_TYPE_', '').toLowerCase() ?? 'unknown';
     const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
     if (scheduled) names.set(Number(e.eventId), scheduled);
     const activity =
       scheduled ??
+      markerActivity(e) ??
       names.get(
         Number(
           e.activityTaskStartedEventAttributes?.scheduledEventId ??
@@ -175,4 +281,33 @@ export async function bytesBreakdown(client: Client, workflowId: string): Promis
     out[key] = (out[key] ?? 0) + size;
   }
   return out;
+}
+
+export async function bytesBreakdown(
+  client: Client,
+  workflowId: string,
+  runId?: string,
+): Promise<Record<string, number>> {
+  return bytesOf(await fetchEvents(client, workflowId, runId));
+}
+
+/** Resident memory of a process split by kind (MiB, from /proc, Linux): anonymous is the heap's share. */
+export async function processMemory(pid: number): Promise<{ rssMiB: number; anonMiB: number; fileMiB: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const mib = (field: string) => round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024);
+  return { rssMiB: mib('VmRSS'), anonMiB: mib('RssAnon'), fileMiB: mib('RssFile') };
+}
+
+/** A gauge from a Prometheus text endpoint (the worker's Temporal metrics), summed over its labels; null if absent. */
+export async function scrapeGauge(url: string, name: string): Promise<number | null> {
+  try {
+    const text = await (await fetch(url)).text();
+    const values = text
+      .split('\n')
+      .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+      .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
+    return values.length ? values.reduce((a, b) => a + b, 0) : null;
+  } catch {
+    return null;
+  }
 }

@@ -12,7 +12,7 @@
  * the instant their run closes. Temporal's runs of the conversation workflows show how many closed idle and how many
  * were woken by a later message; the slow turns' histories show where their time went.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -194,12 +194,16 @@ async function main(): Promise<number> {
         error: err instanceof Error ? err.message : String(err),
       }));
       const idle = idleStats(runs, shape, idleMs, loadEnd);
+      const stuck = await stuckRuns(client, pool, runs, LOG_FILE).catch((err: unknown): StuckRun[] => {
+        log(`reading the stuck runs failed: ${err instanceof Error ? err.message : String(err)}`);
+        return [];
+      });
       const latency = await latencyStats({ pool, agentId: cfg.agentId, messages, runs, t0 }, injector.faults);
       const failedTries: Record<string, number> = {};
       for (const m of messages)
         for (const tr of m.tries.slice(0, -1)) failedTries[String(tr)] = (failedTries[String(tr)] ?? 0) + 1;
       const unaccepted = checks.findings.filter((f) => f.kind === 'unaccepted').length;
-      const report: SoakReport & { idle: IdleStats; latency: LatencyStats } = {
+      const report: SoakReport & { idle: IdleStats; latency: LatencyStats; stuck: StuckRun[] } = {
         startedAt: startedAt.toISOString(),
         finishedAt: new Date().toISOString(),
         machine: { ...machine(), loadAvgStart, loadAvgEnd: os.loadavg() },
@@ -237,6 +241,7 @@ async function main(): Promise<number> {
         logFile: path.relative(REPO_ROOT, LOG_FILE),
         idle,
         latency,
+        stuck,
       };
       await writeFile(path.join(BENCH, 'SOAK.md'), soakMarkdown(report));
       await writeFile(path.join(BENCH, 'soak-results.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -256,6 +261,7 @@ async function main(): Promise<number> {
       }
       for (const m of report.crashMessages) console.log(`  from the log: ${m}`);
       for (const line of idleSummary(idle)) console.log(line);
+      for (const r of stuck) console.log(`STUCK ${r.workflowId} (${r.openTurns.length} open turns): ${r.history}`);
       console.log(
         `turn latency p50 ${latency.accepted.p50} s, p95 ${latency.accepted.p95} s, max ${latency.accepted.max} s ` +
           `(goal p95 ≤ ${LATENCY_GOAL_S} s: ${latency.accepted.p95 <= LATENCY_GOAL_S ? 'met' : 'missed'}); ` +
@@ -770,6 +776,137 @@ async function latencyStats(
   };
 }
 
+// ---- conversations that never finished ----------------------------------------------------------------------------
+
+/** A run still open after the drain with work it never did, and what its history and the worker's log show. */
+interface StuckRun {
+  workflowId: string;
+  runId: string;
+  /** Messages whose turns PostgreSQL still has queued or running. */
+  openTurns: string[];
+  /** Updates (submitted messages) the run accepted and never completed: their senders got no answer. */
+  updatesNotCompleted: string[];
+  /** The last workflow task failure (and how often tasks failed), or workflow tasks that only heartbeat. */
+  history: string;
+  /** The worker's logged failures of this workflow's local activities (not in history), with counts. */
+  localActivityErrors: string[];
+}
+
+/**
+ * Why each open run with unfinished work is stuck, from its history, Temporal's pending workflow task and the
+ * worker's log; pure, so that saved histories can be read the same way.
+ */
+function diagnoseStuck(
+  runs: ConversationRun[],
+  openTurns: Map<string, string[]>,
+  pendingAttempts: Map<string, number>,
+  logText: string,
+): StuckRun[] {
+  const laErrors = new Map<string, Map<string, number>>();
+  for (const line of logText.split('\n')) {
+    if (!line.startsWith('{') || !line.includes('"isLocal":true')) continue;
+    try {
+      const j = JSON.parse(line) as {
+        workflowId?: string;
+        activityType?: string;
+        error?: { detail?: string; message?: string; code?: string };
+      };
+      if (!j.workflowId) continue;
+      const why = `${j.activityType ?? '?'}: ${j.error?.detail ?? j.error?.message ?? j.error?.code ?? 'failed'}`;
+      const byWhy = laErrors.get(j.workflowId) ?? new Map<string, number>();
+      laErrors.set(j.workflowId, byWhy.set(why, (byWhy.get(why) ?? 0) + 1));
+    } catch {
+      // Not one of the worker's JSON log lines.
+    }
+  }
+  const time = (e: HistoryEvent) => new Date(eventMs(e)).toISOString().slice(11, 19);
+  const out: StuckRun[] = [];
+  for (const r of runs.filter((x) => x.status === 'RUNNING')) {
+    const completed = new Set<string>();
+    const accepted: string[] = [];
+    for (const e of r.events) {
+      const a = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId;
+      if (a) accepted.push(a);
+      const c = e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId;
+      if (c) completed.add(c);
+    }
+    const updatesNotCompleted = accepted.filter((u) => !completed.has(u));
+    const open = openTurns.get(r.workflowId) ?? [];
+    if (open.length === 0 && updatesNotCompleted.length === 0) continue;
+    const failed = r.events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
+    const last = failed[failed.length - 1];
+    let history: string;
+    if (last) {
+      const attempt = pendingAttempts.get(r.runId);
+      history =
+        `workflow task failed at ${time(last)}${attempt ? `, retried since (attempt ${attempt})` : ''}: ` +
+        (last.workflowTaskFailedEventAttributes?.failure?.message ?? '?');
+    } else {
+      // Workflow tasks that complete with no command in between: core heartbeating a local activity that never ends.
+      const wft = new Set<number>([
+        EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      ]);
+      let i = r.events.length;
+      while (i > 0 && wft.has(r.events[i - 1]!.eventType ?? 0)) i--;
+      const beats = r.events
+        .slice(i)
+        .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).length;
+      const lastEvent = r.events[r.events.length - 1];
+      history =
+        beats >= 3
+          ? `since ${time(r.events[i]!)} only workflow tasks (${beats} completed, no command): a local activity ` +
+            'never completes'
+          : `last event ${EventType[lastEvent?.eventType ?? 0] ?? '?'} at ${lastEvent ? time(lastEvent) : '?'}`;
+    }
+    out.push({
+      workflowId: r.workflowId,
+      runId: r.runId,
+      openTurns: open,
+      updatesNotCompleted,
+      history,
+      localActivityErrors: [...(laErrors.get(r.workflowId) ?? [])].map(([why, n]) => `${why} (× ${n})`),
+    });
+  }
+  return out;
+}
+
+async function stuckRuns(client: Client, pool: pg.Pool, seen: RunsSeen, logFile: string): Promise<StuckRun[]> {
+  const open = await pool.query<{ conversation_key: string; ids: string[] }>(
+    `SELECT conversation_key, array_agg(message_id || ' (' || status || ')' ORDER BY created_at) AS ids
+       FROM turns WHERE status IN ('queued', 'running') GROUP BY conversation_key`,
+  );
+  const openTurns = new Map(open.rows.map((r) => [r.conversation_key, r.ids]));
+  const pending = new Map<string, number>();
+  for (const r of seen.runs.filter((x) => x.status === 'RUNNING' && openTurns.has(x.workflowId))) {
+    const d = await client.workflow.getHandle(r.workflowId, r.runId).describe();
+    const attempt = d.raw.pendingWorkflowTask?.attempt;
+    if (attempt) pending.set(r.runId, attempt);
+  }
+  return diagnoseStuck(seen.runs, openTurns, pending, await readFile(logFile, 'utf8').catch(() => ''));
+}
+
+function stuckSection(stuck: StuckRun[]): string[] {
+  if (stuck.length === 0) return [];
+  return [
+    '## Conversations that never finished',
+    '',
+    'Runs still open after the drain with turns PostgreSQL has queued or running, or messages Temporal accepted and ' +
+      "never answered; from each run's history, Temporal's pending workflow task and the worker's log:",
+    '',
+    '| workflow (run) | open turns | updates never completed | what holds it | local activity failures (log) |',
+    '| --- | --- | --- | --- | --- |',
+    ...stuck.map(
+      (r) =>
+        `| \`${r.workflowId}\` (\`${r.runId}\`) | ${r.openTurns.join(', ')} | ` +
+        `${r.updatesNotCompleted.join(', ') || 'none'} | ${cell(r.history)} | ` +
+        `${cell(r.localActivityErrors.join('; ')) || 'none'} |`,
+    ),
+    '',
+  ];
+}
+
 // ---- the report ----------------------------------------------------------------------------------------------------
 
 const cell = (s: string) => s.replace(/\|/g, '\\|');
@@ -861,7 +998,7 @@ function latencySection(l: LatencyStats): string[] {
 }
 
 /** bench/soak/report.ts's report, with the idle and latency sections, and its timeouts brought up to date. */
-function soakMarkdown(r: SoakReport & { idle: IdleStats; latency: LatencyStats }): string {
+function soakMarkdown(r: SoakReport & { idle: IdleStats; latency: LatencyStats; stuck: StuckRun[] }): string {
   const reading =
     'Reading the latencies and skips: after a kill -9, what the dead worker held waits for a Temporal timeout ' +
     'before another worker takes it: a workflow task, and the PostgreSQL steps that run as local activities ' +
@@ -876,7 +1013,11 @@ function soakMarkdown(r: SoakReport & { idle: IdleStats; latency: LatencyStats }
     .replace(/^Reading the latencies and skips: .*$/m, () => reading)
     .replace('SOAK_DRAIN_SECONDS, …', () => 'SOAK_DRAIN_SECONDS, SOAK_IDLE_MS, …');
   const anchor = '\n## Faults injected\n';
-  return md.includes(anchor) ? md.replace(anchor, () => `\n${extra}${anchor}`) : `${md}\n${extra}`;
+  const withExtra = md.includes(anchor) ? md.replace(anchor, () => `\n${extra}${anchor}`) : `${md}\n${extra}`;
+  // After the losses: what holds the conversations whose messages were lost.
+  const stuck = stuckSection(r.stuck).join('\n');
+  const notes = '\n## Other observations\n';
+  return withExtra.includes(notes) ? withExtra.replace(notes, () => `\n${stuck}${notes}`) : `${withExtra}\n${stuck}`;
 }
 
 main().then(

@@ -23,6 +23,8 @@ export async function createKeelWorker(opts: {
     // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that an
     // interrupting message stops a streaming model call within about a second.
     maxHeartbeatThrottleInterval: '1 second',
+    // A killed worker's cached workflows move to another worker after this (the SDK's default is 10 s).
+    stickyQueueScheduleToStartTimeout: '3 seconds',
     ...(capacity
       ? {
           maxCachedWorkflows: capacity.cachedWorkflows,

@@ -143,16 +143,20 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   /** Records an inbound message in PostgreSQL, then queues its turn, steers it into the running one, or interrupts. */
   async function accept(message: InboundMessage): Promise<SubmitResult> {
     const { messageId } = message;
-    const turnId = uuid4();
-    const accepted = await db().acceptMessage({
+    // Older runs draw the turn's id here; newer ones let PostgreSQL name it once per message (see AcceptInput).
+    // An ordinary activity, never a local one: handlers run beside the main loop, and local activities awaited by two
+    // coroutines at once may resolve in another order on replay than they did at first.
+    const drawn = lean() ? {} : { turnId: uuid4() };
+    const accepted = await store.acceptMessage({
       conversationKey,
       agentId,
       conversationId,
       message,
-      turnId,
+      ...drawn,
       startsTurn: true,
     });
-    if (accepted.duplicate) return { messageId, turnId: accepted.turnId, status: 'accepted', duplicate: true };
+    const { turnId } = accepted;
+    if (accepted.duplicate) return { messageId, turnId, status: 'accepted', duplicate: true };
     const notify = message.notify ? { notify: message.notify } : {};
     const placed = turns.place({ messageId, turnId, mode: message.mode, ...notify }, current !== undefined);
     if (placed.interrupts) current?.interrupt();
@@ -197,7 +201,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   /** Examines completion claims (and, reconciling, every committed outcome not yet admitted); admits each once. */
   async function admitOutcomes(reconcile: boolean, resume = false): Promise<void> {
     const signals = relay.takeClaims();
-    const { admitted, live } = await db().admitDelegateOutcomes({
+    // An ordinary activity: its batch token is drawn by the workflow, so its effects must not outlive a discarded task.
+    const { admitted, live } = await store.admitDelegateOutcomes({
       conversationKey,
       batch: uuid4(),
       signals,
@@ -212,7 +217,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const due = relay.takeDue();
     if (!due) return;
     if (due.as === 'note') {
-      await db().noteBackgroundResults({ conversationKey, delegateIds: due.delegateIds });
+      await store.noteBackgroundResults({ conversationKey, delegateIds: due.delegateIds });
       return;
     }
     const turnId = uuid4();
@@ -240,7 +245,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const maxCalls = first.retrigger ? LIMITS.modelCallsPerRetriggerTurn : LIMITS.modelCallsPerTurn;
     if (!first.retrigger) relay.userTurnStarted();
     let throughSeq = first.retrigger
-      ? await db().startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
+      ? await store.startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
       : await db().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
     try {
