@@ -7,7 +7,6 @@ import {
   finishTurn as commitTurnEnd,
   inboundTexts,
   markTurnRunning,
-  type Accepted,
   type AcceptInput,
   type NewTranscriptEntry,
 } from '../db/conversations';
@@ -48,7 +47,7 @@ export interface AppendInput {
 export function conversationActivities({ pool }: { pool: Pool }) {
   return {
     /** Records an inbound message once per messageId (the idempotency of submission lives here). */
-    acceptMessage: async (input: AcceptInput): Promise<Accepted> => {
+    acceptMessage: async (input: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> => {
       try {
         return await acceptInbound(pool, input);
       } catch (err) {

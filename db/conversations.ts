@@ -22,34 +22,28 @@ export interface AcceptInput {
   agentId: string;
   conversationId: string;
   message: InboundMessage;
-  /** The turn this message starts, or the running turn it steers into; absent, PostgreSQL names it once. */
-  turnId?: string;
+  /** The turn this message starts, or the running turn it steers into. */
+  turnId: string;
   /** False when the message joins a running turn (steer) instead of starting one. */
   startsTurn: boolean;
-}
-
-/** What acceptance answers: the message's turn, and whether the message was already recorded. */
-export interface Accepted {
-  turnId: string;
-  duplicate: boolean;
 }
 
 /**
  * Records an inbound message once per messageId. A second submission of the same messageId returns the turn of
  * the first and changes nothing.
  */
-export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<Accepted> {
+export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> {
   return inTransaction(pool, async (db) => {
     await ensureAgent(db, a.agentId);
     await ensureConversation(db, { key: a.conversationKey, agentId: a.agentId, conversationId: a.conversationId });
     const m = a.message;
     const inserted = await db.query<{ turn_id: string }>(
       `INSERT INTO inbound_messages (conversation_key, message_id, turn_id, text, author, mode, delivery)
-       VALUES ($1, $2, COALESCE($3, gen_random_uuid()::text), $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING turn_id`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING turn_id`,
       [
         a.conversationKey,
         m.messageId,
-        a.turnId ?? null,
+        a.turnId,
         m.text,
         m.author ?? null,
         m.mode,
@@ -72,15 +66,14 @@ export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<Accepte
         WHERE key = $1 RETURNING default_delivery`,
       [a.conversationKey, m.delivery ? JSON.stringify(m.delivery) : null],
     );
-    const turnId = inserted.rows[0]!.turn_id;
     if (a.startsTurn) {
       const delivery = conv.rows[0]?.default_delivery ?? NO_DELIVERY;
       await db.query(
         `INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery) VALUES ($1, $2, $3, 'queued', $4)`,
-        [turnId, a.conversationKey, m.messageId, JSON.stringify(delivery)],
+        [a.turnId, a.conversationKey, m.messageId, JSON.stringify(delivery)],
       );
     }
-    return { turnId, duplicate: false };
+    return { turnId: a.turnId, duplicate: false };
   });
 }
 

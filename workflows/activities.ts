@@ -15,8 +15,10 @@ export const store = proxyActivities<KeelActivities>({
 /**
  * The same short PostgreSQL steps as local activities: run by the worker inside the workflow task that asks for them,
  * so a turn's bookkeeping adds a marker to history instead of a scheduled activity and two more workflow tasks. They
- * are idempotent (keyed by turn and message ids), so a retry after a lost workflow task repeats no effect. Retried
- * without limit too; past the local threshold each retry waits on a durable timer.
+ * are idempotent (keyed by ids that history holds), so a run after a lost workflow task repeats no effect. Only a
+ * workflow's main loop awaits them, one at a time: local activities awaited by two coroutines at once (an update
+ * handler's and the loop's) may resolve in another order on replay than they did at first. Retried without limit
+ * too; past the local threshold each retry waits on a durable timer.
  */
 export const steps = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '10 seconds',

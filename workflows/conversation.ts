@@ -54,9 +54,9 @@ class RunningTurn {
 }
 
 /**
- * The shape of conversations since the scale work: short PostgreSQL steps run as local activities, the workflow
- * closes when idle, and a turn's end is signalled to the job run that asked for it. Runs begun before keep the older
- * shape until they reach this patch's first check.
+ * The shape of conversations since the scale work: the main loop's short PostgreSQL steps run as local activities,
+ * the workflow closes when idle, and a turn's end is signalled to the job run that asked for it. Runs begun before
+ * keep the older shape until they reach this patch's first check.
  */
 export const IDLE_CLOSE_PATCH = 'conversation-idle-close-local-steps';
 
@@ -143,20 +143,19 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   /** Records an inbound message in PostgreSQL, then queues its turn, steers it into the running one, or interrupts. */
   async function accept(message: InboundMessage): Promise<SubmitResult> {
     const { messageId } = message;
-    // Older runs draw the turn's id here; newer ones let PostgreSQL name it once per message (see AcceptInput).
     // An ordinary activity, never a local one: handlers run beside the main loop, and local activities awaited by two
-    // coroutines at once may resolve in another order on replay than they did at first.
-    const drawn = lean() ? {} : { turnId: uuid4() };
+    // coroutines at once may resolve in another order on replay than they did at first. Its input, with the turn's id
+    // drawn here, is in history before it runs: a retried attempt that finds its own row is the same acceptance.
+    const turnId = uuid4();
     const accepted = await store.acceptMessage({
       conversationKey,
       agentId,
       conversationId,
       message,
-      ...drawn,
+      turnId,
       startsTurn: true,
     });
-    const { turnId } = accepted;
-    if (accepted.duplicate) return { messageId, turnId, status: 'accepted', duplicate: true };
+    if (accepted.duplicate) return { messageId, turnId: accepted.turnId, status: 'accepted', duplicate: true };
     const notify = message.notify ? { notify: message.notify } : {};
     const placed = turns.place({ messageId, turnId, mode: message.mode, ...notify }, current !== undefined);
     if (placed.interrupts) current?.interrupt();
@@ -189,7 +188,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   /**
    * Closes the run when it is still idle once the messages being accepted have been recorded. A message that reaches
    * Temporal after this workflow task began is not lost: Temporal either hands it to this run (which then stays) or
-   * refuses it as closed, and its sender starts the next run with it (services/conversation.ts).
+   * aborts it as closed and retries the update-with-start on a new run (services/conversation.ts).
    */
   async function closesIdle(): Promise<boolean> {
     if (!idle()) return false;
