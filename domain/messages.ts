@@ -66,8 +66,8 @@ export interface InboundMessage {
 /** Throws a readable error when an inbound message breaks a rule; used by the Update validator. */
 export function assertValidInbound(msg: InboundMessage): void {
   const { notify, ...body } = msg;
-  if (notify !== undefined && (typeof notify !== 'string' || notify.length === 0 || notify.length > 1000))
-    throw new Error('invalid message: notify must be a workflow id');
+  const isWorkflowId = typeof notify === 'string' && notify.length > 0 && notify.length <= LIMITS.workflowIdChars;
+  if (notify !== undefined && !isWorkflowId) throw new Error('invalid message: notify must be a workflow id');
   const parsed = SubmitMessageBody.safeParse(body);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
