@@ -12,9 +12,8 @@ import {
   jobScheduleId,
 } from '../domain/ids';
 import { NewJob, nextFire, type JobSchedule } from '../domain/jobs';
-import { getTurn, turnOfMessage } from '../db/conversations';
-import { isFinished, type SubmitResult } from '../domain/conversation';
-import { submitToConversation, waitForTurnEnd, type FinishedTurn } from '../services/conversation';
+import type { SubmitResult } from '../domain/conversation';
+import { finishedTurnOf, submitToConversation, waitForTurnEnd, type FinishedTurn } from '../services/conversation';
 import type { JobSettings } from '../services/job-settings';
 import {
   createJob,
@@ -193,9 +192,8 @@ export function jobRunActivities(deps: {
     /** The job's turn as it ended, or null while it has not. */
     jobTurnResult: async (input: JobTurnAsk): Promise<TurnResult | null> => {
       const key = conversationWorkflowId(input.agentId, jobConversationId(input.jobId));
-      const turnId = await turnOfMessage(pool, key, input.messageId);
-      const turn = turnId ? await getTurn(pool, key, turnId) : undefined;
-      return turn && isFinished(turn) ? turnResult(turn) : null;
+      const turn = await finishedTurnOf(pool, key, input.messageId);
+      return turn ? turnResult(turn) : null;
     },
 
     /**

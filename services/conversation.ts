@@ -58,6 +58,17 @@ export async function submitToConversation(
   });
 }
 
+/** The turn that answers the message, once it has finished (a steered message is answered by the turn it joined). */
+export async function finishedTurnOf(
+  pool: Pool,
+  conversationKey: string,
+  messageId: string,
+): Promise<FinishedTurn | undefined> {
+  const turnId = await turnOfMessage(pool, conversationKey, messageId);
+  const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
+  return turn && isFinished(turn) ? turn : undefined;
+}
+
 /**
  * Waits for the turn that answers the message (a steered message's turn may change while it waits) to finish,
  * reading PostgreSQL once and again each time `sleep(pollMs)` returns: the finished turn, or what `stop` answered
@@ -73,9 +84,8 @@ export async function waitForTurnEnd<Stop = never>(
 ): Promise<FinishedTurn | Stop> {
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   for (;;) {
-    const turnId = await turnOfMessage(pool, conversationKey, messageId);
-    const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
-    if (turn && isFinished(turn)) return turn;
+    const turn = await finishedTurnOf(pool, conversationKey, messageId);
+    if (turn) return turn;
     let stopped = wait.stop?.();
     if (stopped === undefined) {
       await sleep(wait.pollMs);
