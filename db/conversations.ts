@@ -38,8 +38,8 @@ export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnI
     await ensureConversation(db, { key: a.conversationKey, agentId: a.agentId, conversationId: a.conversationId });
     const m = a.message;
     const inserted = await db.query<{ turn_id: string }>(
-      `INSERT INTO inbound_messages (conversation_key, message_id, turn_id, text, author, mode, delivery)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING turn_id`,
+      `INSERT INTO inbound_messages (conversation_key, message_id, turn_id, text, author, mode, delivery, notify)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING turn_id`,
       [
         a.conversationKey,
         m.messageId,
@@ -48,6 +48,7 @@ export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnI
         m.author ?? null,
         m.mode,
         m.delivery ? JSON.stringify(m.delivery) : null,
+        m.notify ?? null,
       ],
     );
     if (inserted.rowCount === 0) {
@@ -169,13 +170,18 @@ export async function joinTurn(
 }
 
 export async function openTurns(db: Queryable, conversationKey: string): Promise<QueuedMessage[]> {
-  const { rows } = await db.query<{ turn_id: string; message_id: string; mode: MessageMode }>(
-    `SELECT t.turn_id, t.message_id, i.mode FROM turns t
+  const { rows } = await db.query<{ turn_id: string; message_id: string; mode: MessageMode; notify: string | null }>(
+    `SELECT t.turn_id, t.message_id, i.mode, i.notify FROM turns t
        JOIN inbound_messages i ON i.conversation_key = t.conversation_key AND i.message_id = t.message_id
       WHERE t.conversation_key = $1 AND t.status IN ('queued', 'running') ORDER BY t.accepted_order`,
     [conversationKey],
   );
-  return rows.map((r) => ({ turnId: r.turn_id, messageId: r.message_id, mode: r.mode }));
+  return rows.map((r) => ({
+    turnId: r.turn_id,
+    messageId: r.message_id,
+    mode: r.mode,
+    ...(r.notify ? { notify: r.notify } : {}),
+  }));
 }
 
 /** The turn that answers a message (a steered message is answered by the turn it joined). */

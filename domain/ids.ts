@@ -48,9 +48,12 @@ export function routineScheduleId(agentId: string, appId: string, slug: string):
   return `routine:${agentId}:${appId}:${slug}`;
 }
 
-/** A routine run started by "run now": unique, so that it never collides with a fire of the same second. */
-export function routineRunNowWorkflowId(agentId: string, appId: string, slug: string, nonce: string): string {
-  return `${routineScheduleId(agentId, appId, slug)}-now-${nonce}`;
+/**
+ * A job or routine run started by "run now": unique, so that it never collides with a fire of the same second (a
+ * triggered fire's workflow id ends in its second, and Temporal drops a start whose id is taken).
+ */
+export function runNowWorkflowId(scheduleId: string, nonce: string): string {
+  return `${scheduleId}-now-${nonce}`;
 }
 
 /** The conversation a routine's runs are recorded in (its transcript, the run's sessionId). */

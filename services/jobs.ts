@@ -23,6 +23,7 @@ import { jobScheduleId } from '../domain/ids';
 import { nextFire, validateNewJob, type JobRuleError, type JobSchedule, type NewJob } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
 import type { JobSettings } from './job-settings';
+import { startScheduleActionNow } from './run-now';
 
 type JobRefusal = { code: 'not_found' | 'not_active' | 'not_paused'; message: string; status: 404 | 409 };
 export type JobResult<T> = { ok: true; value: T } | { ok: false; error: JobRuleError | JobRefusal };
@@ -198,7 +199,7 @@ export function resumeJob(
   });
 }
 
-/** Run now: only an active job (409 otherwise); the fire goes through the Schedule like any other. */
+/** Run now: only an active job (409 otherwise); the run is the Schedule's own action, like any fire's. */
 export function runJobNow(
   pool: Pool,
   client: Client,
@@ -208,7 +209,7 @@ export function runJobNow(
 ): Promise<JobResult<jobsDb.JobRow>> {
   return withJob(pool, agentId, jobId, async (job) => {
     if (job.status !== 'active') return refused('not_active', `job ${job.name} is ${job.status}, not active`);
-    await client.schedule.getHandle(jobScheduleId(job.id)).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+    await startScheduleActionNow(client, jobScheduleId(job.id));
     await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'run', actor });
     return { ok: true, value: job };
   });

@@ -3,7 +3,6 @@
  * routine is a row in PostgreSQL and a Temporal Schedule, changed together. Every function takes (pool, client, …)
  * in that order.
  */
-import { randomUUID } from 'node:crypto';
 import {
   ScheduleNotFoundError,
   ScheduleOverlapPolicy,
@@ -15,9 +14,10 @@ import { ROUTINE_RUN_WORKFLOW, type RoutineRunWorkflow } from '../contracts/rout
 import { getApp } from '../db/apps';
 import { inTransaction, type Pool } from '../db/pool';
 import * as routinesDb from '../db/routines';
-import { routineRunNowWorkflowId, routineScheduleId } from '../domain/ids';
+import { routineScheduleId } from '../domain/ids';
 import { checkRoutineSchedule, type RoutineDefinition } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
+import { startScheduleActionNow } from './run-now';
 import { workflowIsOpen } from './workflow-state';
 
 export type RoutineRefusal = {
@@ -210,19 +210,9 @@ export function runRoutineNow(
       const what = inFlight.status === 'running' ? 'running' : 'waiting for approval';
       return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${what}`, 409);
     }
-    // Started directly, not by triggering the Schedule: a triggered fire's workflow id ends in its second, so a run-now
-    // in the same second as the previous run's start (still closing) would be refused by Temporal and dropped without
-    // a word. Overlap is still refused: by the check above, and by the run itself, which finds any run in flight
-    // (unique in PostgreSQL) and records nothing.
-    const { action } = await client.schedule.getHandle(routineScheduleId(agentId, appId, slug)).describe();
-    await client.workflow.start(action.workflowType, {
-      workflowId: routineRunNowWorkflowId(agentId, appId, slug, randomUUID()),
-      taskQueue: action.taskQueue,
-      args: action.args,
-      typedSearchAttributes: action.typedSearchAttributes,
-      memo: action.memo,
-      staticSummary: action.staticSummary,
-    });
+    // Overlap is still refused: by the check above, and by the run itself, which finds any run in flight (unique in
+    // PostgreSQL) and records nothing.
+    await startScheduleActionNow(client, routineScheduleId(agentId, appId, slug));
     return { ok: true, value: { triggered: true } };
   });
 }

@@ -5,6 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId, jobConversationId } from '../domain/ids';
+import { submitToConversation } from '../services/conversation';
 import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { quiescent } from './support/quiescence';
@@ -114,5 +115,48 @@ describe('a job run waiting for its turn', () => {
       key,
     ]);
     expect(rows).toEqual([{ status: 'replied' }]);
+  });
+
+  it('a turn taken up by a new conversation run (the first was terminated) still wakes its run at once', async () => {
+    const worker = startWorkerProcess(keel, inject('databaseUrl'));
+    workers.push(worker);
+    await waitForPollers(keel, [worker]);
+    const a = uniqueId('a');
+    const created = await api<{ id: string }>('POST', `/v1/agents/${a}/jobs`, {
+      name: 'Taken up',
+      schedule: { kind: 'every', intervalMs: 3_600_000 },
+      task: '/delay 2000 taken up',
+    });
+    const jobId = created.body.id;
+    expect((await api('POST', `/v1/agents/${a}/jobs/${jobId}/run`)).status).toBe(202);
+    const key = conversationWorkflowId(a, jobConversationId(jobId));
+    await eventually(
+      async () => {
+        const { rows } = await keel.pool.query<{ status: string }>(
+          `SELECT status FROM turns WHERE conversation_key = $1 AND message_id LIKE '%#1'`,
+          [key],
+        );
+        return rows[0]?.status === 'running';
+      },
+      30_000,
+      'the job turn to be running',
+    );
+    // The run that accepted the turn (and held whom to tell) is gone; the next message starts a run that takes the
+    // turn up from PostgreSQL. Whom to tell comes with it, so the job's run is woken, not left to its recheck timer.
+    await keel.client.workflow.getHandle(key).terminate('test: the run holding the job turn is gone');
+    const to = { agentId: a, conversationId: jobConversationId(jobId), taskQueue: keel.taskQueue };
+    await submitToConversation(keel.client, to, { messageId: uniqueId('m'), text: 'hello', mode: 'queue' });
+    const woken = Date.now();
+    const run = await eventually(
+      async () => {
+        const r = (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body[0];
+        return r && r.status !== 'running' ? r : undefined;
+      },
+      60_000,
+      'the run to finish',
+    );
+    expect(run).toMatchObject({ status: 'ok', reply: 'echo: taken up' });
+    // Well before the 2-minute timer that re-reads the turn for a run never told (JOBS.turnRecheckMs).
+    expect(Date.now() - woken).toBeLessThan(30_000);
   });
 });

@@ -198,22 +198,12 @@ describe('scheduled jobs through the REST API', () => {
     });
   });
 
-  it('a fire while the previous run is still running is recorded skipped; a pause during a run stays', async () => {
+  it('two run-nows at the same instant are both recorded: one runs, the other is skipped; a pause stays', async () => {
     const a = uniqueId('a');
     const { body: job } = await createJob(a, { task: '/delay 3000 slow' });
-    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
-    const first = await eventually(
-      async () => (await runs(a, job.id)).find((r) => r.status === 'running'),
-      20_000,
-      'a running run',
-    );
-    // Schedule-started runs are named by their fire time to the second: the second fire must fall in a later second.
-    await eventually(
-      async () => Date.now() > new Date(first.firedAt).getTime() + 1000 || undefined,
-      5_000,
-      'the next second',
-    );
-    await api('POST', `/v1/agents/${a}/jobs/${job.id}/run`);
+    // Same second on purpose: a Schedule-triggered fire is named by its second, and Temporal dropped the second one.
+    const posted = await Promise.all([1, 2].map(() => api('POST', `/v1/agents/${a}/jobs/${job.id}/run`)));
+    expect(posted.map((p) => p.status)).toEqual([202, 202]);
     await eventually(
       async () => (await runs(a, job.id)).some((r) => r.status === 'skipped') || undefined,
       20_000,
