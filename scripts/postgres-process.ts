@@ -1,5 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { PORT_TAKEN } from '../db/embedded-postgres';
+import { freePort } from './ports';
 import { spawnTs, stopProcess } from './processes';
 
 export interface PostgresProcess {
@@ -55,4 +57,18 @@ export async function startPostgresProcess(opts: {
     process: child,
     stop: () => stopProcess(child, 20_000),
   };
+}
+
+/**
+ * For tests and tools that take any port: a free one, and another if it was taken before PostgreSQL bound it (the
+ * Temporal dev server, starting beside it, picks free ports of its own meanwhile).
+ */
+export async function startPostgresOnFreePort(dataDir: string): Promise<PostgresProcess> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startPostgresProcess({ dataDir, port: await freePort() });
+    } catch (err) {
+      if (tries >= 3 || !(err instanceof Error && err.message.startsWith(PORT_TAKEN))) throw err;
+    }
+  }
 }

@@ -25,7 +25,7 @@ import { historyJson } from '../worker/replay';
 import { createKeelWorker } from '../worker/worker';
 import { startDevServer } from './dev-server';
 import { freePort } from './ports';
-import { startPostgresProcess } from './postgres-process';
+import { startPostgresOnFreePort } from './postgres-process';
 
 const OUT = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     stdio: 'ignore',
     extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60'],
   });
-  const pg = await startPostgresProcess({ dataDir: path.join(workDir, 'pg'), port: await freePort() });
+  const pg = await startPostgresOnFreePort(path.join(workDir, 'pg'));
   await migrate(pg.url);
   const pool = createPool(pg.url);
   const connection = await Connection.connect({ address: temporal.address });

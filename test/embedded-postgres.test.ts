@@ -2,6 +2,7 @@ import { chmod, cp, mkdtemp, readlink, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres } from '../db/embedded-postgres';
@@ -102,5 +103,26 @@ describe.skipIf(!isRoot || process.platform !== 'linux')('embedded PostgreSQL as
     expect(err.message).toContain('move the checkout to a folder that user can enter');
     expect(err.message).not.toContain('\n');
     expect(await portOpen(port)).toBe(false);
+  });
+});
+
+describe('embedded PostgreSQL on a taken port', () => {
+  it('fails with one line naming the port and the setting, and exits (it used to hang, then say nothing)', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-taken-'));
+    await chmod(dataDir, 0o755);
+    const port = await freePort();
+    const squatter = createServer().listen(port, '127.0.0.1');
+    try {
+      const err = await startPostgresProcess({ dataDir: path.join(dataDir, 'pg'), port }).then(
+        () => new Error('it started'),
+        (e: unknown) => e as Error,
+      );
+      expect(err.message).toBe(
+        `PostgreSQL could not listen on port ${port}: the port is taken by another process (set KEEL_EMBEDDED_PG_PORT)`,
+      );
+    } finally {
+      squatter.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/migrate';
 import { startDevServer } from '../../scripts/dev-server';
-import { startPostgresProcess } from '../../scripts/postgres-process';
+import { startPostgresOnFreePort } from '../../scripts/postgres-process';
 import { bundleWorkflows } from '../../worker/bundle';
 import { freePort } from '../../scripts/ports';
 
@@ -34,7 +34,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     // Both start at once, and both are waited for: if one fails, the other is stopped, not left running.
     const [temporal, pg] = await Promise.allSettled([
       freePort().then((port) => startDevServer({ port, stdio: 'ignore' })),
-      freePort().then((port) => startPostgresProcess({ dataDir: path.join(workDir, 'pg'), port })),
+      startPostgresOnFreePort(path.join(workDir, 'pg')),
     ]);
     for (const started of [temporal, pg]) if (started.status === 'fulfilled') stops.push(() => started.value.stop());
     if (pg.status === 'rejected') throw pg.reason;
