@@ -6,6 +6,7 @@ import { jobSettings } from '../services/job-settings';
 import { ensureSearchAttributes, MissingSearchAttributesError } from '../services/temporal-namespace';
 import { tracingFromConfig } from '../worker/tracing';
 import { buildApi } from './server';
+import { temporalConnectionOptions } from '../services/temporal-connection';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -14,7 +15,7 @@ async function main(): Promise<void> {
   assertSafeBind(config.api.host, config.api.tokens);
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
-  const connection = await Connection.connect({ address: config.temporal.address });
+  const connection = await Connection.connect(temporalConnectionOptions(config.temporal));
   // Without Keel's search attributes Temporal refuses the workflows and Schedules the API starts: add them, or stop.
   const { namespace } = config.temporal;
   const added = await ensureSearchAttributes(connection, namespace);

@@ -39,6 +39,13 @@ const RUN_LIMIT_TOO_LONG =
 const Env = z.object({
   TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().default('default'),
+  // Temporal's own names for a cluster that needs TLS (self-hosted with mTLS) or an API key (Temporal Cloud).
+  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().optional(),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().optional(),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
   KEEL_TASK_QUEUE: z.string().default('keel'),
   DATABASE_URL: z.string().optional(),
   KEEL_DATA_DIR: z.string().default('data'),
@@ -137,6 +144,9 @@ const Env = z.object({
     }),
 });
 
+/** Every environment variable Keel reads (the compose file's consistency test checks its names against these). */
+export const CONFIG_NAMES: readonly string[] = Object.keys(Env.shape);
+
 const list = (raw: string) =>
   raw
     .split(',')
@@ -166,8 +176,32 @@ function safeJson(raw: string): unknown {
   }
 }
 
+/** Where Temporal is, and how to reach it when it needs TLS or an API key. */
+export interface TemporalSettings {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  /** Temporal Cloud's API key (TLS is then on). */
+  apiKey?: string;
+  /** TLS to the frontend: the system's roots, or the given CA; a client certificate for mTLS. */
+  tls?: { clientCertPath?: string; clientKeyPath?: string; serverCaCertPath?: string; serverName?: string };
+}
+
+/** TLS is on when asked for, when a certificate is named, or with an API key (Temporal Cloud takes keys over TLS). */
+function temporalTls(e: z.infer<typeof Env>): Pick<TemporalSettings, 'tls'> {
+  const named = {
+    ...(e.TEMPORAL_TLS_CLIENT_CERT_PATH ? { clientCertPath: e.TEMPORAL_TLS_CLIENT_CERT_PATH } : {}),
+    ...(e.TEMPORAL_TLS_CLIENT_KEY_PATH ? { clientKeyPath: e.TEMPORAL_TLS_CLIENT_KEY_PATH } : {}),
+    ...(e.TEMPORAL_TLS_SERVER_CA_CERT_PATH ? { serverCaCertPath: e.TEMPORAL_TLS_SERVER_CA_CERT_PATH } : {}),
+    ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverName: e.TEMPORAL_TLS_SERVER_NAME } : {}),
+  };
+  if (e.TEMPORAL_TLS === 'false') return {};
+  const on = e.TEMPORAL_TLS === 'true' || Object.keys(named).length > 0 || e.TEMPORAL_API_KEY !== undefined;
+  return on ? { tls: named } : {};
+}
+
 export interface KeelConfig {
-  temporal: { address: string; namespace: string; taskQueue: string };
+  temporal: TemporalSettings;
   databaseUrl?: string;
   dataDir: string;
   api: { host: string; port: number; tokens: Map<string, string> | undefined };
@@ -199,7 +233,13 @@ export interface KeelConfig {
 export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
   const e = Env.parse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   return {
-    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.KEEL_TASK_QUEUE },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.KEEL_TASK_QUEUE,
+      ...(e.TEMPORAL_API_KEY ? { apiKey: e.TEMPORAL_API_KEY } : {}),
+      ...temporalTls(e),
+    },
     databaseUrl: e.DATABASE_URL,
     dataDir: e.KEEL_DATA_DIR,
     api: { host: e.KEEL_API_HOST, port: e.KEEL_API_PORT, tokens: parseTokens(e.KEEL_API_TOKENS) },

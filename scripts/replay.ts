@@ -15,6 +15,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../domain/config';
 import { fetchHistory, historyJson, queryHistories, replayHistories, type HistoryRef } from '../worker/replay';
 import { WORKFLOWS_PATH } from '../worker/bundle';
+import { temporalConnectionOptions } from '../services/temporal-connection';
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -42,7 +43,7 @@ async function main(): Promise<number> {
     ];
   } else {
     const config = loadConfig(process.env);
-    connection = await Connection.connect({ address: config.temporal.address });
+    connection = await Connection.connect(temporalConnectionOptions(config.temporal));
     const client = new Client({ connection, namespace: config.temporal.namespace });
     if (values.query) histories = queryHistories(client, values.query);
     else if (positionals[0]) histories = [await fetchHistory(client, positionals[0], values['run-id'])];

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { migrate } from '../db/migrate';
 import { isLoopbackHost, loadConfig } from '../domain/config';
@@ -8,6 +7,7 @@ import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
 import { REPO_ROOT, spawnTs, stopProcess } from './processes';
 import { waitForReady } from './ready';
+import { Supervisor } from './supervisor';
 
 /**
  * `npm start`: everything a newcomer needs, in one command. A Temporal dev server (unless one already answers at
@@ -17,19 +17,7 @@ import { waitForReady } from './ready';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const dataDir = path.resolve(config.dataDir);
-  const stops: (() => Promise<void>)[] = [];
-  let stopping = false;
-  const shutdown = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    console.log('\nkeel: stopping…');
-    for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error(err));
-    console.log('keel: stopped.');
-    process.exit(code);
-  };
-  // Ctrl-C reaches the whole process group; the children stop themselves, and this waits for them in order.
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
+  const supervisor = new Supervisor();
 
   try {
     const address = config.temporal.address;
@@ -58,7 +46,7 @@ async function main(): Promise<void> {
         namespace: config.temporal.namespace,
       });
       const server = temporal;
-      stops.push(() => server.stop());
+      supervisor.onStop(() => server.stop());
     }
     let databaseUrl = config.databaseUrl;
     let pg: PostgresProcess | undefined;
@@ -67,7 +55,7 @@ async function main(): Promise<void> {
       console.log('keel: starting the embedded PostgreSQL…');
       pg = await startPostgresProcess({ dataDir: pgDataDir, port: config.embeddedPgPort });
       const db = pg;
-      stops.push(() => db.stop());
+      supervisor.onStop(() => db.stop());
       databaseUrl = pg.url;
     }
     await migrate(databaseUrl);
@@ -85,15 +73,13 @@ async function main(): Promise<void> {
       KEEL_WORKER_METRICS_ADDRESS: workerMetrics,
       KEEL_WORKER_METRICS_URL: config.workerMetricsUrl ?? `http://${workerMetrics}/metrics`,
     };
-    const children: ChildProcess[] = [spawnTs('worker/main.ts', env), spawnTs('api/main.ts', env)];
-    for (const child of children) {
-      stops.push(() => stopProcess(child));
-      child.once('exit', (code, signal) => {
-        if (!stopping) {
-          console.error(`keel: a child process exited (${code ?? signal}); stopping everything`);
-          void shutdown(1);
-        }
-      });
+    for (const [entry, what] of [
+      ['worker/main.ts', 'the worker'],
+      ['api/main.ts', 'the API'],
+    ] as const) {
+      const child = spawnTs(entry, env);
+      supervisor.onStop(() => stopProcess(child));
+      supervisor.watch(child, what);
     }
 
     const api = `http://${config.api.host}:${config.api.port}`;
@@ -121,7 +107,7 @@ async function main(): Promise<void> {
     );
   } catch (err) {
     console.error('keel: start failed:', err instanceof Error ? err.message : err);
-    await shutdown(1);
+    await supervisor.shutdown(1);
   }
 }
 

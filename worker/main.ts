@@ -9,6 +9,7 @@ import { workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
 import { defaultModelName, egressFromConfig, providerFromConfig, transportsFromConfig } from './wiring';
 import { createKeelWorker } from './worker';
+import { temporalConnectionOptions } from '../services/temporal-connection';
 
 /**
  * The Temporal Worker process: every workflow and activity of Keel on one task queue. SIGINT and SIGTERM make the
@@ -26,7 +27,7 @@ async function main(): Promise<void> {
       : {}),
   });
   await migrate(config.databaseUrl);
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config.temporal));
   // Without Keel's search attributes Temporal refuses every workflow Keel starts: register them, or stop here.
   const { namespace } = config.temporal;
   const added = await ensureSearchAttributes(connection, namespace);

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { assertSafeBind, isLoopbackHost, loadConfig, parseTokens } from '../../domain/config';
 import { DEFAULT_REFLECTION_SETTINGS } from '../../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS } from '../../domain/routines';
+import { temporalConnectionOptions } from '../../services/temporal-connection';
 
 describe('loadConfig: defaults', () => {
   const config = loadConfig({});
@@ -324,3 +328,55 @@ describe('loadConfig: reflection, routines and integrations', () => {
     expect(() => loadConfig({ KEEL_INTEGRATIONS: '{"crm":"file:///etc/passwd"}' })).toThrow(/KEEL_INTEGRATIONS/);
   });
 });
+
+describe('loadConfig: reaching a Temporal cluster that needs TLS or an API key', () => {
+  const at = { TEMPORAL_ADDRESS: 'keel.a1b2c.tmprl.cloud:7233', TEMPORAL_NAMESPACE: 'keel.a1b2c' };
+
+  it('an API key (Temporal Cloud) turns TLS on, with the system’s roots', () => {
+    const { temporal } = loadConfig({ ...at, TEMPORAL_API_KEY: 'key-1' });
+    expect(temporal).toEqual({ ...addressOf(at), taskQueue: 'keel', apiKey: 'key-1', tls: {} });
+    expect(temporalConnectionOptions(temporal)).toEqual({ address: at.TEMPORAL_ADDRESS, apiKey: 'key-1', tls: {} });
+  });
+
+  it('a client certificate and key (mTLS) are read from their files; a CA and a server name are passed on', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'keel-tls-'));
+    const file = (name: string) => {
+      writeFileSync(path.join(dir, name), `-----${name}-----`);
+      return path.join(dir, name);
+    };
+    const { temporal } = loadConfig({
+      ...at,
+      TEMPORAL_TLS_CLIENT_CERT_PATH: file('client.pem'),
+      TEMPORAL_TLS_CLIENT_KEY_PATH: file('client.key'),
+      TEMPORAL_TLS_SERVER_CA_CERT_PATH: file('ca.pem'),
+      TEMPORAL_TLS_SERVER_NAME: 'frontend.internal',
+    });
+    const options = temporalConnectionOptions(temporal);
+    expect(options.tls?.serverNameOverride).toBe('frontend.internal');
+    expect(String(options.tls?.serverRootCACertificate)).toBe('-----ca.pem-----');
+    expect(String(options.tls?.clientCertPair?.crt)).toBe('-----client.pem-----');
+    expect(String(options.tls?.clientCertPair?.key)).toBe('-----client.key-----');
+    rmSync(dir, { recursive: true });
+  });
+
+  it('says which setting is wrong: a certificate without its key, or a file that cannot be read', () => {
+    const certOnly = loadConfig({ ...at, TEMPORAL_TLS_CLIENT_CERT_PATH: '/etc/hostname' });
+    expect(() => temporalConnectionOptions(certOnly.temporal)).toThrow(
+      'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH are set together or not at all',
+    );
+    const missing = loadConfig({ ...at, TEMPORAL_TLS_SERVER_CA_CERT_PATH: '/nonexistent/ca.pem' });
+    expect(() => temporalConnectionOptions(missing.temporal)).toThrow(
+      /^TEMPORAL_TLS_SERVER_CA_CERT_PATH=\/nonexistent\/ca.pem cannot be read: ENOENT/,
+    );
+  });
+
+  it('plain gRPC by default, and TEMPORAL_TLS=false keeps it plain even with a key', () => {
+    expect(temporalConnectionOptions(loadConfig(at).temporal)).toEqual({ address: at.TEMPORAL_ADDRESS });
+    const plain = loadConfig({ ...at, TEMPORAL_API_KEY: 'k', TEMPORAL_TLS: 'false' });
+    expect(temporalConnectionOptions(plain.temporal)).toEqual({ address: at.TEMPORAL_ADDRESS, apiKey: 'k' });
+  });
+});
+
+function addressOf(e: { TEMPORAL_ADDRESS: string; TEMPORAL_NAMESPACE: string }) {
+  return { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE };
+}

@@ -1,0 +1,207 @@
+import type { ChildProcess, StdioOptions } from 'node:child_process';
+import { openSync } from 'node:fs';
+import path from 'node:path';
+import { migrate } from '../db/migrate';
+import { withLoopback } from '../domain/egress';
+import { ensureGoTool } from './go-tools';
+import { freePort, portOpen } from './ports';
+import { startPostgresProcess, type PostgresProcess } from './postgres-process';
+import { spawnTs, stopProcess } from './processes';
+import { waitForReady } from './ready';
+import {
+  registerNamespace,
+  setUpTemporalSchemas,
+  startTemporalServer,
+  startTemporalUi,
+  temporalDatabaseOf,
+  temporalServerPorts,
+  TEMPORAL_SERVER,
+  TEMPORAL_SQL_TOOL,
+  TEMPORAL_UI,
+  type TemporalServer,
+} from './temporal-server';
+
+/**
+ * Keel's production topology on one machine: a real Temporal server on PostgreSQL, N workers and M APIs, each a
+ * process of its own, and the Web UI. `npm run cluster` runs it; the cluster soak and bench break it one part at a
+ * time (a worker or an API killed, the Temporal server or PostgreSQL restarted).
+ */
+export interface ClusterOptions {
+  workers: number;
+  apis: number;
+  /** Where the embedded PostgreSQL keeps its data (unless databaseUrl is given). */
+  dataDir: string;
+  temporalPort: number;
+  /** The first API's port; the next ones follow. */
+  apiPort: number;
+  /** The Web UI's port; none when omitted. */
+  uiPort?: number;
+  /** A PostgreSQL server for Keel's database and Temporal's two; otherwise an embedded one on pgPort. */
+  databaseUrl?: string;
+  pgPort: number;
+  namespace?: string;
+  taskQueue?: string;
+  /** More environment for Keel's workers and APIs. */
+  env?: Record<string, string>;
+  /** Where every process's output goes (appended); the terminal otherwise. */
+  logFile?: string;
+  log?: (line: string) => void;
+}
+
+export interface ClusterStack {
+  temporalAddress: string;
+  databaseUrl: string;
+  /** Each API's base URL, the first on apiPort. */
+  apis: string[];
+  /** The Web UI's URL and process, or why there is none. */
+  ui: { url: string; process: ChildProcess } | { unavailable: string };
+  /** The embedded PostgreSQL, when it runs one. */
+  postgres?: PostgresProcess;
+  namespace: string;
+  taskQueue: string;
+  workers(): ChildProcess[];
+  apiProcesses(): ChildProcess[];
+  /** kill -9 one worker, then start another in its place (it resumes every workflow from history). */
+  killWorker(i: number): Promise<void>;
+  /** kill -9 one API (its requests in flight fail), then start it again on the same port. */
+  killApi(i: number): Promise<void>;
+  /** Stops the Temporal server and starts it again on the same databases and ports. */
+  restartTemporal(): Promise<void>;
+  /** Stops the embedded PostgreSQL and starts it again on the same data and port. */
+  restartPostgres(downMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A frontend port whose derived ports (the other services', membership) are free as well. */
+export async function freeTemporalPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (port < 1024 + 300) continue;
+    const taken = await Promise.all(temporalServerPorts(port).map((p) => portOpen(p)));
+    if (!taken.some(Boolean)) return port;
+  }
+}
+
+export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack> {
+  const log = o.log ?? ((line: string) => console.log(line));
+  const stdio: StdioOptions = o.logFile ? ['ignore', openSync(o.logFile, 'a'), openSync(o.logFile, 'a')] : 'inherit';
+  const namespace = o.namespace ?? 'default';
+  const taskQueue = o.taskQueue ?? 'keel';
+  const serverBinary = ensureGoTool(TEMPORAL_SERVER, log);
+  const sqlTool = path.join(path.dirname(serverBinary), TEMPORAL_SQL_TOOL);
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  };
+
+  try {
+    let pg: PostgresProcess | undefined;
+    const startPg = () => startPostgresProcess({ dataDir: path.join(o.dataDir, 'postgres'), port: o.pgPort });
+    if (!o.databaseUrl) {
+      log('keel: starting the embedded PostgreSQL…');
+      pg = await startPg();
+      stops.push(() => pg!.stop());
+    }
+    const databaseUrl = o.databaseUrl ?? pg!.url;
+    await migrate(databaseUrl);
+    const db = temporalDatabaseOf(databaseUrl);
+    log('keel: setting up the Temporal and visibility schemas…');
+    await setUpTemporalSchemas(sqlTool, db);
+
+    log('keel: starting the Temporal server…');
+    const startServer = () => startTemporalServer({ binary: serverBinary, frontendPort: o.temporalPort, db, stdio });
+    let server: TemporalServer = await startServer();
+    stops.push(() => server.stop());
+    await registerNamespace(server.address, namespace);
+
+    let ui: ClusterStack['ui'] = { unavailable: 'not asked for' };
+    if (o.uiPort) {
+      try {
+        const started = await startTemporalUi({
+          binary: ensureGoTool(TEMPORAL_UI, log),
+          port: o.uiPort,
+          temporalAddress: server.address,
+          stdio,
+        });
+        stops.push(() => started.stop());
+        ui = { url: started.url, process: started.process };
+      } catch (err) {
+        ui = { unavailable: err instanceof Error ? err.message : String(err) };
+      }
+    }
+
+    const env = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: namespace,
+      KEEL_TASK_QUEUE: taskQueue,
+      // As npm start: local receivers and fakes listen on loopback, allowed explicitly.
+      KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
+      ...o.env,
+    };
+    const keelStdio: StdioOptions = o.logFile ? stdio : 'inherit';
+    const metricsPorts = await Promise.all(Array.from({ length: o.workers }, () => freePort()));
+    const spawnWorker = (i: number) =>
+      spawnTs('worker/main.ts', { ...env, KEEL_WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPorts[i]}` }, keelStdio);
+    const apiPorts = Array.from({ length: o.apis }, (_, i) => o.apiPort + i);
+    const spawnApi = (i: number) =>
+      spawnTs(
+        'api/main.ts',
+        {
+          ...env,
+          KEEL_API_PORT: String(apiPorts[i]),
+          KEEL_WORKER_METRICS_URL: `http://127.0.0.1:${metricsPorts[0]}/metrics`,
+        },
+        keelStdio,
+      );
+    const workers = Array.from({ length: o.workers }, (_, i) => spawnWorker(i));
+    const apiProcesses = Array.from({ length: o.apis }, (_, i) => spawnApi(i));
+    stops.push(() => Promise.all([...workers, ...apiProcesses].map((c) => stopProcess(c))).then(() => undefined));
+    const apis = apiPorts.map((p) => `http://127.0.0.1:${p}`);
+    const ready = (api: string) => waitForReady(`${api}/healthz`, server.address, namespace, taskQueue, 120_000);
+    await Promise.all(apis.map(ready));
+
+    const killed = async (child: ChildProcess) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    };
+    return {
+      temporalAddress: server.address,
+      databaseUrl,
+      apis,
+      ui,
+      ...(pg ? { postgres: pg } : {}),
+      namespace,
+      taskQueue,
+      workers: () => workers,
+      apiProcesses: () => apiProcesses,
+      async killWorker(i) {
+        await killed(workers[i]!);
+        workers[i] = spawnWorker(i);
+        await ready(apis[0]!);
+      },
+      async killApi(i) {
+        await killed(apiProcesses[i]!);
+        apiProcesses[i] = spawnApi(i);
+        await ready(apis[i]!);
+      },
+      async restartTemporal() {
+        await server.stop();
+        server = await startServer();
+      },
+      async restartPostgres(downMs = 0) {
+        if (!pg) throw new Error('PostgreSQL is not embedded here (DATABASE_URL): restart it yourself');
+        await pg.stop();
+        if (downMs) await new Promise((r) => setTimeout(r, downMs));
+        pg = await startPg();
+      },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

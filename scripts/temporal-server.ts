@@ -1,0 +1,243 @@
+import { spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import pg from 'pg';
+import { ensureSearchAttributes } from '../services/temporal-namespace';
+import type { GoTool } from './go-tools';
+import { stopProcess, REPO_ROOT } from './processes';
+
+/**
+ * A real Temporal server (not the dev server): every service in one process, history and visibility in PostgreSQL,
+ * configured by deploy/temporal/keel-postgres.yaml. `npm run cluster` and the cluster soak run it.
+ */
+export const TEMPORAL_SERVER_VERSION = '1.29.1';
+
+/** The server and its SQL tool (temporal-sql-tool), built together from the server's module. */
+export const TEMPORAL_SERVER: GoTool = {
+  label: `the Temporal server v${TEMPORAL_SERVER_VERSION}`,
+  folder: 'temporal-server',
+  version: TEMPORAL_SERVER_VERSION,
+  packages: [
+    `go.temporal.io/server/cmd/server@v${TEMPORAL_SERVER_VERSION}`,
+    `go.temporal.io/server/cmd/tools/sql@v${TEMPORAL_SERVER_VERSION}`,
+  ],
+  binary: 'server',
+  ldflags: '-s -w',
+};
+export const TEMPORAL_SQL_TOOL = 'sql';
+
+/**
+ * The Web UI's server, at the version the CLI v1.5.1 embeds. Newer ones need a newer Go than 1.26.8 (v2.56 and
+ * later ask for 1.26.9 or more).
+ */
+export const TEMPORAL_UI_VERSION = '2.42.1';
+export const TEMPORAL_UI: GoTool = {
+  label: `the Temporal Web UI v${TEMPORAL_UI_VERSION}`,
+  folder: 'temporal-ui',
+  version: TEMPORAL_UI_VERSION,
+  packages: [`github.com/temporalio/ui-server/v2/cmd/server@v${TEMPORAL_UI_VERSION}`],
+  binary: 'server',
+  ldflags: '-s -w',
+};
+
+/** Where Temporal keeps its state: two databases on a PostgreSQL server, beside Keel's own. */
+export interface TemporalDatabase {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+}
+
+export const TEMPORAL_DATABASES = { history: 'temporal', visibility: 'temporal_visibility' } as const;
+
+/** The server of a PostgreSQL URL (Keel's DATABASE_URL, or the embedded one's). */
+export function temporalDatabaseOf(databaseUrl: string): TemporalDatabase {
+  const u = new URL(databaseUrl);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 5432),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+  };
+}
+
+/**
+ * Creates Temporal's two databases if missing, then brings their schemas up to date with the SQL tool (its embedded
+ * schemas, the ones of this server version). Safe to run at every start: existing versions are kept.
+ */
+export async function setUpTemporalSchemas(sqlTool: string, db: TemporalDatabase): Promise<void> {
+  const admin = new pg.Client({
+    host: db.host,
+    port: db.port,
+    user: db.user,
+    password: db.password,
+    database: 'postgres',
+  });
+  await admin.connect();
+  try {
+    for (const name of Object.values(TEMPORAL_DATABASES)) {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (!rowCount) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)}`);
+    }
+  } finally {
+    await admin.end();
+  }
+  const sql = (database: string, args: string[]) => {
+    const connection = ['--ep', db.host, '-p', String(db.port), '-u', db.user, '--pl', 'postgres12', '--db', database];
+    const run = spawnSync(sqlTool, ['-q', ...connection, ...args], {
+      env: { ...process.env, SQL_PASSWORD: db.password },
+      encoding: 'utf8',
+    });
+    if (run.status !== 0) {
+      throw new Error(`temporal-sql-tool ${args[0]} on ${database} failed: ${(run.stderr || run.stdout).trim()}`);
+    }
+  };
+  for (const [kind, database] of Object.entries(TEMPORAL_DATABASES)) {
+    const schema = `postgresql/v12/${kind === 'history' ? 'temporal' : 'visibility'}`;
+    sql(database, ['setup-schema', '-v', '0.0']);
+    sql(database, ['update-schema', '-s', schema]);
+  }
+}
+
+export interface TemporalServer {
+  address: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** The ports the configuration derives from the frontend's (deploy/temporal/keel-postgres.yaml). */
+export function temporalServerPorts(frontend: number): number[] {
+  return [
+    frontend,
+    frontend + 1,
+    frontend + 2,
+    frontend + 6,
+    frontend + 10,
+    ...[300, 299, 298, 294].map((d) => frontend - d),
+  ];
+}
+
+/** Starts the server and resolves once its frontend answers. The namespace is {@link registerNamespace}'s. */
+export async function startTemporalServer(o: {
+  binary: string;
+  frontendPort: number;
+  db: TemporalDatabase;
+  stdio: StdioOptions;
+  shards?: number;
+}): Promise<TemporalServer> {
+  const config = path.join(REPO_ROOT, 'deploy', 'temporal');
+  const child = spawn(
+    o.binary,
+    ['-r', REPO_ROOT, '-c', 'deploy/temporal', '-e', 'keel-postgres', '--allow-no-auth', 'start'],
+    {
+      stdio: o.stdio,
+      env: {
+        ...process.env,
+        TEMPORAL_FRONTEND_PORT: String(o.frontendPort),
+        TEMPORAL_DB_HOST: o.db.host,
+        TEMPORAL_DB_PORT: String(o.db.port),
+        TEMPORAL_DB_USER: o.db.user,
+        TEMPORAL_DB_PASSWORD: o.db.password,
+        TEMPORAL_DYNAMIC_CONFIG: path.join(config, 'dynamicconfig.yaml'),
+        ...(o.shards ? { TEMPORAL_NUM_HISTORY_SHARDS: String(o.shards) } : {}),
+      },
+    },
+  );
+  const address = `127.0.0.1:${o.frontendPort}`;
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`the Temporal server exited early (code ${code})`))),
+  );
+  exited.catch(() => undefined);
+  const stop = () => stopProcess(child, 20_000);
+  try {
+    await Promise.race([waitForFrontend(address, 120_000), exited]);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { address, process: child, stop };
+}
+
+async function waitForFrontend(address: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline) {
+        throw new Error(`the Temporal server at ${address} did not answer in ${timeoutMs / 1000} s: ${String(err)}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+/**
+ * The namespace Keel runs in, registered if missing (the dev server makes it from its flags), then Keel's search
+ * attributes, as the worker and the API also ensure at their start.
+ */
+export async function registerNamespace(address: string, namespace: string): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const known = await connection.workflowService.describeNamespace({ namespace }).then(
+      () => true,
+      () => false,
+    );
+    if (!known) {
+      await connection.workflowService.registerNamespace({
+        namespace,
+        // Three days of closed runs, to inspect and replay (the dev server keeps one).
+        workflowExecutionRetentionPeriod: msToTs('3 days'),
+      });
+    }
+    // A new namespace takes a moment to reach every service.
+    for (let tries = 1; ; tries++) {
+      try {
+        await ensureSearchAttributes(connection, namespace);
+        return;
+      } catch (err) {
+        if (tries >= 60) throw err;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The Web UI's server, pointed at the frontend (deploy/temporal/ui.yaml); resolves once it serves its page. */
+export async function startTemporalUi(o: {
+  binary: string;
+  port: number;
+  temporalAddress: string;
+  stdio: StdioOptions;
+}): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(o.binary, ['-r', REPO_ROOT, '-c', 'deploy/temporal', '-e', 'ui', 'start'], {
+    stdio: o.stdio,
+    env: { ...process.env, TEMPORAL_ADDRESS: o.temporalAddress, TEMPORAL_UI_PORT: String(o.port) },
+  });
+  const url = `http://127.0.0.1:${o.port}`;
+  const stop = () => stopProcess(child, 10_000);
+  const deadline = Date.now() + 30_000;
+  while (
+    !(await fetch(url).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
+    if (child.exitCode !== null) throw new Error(`the Web UI exited (code ${child.exitCode}); see its output above`);
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`the Web UI did not answer at ${url} in 30 s`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { url, process: child, stop };
+}
