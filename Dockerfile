@@ -3,6 +3,8 @@
 FROM node:20-bookworm-slim
 
 ENV NODE_ENV=production
+# Two malloc arenas: the worker keeps less of what finished workflows gave back (bench/REPORT.md, Memory).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 
 # Dependencies first, so a source change does not re-run `npm ci`. The image's npm (10.x) runs every install script;

@@ -6,7 +6,7 @@ import { withLoopback } from '../domain/egress';
 import { ensureGoTool } from './go-tools';
 import { freePort, portOpen } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
-import { spawnTs, stopProcess } from './processes';
+import { spawnTs, spawnWorker, stopProcess } from './processes';
 import { waitForReady } from './ready';
 import {
   registerNamespace,
@@ -142,8 +142,8 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
     };
     const keelStdio: StdioOptions = o.logFile ? stdio : 'inherit';
     const metricsPorts = await Promise.all(Array.from({ length: o.workers }, () => freePort()));
-    const spawnWorker = (i: number) =>
-      spawnTs('worker/main.ts', { ...env, KEEL_WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPorts[i]}` }, keelStdio);
+    const startWorker = (i: number) =>
+      spawnWorker({ ...env, KEEL_WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPorts[i]}` }, keelStdio);
     const apiPorts = Array.from({ length: o.apis }, (_, i) => o.apiPort + i);
     const spawnApi = (i: number) =>
       spawnTs(
@@ -155,7 +155,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
         },
         keelStdio,
       );
-    const workers = Array.from({ length: o.workers }, (_, i) => spawnWorker(i));
+    const workers = Array.from({ length: o.workers }, (_, i) => startWorker(i));
     const apiProcesses = Array.from({ length: o.apis }, (_, i) => spawnApi(i));
     stops.push(() => Promise.all([...workers, ...apiProcesses].map((c) => stopProcess(c))).then(() => undefined));
     const apis = apiPorts.map((p) => `http://127.0.0.1:${p}`);
@@ -180,7 +180,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       apiProcesses: () => apiProcesses,
       async killWorker(i) {
         await killed(workers[i]!);
-        workers[i] = spawnWorker(i);
+        workers[i] = startWorker(i);
         await ready(apis[0]!);
       },
       async killApi(i) {

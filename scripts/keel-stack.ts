@@ -8,7 +8,7 @@ import { withLoopback } from '../domain/egress';
 import { startDevServer, type DevServer } from './dev-server';
 import { freePort } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
-import { spawnTs, stopProcess } from './processes';
+import { spawnTs, spawnWorker, stopProcess } from './processes';
 import { waitForReady } from './ready';
 
 /**
@@ -64,8 +64,8 @@ export async function startKeelStack(
     KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
     ...opts.env,
   };
-  const spawnWorker = () => spawnTs('worker/main.ts', env, ['ignore', logs, logs]);
-  let worker = spawnWorker();
+  const startWorker = () => spawnWorker(env, ['ignore', logs, logs]);
+  let worker = startWorker();
   const apiProcess = spawnTs('api/main.ts', env, ['ignore', logs, logs]);
   const api = `http://127.0.0.1:${apiPort}`;
   const ready = () => waitForReady(`${api}/healthz`, temporal.address, 'default', taskQueue, 120_000);
@@ -93,7 +93,7 @@ export async function startKeelStack(
       const exited = new Promise((r) => worker.once('exit', r));
       worker.kill('SIGKILL');
       await exited;
-      worker = spawnWorker();
+      worker = startWorker();
       await ready();
     },
     async restartTemporal() {

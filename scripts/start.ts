@@ -5,7 +5,7 @@ import { describeEgress, parseEgressAllow, withLoopback } from '../domain/egress
 import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
-import { REPO_ROOT, spawnTs, stopProcess } from './processes';
+import { REPO_ROOT, spawnTs, spawnWorker, stopProcess } from './processes';
 import { waitForReady } from './ready';
 import { Supervisor } from './supervisor';
 
@@ -73,11 +73,10 @@ async function main(): Promise<void> {
       KEEL_WORKER_METRICS_ADDRESS: workerMetrics,
       KEEL_WORKER_METRICS_URL: config.workerMetricsUrl ?? `http://${workerMetrics}/metrics`,
     };
-    for (const [entry, what] of [
-      ['worker/main.ts', 'the worker'],
-      ['api/main.ts', 'the API'],
+    for (const [child, what] of [
+      [spawnWorker(env), 'the worker'],
+      [spawnTs('api/main.ts', env), 'the API'],
     ] as const) {
-      const child = spawnTs(entry, env);
       supervisor.onStop(() => stopProcess(child));
       supervisor.watch(child, what);
     }

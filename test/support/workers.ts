@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { temporal } from '@temporalio/proto';
 import { inject } from 'vitest';
-import { spawnTs } from '../../scripts/processes';
+import { spawnWorker } from '../../scripts/processes';
 import { eventually, type TestKeel } from './keel';
 
 /**
@@ -13,8 +13,7 @@ export function startWorkerProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
 ): ChildProcess {
-  return spawnTs(
-    'worker/main.ts',
+  return spawnWorker(
     {
       ...process.env,
       DATABASE_URL: databaseUrl,
