@@ -17,7 +17,7 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math
 
 /** POST a message; with `wait` the API answers once the turn is done (or gives up waiting, status `accepted`). */
 export async function submit(
-  stack: KeelStack,
+  stack: Pick<KeelStack, 'api'>,
   conversationId: string,
   body: Record<string, unknown>,
   wait = 0,

@@ -33,6 +33,7 @@ import { BENCH_QUEUE } from './drive';
 import { idleConversations } from './idle';
 import { round } from './measure';
 import { writeReport, type BenchResults } from './report';
+import { clusterBench } from './cluster';
 import { historyGrowth, keelTurnShape, throughputRun, turnOverhead, type TurnShape } from './scenarios';
 
 const SCENARIOS = ['overhead', 'history', 'throughput', 'costs', 'burst', 'idle'] as const;
@@ -202,7 +203,8 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
+// `npm run bench -- --cluster` measures the production topology instead (bench/cluster.ts).
+(process.argv.includes('--cluster') ? clusterBench() : main()).then(
   () => process.exit(0),
   (err: unknown) => {
     console.error('bench failed:', err);

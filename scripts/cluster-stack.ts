@@ -19,6 +19,7 @@ import {
   TEMPORAL_SQL_TOOL,
   TEMPORAL_UI,
   type TemporalServer,
+  type TemporalServerPorts,
 } from './temporal-server';
 
 /**
@@ -31,7 +32,7 @@ export interface ClusterOptions {
   apis: number;
   /** Where the embedded PostgreSQL keeps its data (unless databaseUrl is given). */
   dataDir: string;
-  temporalPort: number;
+  temporal: TemporalServerPorts;
   /** The first API's port; the next ones follow. */
   apiPort: number;
   /** The Web UI's port; none when omitted. */
@@ -61,6 +62,8 @@ export interface ClusterStack {
   taskQueue: string;
   workers(): ChildProcess[];
   apiProcesses(): ChildProcess[];
+  /** The Temporal server's process (a new one after restartTemporal). */
+  temporalServer(): ChildProcess;
   /** kill -9 one worker, then start another in its place (it resumes every workflow from history). */
   killWorker(i: number): Promise<void>;
   /** kill -9 one API (its requests in flight fail), then start it again on the same port. */
@@ -72,13 +75,12 @@ export interface ClusterStack {
   stop(): Promise<void>;
 }
 
-/** A frontend port whose derived ports (the other services', membership) are free as well. */
-export async function freeTemporalPort(): Promise<number> {
+/** Free ports for the server: a frontend port, and a membership base below 32768, with the ports derived from them. */
+export async function freeTemporalPorts(): Promise<TemporalServerPorts> {
   for (;;) {
-    const port = await freePort();
-    if (port < 1024 + 300) continue;
-    const taken = await Promise.all(temporalServerPorts(port).map((p) => portOpen(p)));
-    if (!taken.some(Boolean)) return port;
+    const ports = { frontend: await freePort(), membership: 20_000 + Math.floor(Math.random() * 12_000) };
+    const taken = await Promise.all(temporalServerPorts(ports).map((p) => portOpen(p)));
+    if (!taken.some(Boolean)) return ports;
   }
 }
 
@@ -109,7 +111,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
     await setUpTemporalSchemas(sqlTool, db);
 
     log('keel: starting the Temporal server…');
-    const startServer = () => startTemporalServer({ binary: serverBinary, frontendPort: o.temporalPort, db, stdio });
+    const startServer = () => startTemporalServer({ binary: serverBinary, ports: o.temporal, db, stdio });
     let server: TemporalServer = await startServer();
     stops.push(() => server.stop());
     await registerNamespace(server.address, namespace);
@@ -178,6 +180,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       taskQueue,
       workers: () => workers,
       apiProcesses: () => apiProcesses,
+      temporalServer: () => server.process,
       async killWorker(i) {
         await killed(workers[i]!);
         workers[i] = startWorker(i);

@@ -4,7 +4,7 @@ import { loadConfig } from '../domain/config';
 import { describeEgress, parseEgressAllow, withLoopback } from '../domain/egress';
 import { startClusterStack } from './cluster-stack';
 import { Supervisor } from './supervisor';
-import { TEMPORAL_SERVER_VERSION } from './temporal-server';
+import { defaultTemporalServerPorts, TEMPORAL_SERVER_VERSION } from './temporal-server';
 
 /**
  * `npm run cluster [-- --workers N --apis M]`: Keel as it runs in production, on this machine. A Temporal server
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
       workers,
       apis,
       dataDir: path.join(path.resolve(config.dataDir), 'cluster'),
-      temporalPort,
+      temporal: defaultTemporalServerPorts(temporalPort),
       apiPort: config.api.port,
       uiPort: temporalPort + 1000,
       ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),

@@ -106,22 +106,26 @@ export interface TemporalServer {
   stop(): Promise<void>;
 }
 
-/** The ports the configuration derives from the frontend's (deploy/temporal/keel-postgres.yaml). */
-export function temporalServerPorts(frontend: number): number[] {
-  return [
-    frontend,
-    frontend + 1,
-    frontend + 2,
-    frontend + 6,
-    frontend + 10,
-    ...[300, 299, 298, 294].map((d) => frontend - d),
-  ];
+/** The ports the configuration derives from the frontend's and the membership base (keel-postgres.yaml). */
+export interface TemporalServerPorts {
+  frontend: number;
+  /** Below 32768: Temporal stores membership ports as smallint. */
+  membership: number;
+}
+
+export function temporalServerPorts(p: TemporalServerPorts): number[] {
+  return [...[0, 1, 2, 6, 10].map((d) => p.frontend + d), ...[0, 1, 2, 6].map((d) => p.membership + d)];
+}
+
+/** npm run cluster's: upstream's, the membership base 300 below the frontend. */
+export function defaultTemporalServerPorts(frontend: number): TemporalServerPorts {
+  return { frontend, membership: frontend - 300 };
 }
 
 /** Starts the server and resolves once its frontend answers. The namespace is {@link registerNamespace}'s. */
 export async function startTemporalServer(o: {
   binary: string;
-  frontendPort: number;
+  ports: TemporalServerPorts;
   db: TemporalDatabase;
   stdio: StdioOptions;
   shards?: number;
@@ -134,7 +138,8 @@ export async function startTemporalServer(o: {
       stdio: o.stdio,
       env: {
         ...process.env,
-        TEMPORAL_FRONTEND_PORT: String(o.frontendPort),
+        TEMPORAL_FRONTEND_PORT: String(o.ports.frontend),
+        TEMPORAL_MEMBERSHIP_PORT: String(o.ports.membership),
         TEMPORAL_DB_HOST: o.db.host,
         TEMPORAL_DB_PORT: String(o.db.port),
         TEMPORAL_DB_USER: o.db.user,
@@ -144,7 +149,10 @@ export async function startTemporalServer(o: {
       },
     },
   );
-  const address = `127.0.0.1:${o.frontendPort}`;
+  if (o.ports.membership + 6 >= 32768) {
+    throw new Error(`membership ports must stay below 32768 (Temporal stores them as smallint): ${o.ports.membership}`);
+  }
+  const address = `127.0.0.1:${o.ports.frontend}`;
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code) => reject(new Error(`the Temporal server exited early (code ${code})`))),
   );
