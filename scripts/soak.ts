@@ -7,6 +7,12 @@
  * webhook delivery received (no reply under two keys), every delegate committed and relayed once, every job run
  * booked. Writes bench/SOAK.md and bench/soak-results.json; exit 0 only with zero lost and zero duplicated.
  *
+ * `npm run soak -- --cluster [--workers N --apis M]` runs the same against Keel's production topology
+ * (scripts/cluster-stack.ts: a Temporal server on PostgreSQL, N workers and M APIs, 2 and 2 by default): the calls
+ * take the APIs in turn, the kill -9 every 20 s hits a random worker, and one API is killed with kill -9 while a
+ * request to it is in flight (at 50%, SOAK_API_KILL_AT) and started again. Writes bench/SOAK-cluster.md and
+ * bench/soak-cluster-results.json, its processes' output in bench/soak-cluster.log.
+ *
  * Conversations close when idle: the API and the worker run with a short KEEL_CONVERSATION_IDLE_MS (SOAK_IDLE_MS,
  * 3000 by default), and the workload sends some conversations' messages with gaps longer than that, others around
  * the instant their run closes. Temporal's runs of the conversation workflows show how many closed idle and how many
@@ -15,14 +21,17 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type pg from 'pg';
 import { runChecks, outstanding, scheduleActions, type ScheduleActions } from '../bench/soak/checks';
+import { ApiRing } from '../bench/soak/client';
 import { soakConfig, type SoakConfig } from '../bench/soak/config';
 import { CpuSampler } from '../bench/soak/cpu';
-import { FaultInjector, planFaults, type FaultRecord } from '../bench/soak/faults';
+import { describeFault, FaultInjector, planFaults, type FaultRecord } from '../bench/soak/faults';
 import { checksTable, crashMessages, machine, markdown, verdictLine, type SoakReport } from '../bench/soak/report';
+import { fromKeelStack, startSoakCluster, type SoakStack } from '../bench/soak/stack';
 import {
   conversationIdOf,
   createJobs,
@@ -37,12 +46,55 @@ import { createPool } from '../db/pool';
 import { conversationWorkflowId, JOB_CONVERSATION_PREFIX } from '../domain/ids';
 import { startWebhookReceiver } from '../test/support/webhook-receiver';
 import { bundleWorkflows } from '../worker/bundle';
-import { startKeelStack, type KeelStack } from './keel-stack';
+import { startKeelStack } from './keel-stack';
 import { REPO_ROOT } from './processes';
 
 const SECRET = 'soak-secret';
 const BENCH = path.join(REPO_ROOT, 'bench');
-const LOG_FILE = path.join(BENCH, 'soak.log');
+
+/** `--cluster [--workers N] [--apis M]`: which stack, and where its output goes (the dev soak's files otherwise). */
+function options(argv = process.argv.slice(2)) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      cluster: { type: 'boolean', default: false },
+      workers: { type: 'string', default: '2' },
+      apis: { type: 'string', default: '2' },
+    },
+  });
+  const count = (name: string, v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`--${name} must be a whole number from 1 to 16`);
+    return n;
+  };
+  const cluster = values.cluster;
+  if (!cluster && argv.some((a) => a.startsWith('--workers') || a.startsWith('--apis')))
+    throw new Error('--workers and --apis are for --cluster (the dev soak runs one worker and one API)');
+  const workers = cluster ? count('workers', values.workers) : 1;
+  const apis = cluster ? count('apis', values.apis) : 1;
+  const file = (dev: string, clustered: string) => path.join(BENCH, cluster ? clustered : dev);
+  return {
+    cluster,
+    workers,
+    apis,
+    command: cluster ? `npm run soak -- --cluster --workers ${workers} --apis ${apis}` : 'npm run soak',
+    logFile: file('soak.log', 'soak-cluster.log'),
+    reportFile: file('SOAK.md', 'SOAK-cluster.md'),
+    resultsFile: file('soak-results.json', 'soak-cluster-results.json'),
+  };
+}
+
+const OPTIONS = (() => {
+  try {
+    return options();
+  } catch (err) {
+    // A wrong flag: one line, not a stack trace.
+    console.error(`soak: ${err instanceof Error ? err.message : String(err)}`);
+    return process.exit(2);
+  }
+})();
+const LOG_FILE = OPTIONS.logFile;
+const rel = (file: string) => path.relative(REPO_ROOT, file);
 
 const t = { start: Date.now() };
 const log = (line: string) => console.log(`[soak +${((Date.now() - t.start) / 1000).toFixed(1)}s] ${line}`);
@@ -51,7 +103,7 @@ const seconds = (ms: number) => Math.round(ms / 100) / 10;
 const noop = () => undefined;
 
 async function main(): Promise<number> {
-  const cfg = soakConfig();
+  const cfg = soakConfig(process.env, { cluster: OPTIONS.cluster });
   const idleMs = idleMsOf(process.env);
   const startedAt = new Date();
   const loadAvgStart = os.loadavg();
@@ -59,13 +111,14 @@ async function main(): Promise<number> {
   log(
     `soak: ${cfg.loadSeconds} s of load, ${cfg.conversations} conversations × ${cfg.messagesPerConversation}, ` +
       `${cfg.jobs} jobs, ${cfg.delegates} delegates, conversations idle after ${idleMs} ms; ` +
-      `logs in ${path.relative(REPO_ROOT, LOG_FILE)}`,
+      (OPTIONS.cluster ? `the cluster: ${OPTIONS.workers} workers, ${OPTIONS.apis} APIs; ` : '') +
+      `logs in ${rel(LOG_FILE)}`,
   );
 
   // One workflow bundle for every worker start: a kill then costs a process start, not a webpack build.
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'keel-soak-'));
   const receiver = await startWebhookReceiver({ secret: SECRET, failFirst: cfg.receiverRefuseFirst, failStatus: 404 });
-  let stack: KeelStack | undefined;
+  let stack: SoakStack | undefined;
   let injector: FaultInjector | undefined;
   let cleaned = false;
   const cleanup = async () => {
@@ -87,23 +140,35 @@ async function main(): Promise<number> {
   try {
     const bundlePath = path.join(workDir, 'workflow-bundle.js');
     await writeFile(bundlePath, await bundleWorkflows());
-    log('workflow bundle built; starting Temporal, PostgreSQL, worker and API');
-    stack = await startKeelStack({
-      logFile: LOG_FILE,
-      env: {
-        KEEL_JOB_EVERY_FLOOR_MS: String(cfg.jobFloorMs),
-        KEEL_JOB_BACKOFF_MS: cfg.jobBackoffMs,
-        KEEL_WORKFLOW_BUNDLE: bundlePath,
-        // Read by the API (the workflow's start argument) and the worker (job runs' conversations).
-        KEEL_CONVERSATION_IDLE_MS: String(idleMs),
-      },
-    });
-    const api = stack.api;
-    log(`stack up in ${stack.dataDir}: API ${api}, Temporal ${stack.temporalAddress}, receiver ${receiver.url}`);
+    const env = {
+      KEEL_JOB_EVERY_FLOOR_MS: String(cfg.jobFloorMs),
+      KEEL_JOB_BACKOFF_MS: cfg.jobBackoffMs,
+      KEEL_WORKFLOW_BUNDLE: bundlePath,
+      // Read by the API (the workflow's start argument) and the worker (job runs' conversations).
+      KEEL_CONVERSATION_IDLE_MS: String(idleMs),
+    };
+    if (OPTIONS.cluster) {
+      log(`bundle built; starting PostgreSQL, a Temporal server, ${OPTIONS.workers} workers, ${OPTIONS.apis} APIs`);
+      stack = await startSoakCluster({
+        workers: OPTIONS.workers,
+        apis: OPTIONS.apis,
+        env: { ...env, KEEL_MODEL: 'scripted', KEEL_LOG_LEVEL: 'warn' },
+        logFile: LOG_FILE,
+        log,
+      });
+    } else {
+      log('workflow bundle built; starting Temporal, PostgreSQL, worker and API');
+      stack = fromKeelStack(await startKeelStack({ logFile: LOG_FILE, env }));
+    }
+    const ring = new ApiRing(stack.apis);
+    log(
+      `stack up in ${stack.dataDir}: API${stack.apis.length > 1 ? 's' : ''} ${stack.apis.join(', ')}, ` +
+        `Temporal ${stack.temporalAddress}, receiver ${receiver.url}`,
+    );
     const target: WebhookTarget = { channel: 'webhook', url: receiver.url, secret: SECRET };
 
     // Jobs first, before any fault: their count is part of the workload, not of what a fault may lose.
-    const jobs = await createJobs(api, cfg, target, Date.now() + 120_000);
+    const jobs = await createJobs(ring, cfg, target, Date.now() + 120_000);
     log(`${jobs.length} jobs created (every ${cfg.jobIntervalMs} ms)`);
     const setupMs = Date.now() - t.start;
 
@@ -112,13 +177,13 @@ async function main(): Promise<number> {
     const drainDeadline = loadEnd + cfg.drainSeconds * 1000;
     const messages = planMessages(cfg);
     const shape = shapeForIdle(messages, cfg, idleMs);
-    injector = new FaultInjector(stack, t0, cfg.postgresDownMs, log);
+    injector = new FaultInjector(stack, ring, t0, cfg.postgresDownMs, log);
     const keel = stack;
     const cpu = new CpuSampler(() => [
-      { role: 'worker', pid: keel.worker().pid },
-      { role: 'api', pid: keel.apiProcess().pid },
+      ...keel.workers().map((w) => ({ role: 'worker' as const, pid: w.pid })),
+      ...keel.apiProcesses().map((a) => ({ role: 'api' as const, pid: a.pid })),
     ]);
-    const sending = sendMessages(api, cfg.agentId, target, messages, t0, drainDeadline);
+    const sending = sendMessages(ring, cfg.agentId, target, messages, t0, drainDeadline);
     const faults = injector.run(planFaults(cfg), loadEnd);
     const ticker = setInterval(() => {
       const accepted = messages.filter((m) => m.acceptedAtS !== undefined).length;
@@ -133,7 +198,7 @@ async function main(): Promise<number> {
     await sleep(loadEnd - Date.now());
     clearInterval(ticker);
     const cpuUsed = await cpu.stop();
-    await pauseJobs(api, cfg.agentId, jobs, drainDeadline);
+    await pauseJobs(ring, cfg.agentId, jobs, drainDeadline);
     log(
       `load phase over; ${jobs.filter((j) => j.pauseStatus === 200 || j.pauseStatus === 409).length}/${jobs.length} ` +
         `jobs paused; draining (deadline ${cfg.drainSeconds} s)`,
@@ -142,7 +207,7 @@ async function main(): Promise<number> {
     // The drain: poll until nothing accepted is still open (twice in a row), or the deadline.
     const drainStart = Date.now();
     const connection = await Connection.connect({ address: stack.temporalAddress });
-    const client = new Client({ connection });
+    const client = new Client({ connection, namespace: stack.namespace });
     const pool = createPool(stack.databaseUrl);
     let actions = new Map<string, ScheduleActions>();
     let last: Record<string, number> = {};
@@ -153,7 +218,7 @@ async function main(): Promise<number> {
     try {
       for (;;) {
         try {
-          await injector.reviveWorkerIfDead();
+          await injector.reviveWorkersIfDead();
           actions = await scheduleActions(client, jobs);
           last = await outstanding(pool, cfg.agentId, messages, jobs, actions);
           const open = Object.values(last).reduce((a, b) => a + b, 0) + (sendingDone ? 0 : 1);
@@ -208,6 +273,15 @@ async function main(): Promise<number> {
         finishedAt: new Date().toISOString(),
         machine: { ...machine(), loadAvgStart, loadAvgEnd: os.loadavg() },
         config: cfg,
+        stack: {
+          kind: stack.kind,
+          topology: stack.topology,
+          workers: stack.workers().length,
+          apis: stack.apis.length,
+          command: OPTIONS.command,
+          reportFile: rel(OPTIONS.reportFile),
+          resultsFile: rel(OPTIONS.resultsFile),
+        },
         phases: {
           setupS: seconds(setupMs),
           loadS: seconds(drainStart - t0),
@@ -238,21 +312,23 @@ async function main(): Promise<number> {
           // Issue 16's acceptance: nothing lost or duplicated while conversations close idle and wake.
           pass: checks.lost === 0 && checks.duplicated === 0 && unaccepted === 0 && idle.demonstrated,
         },
-        logFile: path.relative(REPO_ROOT, LOG_FILE),
+        logFile: rel(LOG_FILE),
         idle,
         latency,
         stuck,
       };
-      await writeFile(path.join(BENCH, 'SOAK.md'), soakMarkdown(report));
-      await writeFile(path.join(BENCH, 'soak-results.json'), `${JSON.stringify(report, null, 2)}\n`);
+      await writeFile(OPTIONS.reportFile, soakMarkdown(report));
+      await writeFile(OPTIONS.resultsFile, `${JSON.stringify(report, null, 2)}\n`);
       console.log(`\n${checksTable(checks.rows, checks)}\n`);
       for (const f of checks.findings.filter((x) => x.kind !== 'anomaly'))
         console.log(`${f.kind.toUpperCase()} [${f.check}] ${f.id}: ${f.detail}`);
       const notes = checks.findings.filter((x) => x.kind === 'anomaly');
-      if (notes.length) console.log(`${notes.length} other observations (not losses) are listed in bench/SOAK.md`);
+      if (notes.length)
+        console.log(`${notes.length} other observations (not losses) are listed in ${rel(OPTIONS.reportFile)}`);
       console.log(
         `faults: ${injector.faults.length} (${injector.faults.map((f) => `${f.kind}@${f.startedAtS}s`).join(', ')})`,
       );
+      for (const f of injector.faults) console.log(`  ${describeFault(f)}`);
       for (const e of injector.unexpectedExits) {
         console.log(
           `CRASH: the ${e.process} (pid ${e.pid}) exited by itself at ${e.atS} s` +
@@ -267,7 +343,7 @@ async function main(): Promise<number> {
           `(goal p95 ≤ ${LATENCY_GOAL_S} s: ${latency.accepted.p95 <= LATENCY_GOAL_S ? 'met' : 'missed'}); ` +
           `from send: p95 ${latency.sent.p95} s`,
       );
-      console.log(`verdict: ${verdictLine(report)}; report in bench/SOAK.md`);
+      console.log(`verdict: ${verdictLine(report)}; report in ${rel(OPTIONS.reportFile)}`);
       return report.verdict.pass ? 0 : 1;
     } finally {
       await pool.end().catch(noop);
@@ -710,6 +786,8 @@ async function latencyStats(
     ['the Temporal restart', (k) => k.includes('restart-temporal')],
     ['the PostgreSQL restart', (k) => k.includes('restart-postgres')],
   ];
+  // Only where an API was killed (the cluster soak): the dev soak's table stays as it was.
+  if (faults.some((f) => f.kind === 'kill-api')) exposures.push(['the API kill', (k) => k.includes('kill-api')]);
   const byExposure = exposures.map(([exposure, test]) => ({
     exposure,
     latency: percentiles(turns.filter((t) => test(t.faults.map((f) => f.kind))).map((t) => t.latencyS)),
@@ -1003,7 +1081,7 @@ function soakMarkdown(r: SoakReport & { idle: IdleStats; latency: LatencyStats; 
     'Reading the latencies and skips: after a kill -9, what the dead worker held waits for a Temporal timeout ' +
     'before another worker takes it: a workflow task, and the PostgreSQL steps that run as local activities ' +
     'inside it, its 10 s start-to-close timeout; the next task of a workflow cached on the dead worker its sticky ' +
-    "queue's schedule-to-start timeout (10 s, the SDK's default) before it goes to the shared queue; a model call or " +
+    "queue's schedule-to-start timeout (3 s, worker/worker.ts) before it goes to the shared queue; a model call or " +
     'a delivery its 5 s heartbeat timeout; other activities their 10 s start-to-close timeout ' +
     '(workflows/activities.ts). A job whose run is held up that way records the fires meanwhile as skipped ' +
     '("the previous run was still running"), and a backlog of fires started out of order records the older ones ' +

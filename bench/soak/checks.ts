@@ -99,17 +99,36 @@ interface RunRow {
 }
 
 export interface ScheduleActions {
+  /** The Schedule's own count of the actions it took. */
   taken: number;
+  /** The run workflows it started, from Temporal's visibility (TemporalScheduledById). */
+  started: number;
   missedCatchupWindow: number;
 }
 
-/** What each job's Temporal Schedule says it fired (every fire starts a run workflow that writes one job_runs row). */
+/**
+ * A job's fires: every fire starts one run workflow, which writes one job_runs row (its run_id is the workflow id).
+ * The Schedule's count alone falls short when a start succeeded but the scheduler failed to record it (PostgreSQL
+ * down under a real Temporal server): its retry then meets the workflow "already running" and leaves it uncounted,
+ * though it runs. So the fires are the larger of that count and the run workflows the Schedule started.
+ */
+export const firesOf = (a: ScheduleActions) => Math.max(a.taken, a.started);
+
+/** What each job's Temporal Schedule says it fired, and the run workflows it started. */
 export async function scheduleActions(client: Client, jobs: SoakJob[]): Promise<Map<string, ScheduleActions>> {
   const out = new Map<string, ScheduleActions>();
   for (const job of jobs) {
     if (!job.id) continue;
-    const d = await client.schedule.getHandle(jobScheduleId(job.id)).describe();
-    out.set(job.id, { taken: d.info.numActionsTaken, missedCatchupWindow: d.info.numActionsMissedCatchupWindow });
+    const scheduleId = jobScheduleId(job.id);
+    const d = await client.schedule.getHandle(scheduleId).describe();
+    const started = new Set<string>();
+    for await (const w of client.workflow.list({ query: `TemporalScheduledById = '${scheduleId}'` }))
+      started.add(w.workflowId);
+    out.set(job.id, {
+      taken: d.info.numActionsTaken,
+      started: started.size,
+      missedCatchupWindow: d.info.numActionsMissedCatchupWindow,
+    });
   }
   return out;
 }
@@ -138,8 +157,10 @@ export async function outstanding(
   );
   const rowsByJob = new Map(runRows.rows.map((r) => [r.job_id, Number(r.n)]));
   let firesWithoutRun = 0;
-  for (const job of jobs)
-    if (job.id) firesWithoutRun += Math.max(0, (actions.get(job.id)?.taken ?? 0) - (rowsByJob.get(job.id) ?? 0));
+  for (const job of jobs) {
+    const a = job.id ? actions.get(job.id) : undefined;
+    if (job.id && a) firesWithoutRun += Math.max(0, firesOf(a) - (rowsByJob.get(job.id) ?? 0));
+  }
   return {
     submissions: messages.filter((m) => m.finalStatus === undefined).length,
     unanswered: accepted.length - answered,
@@ -574,22 +595,32 @@ export async function runChecks(input: {
       add({ check: 'jobs', kind: 'lost', id: job.name, detail: 'created, but its id was never learned' });
       continue;
     }
-    const a = input.actions.get(job.id) ?? { taken: 0, missedCatchupWindow: 0 };
-    scheduleTaken += a.taken;
+    const a = input.actions.get(job.id) ?? { taken: 0, started: 0, missedCatchupWindow: 0 };
+    const fires = firesOf(a);
+    scheduleTaken += fires;
     missedCatchupWindow += a.missedCatchupWindow;
     const rows = runs.filter((r) => r.job_id === job.id).length;
-    if (rows < a.taken) {
-      dLost += a.taken - rows;
+    if (rows < fires) {
+      dLost += fires - rows;
       add({
         check: 'jobs',
         kind: 'lost',
         id: job.id,
-        detail: `its Schedule fired ${a.taken} times, ${rows} fires have a run row`,
+        detail: `its Schedule fired ${fires} times, ${rows} fires have a run row`,
       });
-    } else if (rows > a.taken) {
-      dDup += rows - a.taken;
-      add({ check: 'jobs', kind: 'duplicated', id: job.id, detail: `${rows} run rows for ${a.taken} Schedule fires` });
+    } else if (rows > fires) {
+      dDup += rows - fires;
+      add({ check: 'jobs', kind: 'duplicated', id: job.id, detail: `${rows} run rows for ${fires} Schedule fires` });
     }
+    if (a.started > a.taken)
+      add({
+        check: 'jobs',
+        kind: 'anomaly',
+        id: job.id,
+        detail:
+          `its Schedule started ${a.started} run workflows but counts ${a.taken} actions: Temporal started ` +
+          `${a.started - a.taken} without recording it, and its retry found the workflow already running`,
+      });
     if (a.missedCatchupWindow > 0)
       add({
         check: 'jobs',

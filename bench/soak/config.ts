@@ -9,9 +9,14 @@ export interface SoakConfig {
   messagesPerConversation: number;
   jobs: number;
   delegates: number;
-  /** Seconds between two kill -9 of the worker; 0: no kills. */
+  /** Seconds between two kill -9 of a worker (a random one when there are several); 0: no kills. */
   killEverySeconds: number;
-  /** When the Temporal dev server and PostgreSQL are restarted, as a fraction of the load phase; negative: never. */
+  /**
+   * When one API is killed with kill -9 (requests in flight to it) and started again, as a fraction of the load
+   * phase; negative: never (the default of the dev soak, whose only API would take the whole workload down with it).
+   */
+  apiKillAt: number;
+  /** When the Temporal server (dev or cluster) and PostgreSQL restart, as a fraction of the load; negative: never. */
   temporalRestartAt: number;
   postgresRestartAt: number;
   postgresDownMs: number;
@@ -33,7 +38,7 @@ function num(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number
   return value;
 }
 
-export function soakConfig(env: NodeJS.ProcessEnv = process.env): SoakConfig {
+export function soakConfig(env: NodeJS.ProcessEnv = process.env, opts: { cluster?: boolean } = {}): SoakConfig {
   const jobFloorMs = num(env, 'SOAK_JOB_FLOOR_MS', 5_000, 1);
   return {
     loadSeconds: num(env, 'SOAK_SECONDS', 210, 10),
@@ -43,6 +48,7 @@ export function soakConfig(env: NodeJS.ProcessEnv = process.env): SoakConfig {
     jobs: Math.floor(num(env, 'SOAK_JOBS', 20, 0)),
     delegates: Math.floor(num(env, 'SOAK_DELEGATES', 10, 0)),
     killEverySeconds: num(env, 'SOAK_KILL_EVERY_S', 20, 0),
+    apiKillAt: num(env, 'SOAK_API_KILL_AT', opts.cluster ? 0.5 : -1, -1),
     temporalRestartAt: num(env, 'SOAK_TEMPORAL_RESTART_AT', 0.35, -1),
     postgresRestartAt: num(env, 'SOAK_POSTGRES_RESTART_AT', 0.65, -1),
     postgresDownMs: num(env, 'SOAK_POSTGRES_DOWN_MS', 5_000, 0),

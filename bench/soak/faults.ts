@@ -1,20 +1,25 @@
 import type { ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import type { KeelStack } from '../../scripts/keel-stack';
+import type { ApiRing } from './client';
 import type { SoakConfig } from './config';
+import type { SoakStack } from './stack';
 
-export type FaultKind = 'kill-worker' | 'restart-temporal' | 'restart-postgres';
+export type FaultKind = 'kill-worker' | 'kill-api' | 'restart-temporal' | 'restart-postgres';
 
 export interface FaultRecord {
   kind: FaultKind;
   plannedAtS: number;
   startedAtS: number;
   /**
-   * Until the part was back: a kill until the new worker polls, Temporal until a worker polls, PostgreSQL until it
-   * accepts connections.
+   * Until the part was back: a worker's kill until the new worker polls, an API's until it answers /healthz again,
+   * Temporal until a worker polls, PostgreSQL until it accepts connections.
    */
   durationMs: number;
+  /** A kill's victim: which worker or API (from 1), its pid, and the pid of the process started in its place. */
+  target?: { process: 'worker' | 'api'; index: number; pid?: number; newPid?: number };
+  /** An API's kill: the soak's requests in flight to it at the kill -9 (they fail, and retry on the next API). */
+  inFlight?: number;
   error?: string;
 }
 
@@ -29,7 +34,10 @@ export interface UnexpectedExit {
   duringFault?: FaultKind;
 }
 
-/** The faults of the load phase, in time order: kill -9 every `killEverySeconds`, Temporal once, PostgreSQL once. */
+/**
+ * The faults of the load phase, in time order: kill -9 of a worker every `killEverySeconds`, Temporal once,
+ * PostgreSQL once, and (when asked) one API's kill -9.
+ */
 export function planFaults(cfg: SoakConfig): { kind: FaultKind; atS: number }[] {
   const plan: { kind: FaultKind; atS: number }[] = [];
   if (cfg.killEverySeconds > 0)
@@ -39,6 +47,7 @@ export function planFaults(cfg: SoakConfig): { kind: FaultKind; atS: number }[] 
     plan.push({ kind: 'restart-temporal', atS: Math.round(cfg.loadSeconds * cfg.temporalRestartAt) });
   if (cfg.postgresRestartAt >= 0)
     plan.push({ kind: 'restart-postgres', atS: Math.round(cfg.loadSeconds * cfg.postgresRestartAt) });
+  if (cfg.apiKillAt >= 0) plan.push({ kind: 'kill-api', atS: Math.round(cfg.loadSeconds * cfg.apiKillAt) });
   return plan.sort((a, b) => a.atS - b.atS);
 }
 
@@ -50,18 +59,19 @@ export function planFaults(cfg: SoakConfig): { kind: FaultKind; atS: number }[] 
 export class FaultInjector {
   readonly faults: FaultRecord[] = [];
   readonly unexpectedExits: UnexpectedExit[] = [];
-  /** The worker pid the soak itself is killing: its exit is expected. */
-  private killing: number | undefined;
+  /** The pids the soak itself is killing: their exits are expected. */
+  private readonly killing = new Set<number>();
   private stopped = false;
 
   constructor(
-    private readonly stack: KeelStack,
+    private readonly stack: SoakStack,
+    private readonly ring: ApiRing,
     private readonly t0: number,
     private readonly postgresDownMs: number,
     private readonly log: (line: string) => void,
   ) {
-    this.watch(stack.worker(), 'worker');
-    this.watch(stack.apiProcess(), 'api');
+    for (const w of stack.workers()) this.watch(w, 'worker');
+    for (const a of stack.apiProcesses()) this.watch(a, 'api');
   }
 
   private nowS(): number {
@@ -70,7 +80,7 @@ export class FaultInjector {
 
   private watch(child: ChildProcess, name: 'worker' | 'api'): void {
     child.once('exit', (code, signal) => {
-      if (this.stopped || (name === 'worker' && child.pid === this.killing)) return;
+      if (this.stopped || (child.pid !== undefined && this.killing.has(child.pid))) return;
       this.unexpectedExits.push({ process: name, pid: child.pid, code, signal, atS: this.nowS() });
       this.log(`!! the ${name} (pid ${child.pid}) exited by itself: code ${code}, signal ${signal}`);
     });
@@ -94,59 +104,90 @@ export class FaultInjector {
       const at = this.t0 + f.atS * 1000;
       if (at >= loadEndsAt) break;
       await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
-      const startedAtS = this.nowS();
-      const started = Date.now();
+      let started = Date.now();
+      const record: Partial<FaultRecord> = {};
       let error: string | undefined;
       try {
-        await this.inject(f.kind);
+        // An API's kill waits for a request to it first: the fault starts when the kill -9 is sent.
+        started = (await this.inject(f.kind, record)) ?? started;
       } catch (err) {
         error = err instanceof Error ? err.message : String(err);
       }
-      const record: FaultRecord = {
+      const full: FaultRecord = {
         kind: f.kind,
         plannedAtS: f.atS,
-        startedAtS,
+        startedAtS: Math.round((started - this.t0) / 100) / 10,
         durationMs: Date.now() - started,
+        ...record,
         ...(error ? { error } : {}),
       };
-      this.faults.push(record);
-      this.log(
-        `fault ${f.kind} at ${startedAtS}s: back after ${(record.durationMs / 1000).toFixed(1)} s` +
-          (error ? ` (error: ${error})` : ''),
-      );
+      this.faults.push(full);
+      this.log(`fault ${describeFault(full)}`);
     }
   }
 
-  private async inject(kind: FaultKind): Promise<void> {
+  private async inject(kind: FaultKind, record: Partial<FaultRecord>): Promise<number | undefined> {
     switch (kind) {
       case 'kill-worker':
-        return this.killWorker();
+        await this.killWorker(Math.floor(Math.random() * this.stack.workers().length), record);
+        return undefined;
+      case 'kill-api':
+        return this.killApi(Math.floor(Math.random() * this.stack.apis.length), record);
       case 'restart-temporal':
-        return this.stack.restartTemporal();
+        await this.stack.restartTemporal();
+        return undefined;
       case 'restart-postgres':
-        return this.stack.restartPostgres(this.postgresDownMs);
+        await this.stack.restartPostgres(this.postgresDownMs);
+        return undefined;
     }
   }
 
   /** During the drain: a worker that died by itself (already recorded) is replaced, so the drain can finish. */
-  async reviveWorkerIfDead(): Promise<void> {
-    const w = this.stack.worker();
-    if (w.exitCode === null && w.signalCode === null) return;
-    this.log('the worker is dead: starting a new one');
-    await this.killWorker();
+  async reviveWorkersIfDead(): Promise<void> {
+    const workers = this.stack.workers();
+    for (let i = 0; i < workers.length; i++) {
+      const w = workers[i]!;
+      if (w.exitCode === null && w.signalCode === null) continue;
+      this.log(`worker ${i + 1} is dead: starting a new one`);
+      await this.killWorker(i, {});
+    }
   }
 
-  private async killWorker(): Promise<void> {
-    const old = this.stack.worker();
-    this.killing = old.pid;
-    const restarted = this.stack.killWorker();
-    // A worker that already died by itself never emits 'exit' again, and killWorker waits for that event: replay it
-    // so the stack starts a new worker (the death itself is recorded by watch()).
-    if (old.exitCode !== null || old.signalCode !== null) old.emit('exit', old.exitCode, old.signalCode);
-    await restarted;
-    const fresh = this.stack.worker();
+  private async killWorker(i: number, record: Partial<FaultRecord>): Promise<void> {
+    const old = this.stack.workers()[i]!;
+    if (old.pid !== undefined) this.killing.add(old.pid);
+    record.target = { process: 'worker', index: i + 1, ...(old.pid !== undefined ? { pid: old.pid } : {}) };
+    await this.stack.killWorker(i);
+    const fresh = this.stack.workers()[i]!;
+    if (fresh.pid !== undefined) record.target.newPid = fresh.pid;
     this.watch(fresh, 'worker');
     await this.waitForPoller(fresh);
+  }
+
+  /**
+   * kill -9 of API i while the soak has a request in flight to it (waiting up to 30 s for one to start), then its
+   * restart. Returns when the kill was sent.
+   */
+  private async killApi(i: number, record: Partial<FaultRecord>): Promise<number> {
+    if (!this.stack.killApi) throw new Error('this stack cannot kill an API');
+    const api = this.stack.apis[i]!;
+    const deadline = Date.now() + 30_000;
+    while (this.ring.inFlightTo(api) === 0 && Date.now() < deadline) {
+      if (!(await this.ring.nextRequestTo(api, deadline - Date.now()))) break;
+      // A moment for the request to reach the API (its connection, its body), so the kill meets it being served;
+      // one answered that fast does not count, and the next is waited for.
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const killedAt = Date.now();
+    const old = this.stack.apiProcesses()[i]!;
+    if (old.pid !== undefined) this.killing.add(old.pid);
+    record.inFlight = this.ring.inFlightTo(api);
+    record.target = { process: 'api', index: i + 1, ...(old.pid !== undefined ? { pid: old.pid } : {}) };
+    await this.stack.killApi(i);
+    const fresh = this.stack.apiProcesses()[i]!;
+    if (fresh.pid !== undefined) record.target.newPid = fresh.pid;
+    this.watch(fresh, 'api');
+    return killedAt;
   }
 
   /**
@@ -159,7 +200,7 @@ export class FaultInjector {
     try {
       for (;;) {
         const { pollers } = await connection.workflowService.describeTaskQueue({
-          namespace: 'default',
+          namespace: this.stack.namespace,
           taskQueue: { name: this.stack.taskQueue },
           taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
         });
@@ -173,4 +214,18 @@ export class FaultInjector {
       await connection.close();
     }
   }
+}
+
+/** A fault in one line: what, when, which process, how long until back. */
+export function describeFault(f: FaultRecord): string {
+  const t = f.target;
+  const who = t
+    ? ` of ${t.process === 'api' ? 'API' : 'worker'} ${t.index} (pid ${t.pid ?? '?'}` +
+      `${t.newPid !== undefined ? ` → ${t.newPid}` : ''})`
+    : '';
+  const inFlight = f.inFlight !== undefined ? `, ${f.inFlight} requests in flight to it` : '';
+  return (
+    `${f.kind}${who} at ${f.startedAtS}s${inFlight}: back after ${(f.durationMs / 1000).toFixed(1)} s` +
+    (f.error ? ` (error: ${f.error})` : '')
+  );
 }

@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import type { CheckResults, CheckRow, Finding } from './checks';
 import type { SoakConfig } from './config';
+import type { CpuUsed } from './cpu';
 import type { FaultRecord, UnexpectedExit } from './faults';
 
 export interface SoakReport {
@@ -17,6 +18,16 @@ export interface SoakReport {
     loadAvgEnd: number[];
   };
   config: SoakConfig;
+  /** What it ran against, the command that runs it again, and where its output went. */
+  stack: {
+    kind: 'dev' | 'cluster';
+    topology: string;
+    workers: number;
+    apis: number;
+    command: string;
+    reportFile: string;
+    resultsFile: string;
+  };
   phases: {
     setupS: number;
     loadS: number;
@@ -40,8 +51,8 @@ export interface SoakReport {
     jobsCreated: number;
     jobsPaused: number;
   };
-  /** CPU over the load phase: the whole machine's busy share, and the CPU seconds Keel's own processes used. */
-  cpu: { machineBusyPct: number; workerCpuS: number; apiCpuS: number };
+  /** CPU over the load phase: the whole machine's busy share, and the CPU seconds of Keel's processes and its parts. */
+  cpu: CpuUsed;
   checks: CheckResults;
   verdict: { lost: number; duplicated: number; unaccepted: number; pass: boolean };
   logFile: string;
@@ -131,15 +142,23 @@ function findingsSection(findings: Finding[]): string[] {
   return out;
 }
 
+/** Which worker or API a kill hit, its pid and its replacement's; requests in flight to a killed API. */
+function faultTarget(f: FaultRecord): string {
+  const t = f.target;
+  if (!t) return '';
+  const who = `${t.process === 'api' ? 'API' : 'worker'} ${t.index} (${t.pid ?? '?'} → ${t.newPid ?? '?'})`;
+  return f.inFlight !== undefined ? `${who}, ${f.inFlight} request${f.inFlight === 1 ? '' : 's'} in flight` : who;
+}
+
 /** bench/SOAK.md: what ran, on what, which faults hit when, and every check with expected and observed. */
 export function markdown(r: SoakReport): string {
   const c = r.config;
   const s = r.checks.stats;
   const retransmitted = s.retransmissions.map((x) => `\`${x.key}\` × ${x.copies}`).join(', ');
   const lines = [
-    '# Soak under faults',
+    r.stack.kind === 'cluster' ? '# Soak under faults: the cluster topology' : '# Soak under faults',
     '',
-    `Written by \`npm run soak\` (scripts/soak.ts) on ${r.finishedAt}. Verdict: **${verdictLine(r)}**.`,
+    `Written by \`${r.stack.command}\` (scripts/soak.ts) on ${r.finishedAt}. Verdict: **${verdictLine(r)}**.`,
     '',
     '## Machine',
     '',
@@ -147,8 +166,7 @@ export function markdown(r: SoakReport): string {
       `${r.machine.platform}, Node ${r.machine.node}`,
     `- load average (1/5/15 min) at start ${r.machine.loadAvgStart.map((n) => n.toFixed(2)).join(' / ')}, ` +
       `at end ${r.machine.loadAvgEnd.map((n) => n.toFixed(2)).join(' / ')}`,
-    '- Everything on 127.0.0.1: Temporal dev server (SQLite file), embedded PostgreSQL, ' +
-      'Keel worker and API as separate processes, the scripted model, a local webhook receiver.',
+    `- ${r.stack.topology}`,
     '',
     '## Duration',
     '',
@@ -181,7 +199,10 @@ export function markdown(r: SoakReport): string {
       `p95 ${s.turnLatencyS.p95.toFixed(1)} s, max ${s.turnLatencyS.max.toFixed(1)} s; the slowest:`,
     ...s.slowestTurns.map((x) => `  - \`${x.message}\` ${x.latencyS.toFixed(1)} s: ${x.timeline}`),
     `- CPU during the load: the machine ${r.cpu.machineBusyPct}% busy (all processes, the soak's and others'), ` +
-      `Keel's workers ${r.cpu.workerCpuS} CPU-s and API ${r.cpu.apiCpuS} CPU-s in ${r.phases.loadS} s`,
+      `Keel's workers ${r.cpu.workerCpuS} CPU-s and API${r.stack.apis > 1 ? 's' : ''} ${r.cpu.apiCpuS} CPU-s` +
+      (r.cpu.temporalCpuS !== undefined ? `, the Temporal server ${r.cpu.temporalCpuS} CPU-s` : '') +
+      (r.cpu.postgresCpuS !== undefined ? `, PostgreSQL ${r.cpu.postgresCpuS} CPU-s` : '') +
+      ` in ${r.phases.loadS} s`,
     `- job fires skipped, by reason: ${
       Object.entries(s.skipReasons)
         .map(([k, n]) => `${k} × ${n}`)
@@ -199,16 +220,23 @@ export function markdown(r: SoakReport): string {
     '',
     '## Faults injected',
     '',
-    '| # | fault | planned (s) | started (s) | back after (s) | error |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| # | fault | process (pid → its replacement) | planned (s) | started (s) | back after (s) | error |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...r.faults.map(
       (f, i) =>
-        `| ${i + 1} | ${f.kind} | ${f.plannedAtS} | ${f.startedAtS} | ` +
+        `| ${i + 1} | ${f.kind} | ${faultTarget(f)} | ${f.plannedAtS} | ${f.startedAtS} | ` +
         `${(f.durationMs / 1000).toFixed(1)} | ${f.error ? mdEscape(f.error) : ''} |`,
     ),
     '',
     `Kills: ${r.faults.filter((f) => f.kind === 'kill-worker').length} ` +
-      '(kill -9, then a new worker; "back" = it polls again). ' +
+      `(kill -9 of ${r.stack.workers > 1 ? 'a random worker' : 'the worker'}, then a new one; ` +
+      '"back" = it polls again). ' +
+      (c.apiKillAt >= 0
+        ? `API kills: ${r.faults.filter((f) => f.kind === 'kill-api').length} (kill -9 of a random API as soon as a ` +
+          'request to it is in flight, then the same API started again on its port; "back" = it answers /healthz ' +
+          "and a worker polls; the soak's calls take the APIs in turn, so a try that fails on the dead API is " +
+          'retried on the next). '
+        : '') +
       `Temporal restarts: ${r.faults.filter((f) => f.kind === 'restart-temporal').length}. ` +
       `PostgreSQL restarts: ${r.faults.filter((f) => f.kind === 'restart-postgres').length} ` +
       `(down ${c.postgresDownMs} ms).`,
@@ -257,7 +285,8 @@ export function markdown(r: SoakReport): string {
       'allowed by design (the window between the send and the ledger write), reported below.',
     '- (c) each spawn claimed one delegate; its outcome is committed, admitted once (`delegate_admissions`), ' +
       '`relay = relayed`, named by exactly one retrigger turn that replied, and that reply was received.',
-    '- (d) no job run is left `running`; every Schedule fire (`numActionsTaken`) has a `job_runs` row; ' +
+    '- (d) no job run is left `running`; every Schedule fire (the larger of its `numActionsTaken` and the run ' +
+      "workflows Temporal's visibility lists as started by it) has a `job_runs` row; " +
       'every ok run has the expected result, `delivered`, and its key was received; a run attempt has one turn.',
     '',
     `Webhook requests: ${s.webhookRequests}, distinct keys ${s.webhookKeys}, ` +
@@ -275,13 +304,13 @@ export function markdown(r: SoakReport): string {
     '',
     '```sh',
     'npm ci',
-    `SOAK_SECONDS=${c.loadSeconds} npm run soak   ` +
+    `SOAK_SECONDS=${c.loadSeconds} ${r.stack.command}   ` +
       '# knobs: SOAK_CONVERSATIONS, SOAK_MESSAGES, SOAK_JOBS, SOAK_DELEGATES, SOAK_KILL_EVERY_S, ' +
       'SOAK_DRAIN_SECONDS, …',
     '```',
     '',
     `The processes' logs went to \`${r.logFile}\` (git-ignored); ` +
-      'machine-readable results are in `bench/soak-results.json`.',
+      `machine-readable results are in \`${r.stack.resultsFile}\`.`,
     '',
   ];
   return lines.join('\n');

@@ -1,4 +1,4 @@
-import { callWithRetry } from './client';
+import { callWithRetry, type ApiRing } from './client';
 import type { SoakConfig } from './config';
 
 /** Where every reply and job result goes: the soak's receiver, signed so signatures are checked under faults too. */
@@ -87,7 +87,7 @@ const sleepUntil = (epochMs: number) => new Promise<void>((r) => setTimeout(r, M
  * same messageId until it is accepted or `deadline` passes: the API is idempotent on messageId.
  */
 export async function sendMessages(
-  api: string,
+  ring: ApiRing,
   agentId: string,
   target: WebhookTarget,
   messages: SentMessage[],
@@ -98,9 +98,9 @@ export async function sendMessages(
     messages.map(async (m) => {
       await sleepUntil(t0 + m.plannedAtS * 1000);
       m.sentAtS = round((Date.now() - t0) / 1000);
-      const url = `${api}/v1/agents/${agentId}/conversations/${m.conversationId}/messages`;
       const res = await callWithRetry(
-        url,
+        ring,
+        `/v1/agents/${agentId}/conversations/${m.conversationId}/messages`,
         { method: 'POST', body: { text: m.text, messageId: m.messageId, delivery: target } },
         deadline,
       );
@@ -117,7 +117,7 @@ export async function sendMessages(
 
 /** Creates the jobs (before the faults start). A retried creation that meets its own name (409) looks the job up. */
 export async function createJobs(
-  api: string,
+  ring: ApiRing,
   cfg: SoakConfig,
   target: WebhookTarget,
   deadline: number,
@@ -126,7 +126,8 @@ export async function createJobs(
   for (let j = 0; j < cfg.jobs; j++) {
     const job: SoakJob = { index: j, name: `soak-job-${j}`, task: jobTaskOf(j), createTries: [], pauseTries: [] };
     const res = await callWithRetry(
-      `${api}/v1/agents/${cfg.agentId}/jobs`,
+      ring,
+      `/v1/agents/${cfg.agentId}/jobs`,
       {
         method: 'POST',
         body: {
@@ -141,26 +142,26 @@ export async function createJobs(
     job.createTries = res.tries;
     const id = (res.body as { id?: unknown } | undefined)?.id;
     if (res.status === 201 && typeof id === 'string') job.id = id;
-    else if (res.status === 409) job.id = await findJobId(api, cfg.agentId, job.name, deadline);
+    else if (res.status === 409) job.id = await findJobId(ring, cfg.agentId, job.name, deadline);
     else throw new Error(`soak: creating job ${job.name} answered ${res.status} ${JSON.stringify(res.body)}`);
     jobs.push(job);
   }
   return jobs;
 }
 
-async function findJobId(api: string, agentId: string, name: string, deadline: number): Promise<string | undefined> {
-  const res = await callWithRetry(`${api}/v1/agents/${agentId}/jobs`, { method: 'GET' }, deadline);
+async function findJobId(ring: ApiRing, agentId: string, name: string, deadline: number): Promise<string | undefined> {
+  const res = await callWithRetry(ring, `/v1/agents/${agentId}/jobs`, { method: 'GET' }, deadline);
   const list = Array.isArray(res.body) ? (res.body as { id?: unknown; name?: unknown }[]) : [];
   const found = list.find((j) => j.name === name)?.id;
   return typeof found === 'string' ? found : undefined;
 }
 
 /** Pauses every job so that the number of fires is bounded (a 409 means it was paused already: fine). */
-export async function pauseJobs(api: string, agentId: string, jobs: SoakJob[], deadline: number): Promise<void> {
+export async function pauseJobs(ring: ApiRing, agentId: string, jobs: SoakJob[], deadline: number): Promise<void> {
   await Promise.all(
     jobs.map(async (job) => {
       if (!job.id) return;
-      const res = await callWithRetry(`${api}/v1/agents/${agentId}/jobs/${job.id}/pause`, { method: 'POST' }, deadline);
+      const res = await callWithRetry(ring, `/v1/agents/${agentId}/jobs/${job.id}/pause`, { method: 'POST' }, deadline);
       job.pauseTries = res.tries;
       job.pauseStatus = res.status;
     }),
