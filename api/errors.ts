@@ -1,3 +1,4 @@
+import { NamespaceNotFoundError } from '@temporalio/client';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { LIMITS } from '../domain/limits';
@@ -65,6 +66,12 @@ export function handleError(
     return reply.status(fe.statusCode).send(errorBody('bad_request', fe.message));
   }
   req.log.error({ err }, 'request failed');
+  // The namespace was there at start (the API checks it): a Temporal server whose own database is restarting
+  // answers that it does not know it (seen in the cluster soak, bench/SOAK-cluster.md). A 503 is retried; a 500 is not.
+  if (err instanceof NamespaceNotFoundError) {
+    const why = `Temporal does not find namespace ${err.namespace} now (its database may be restarting); try again`;
+    return reply.status(503).send(errorBody('unavailable', why));
+  }
   const temporal = temporalStatus(err);
   if (temporal) return temporalError(reply, temporal);
   if (isUnavailable(err))

@@ -54,6 +54,27 @@ interface ErrorBody {
   error: { code: string; message: string };
 }
 
+describe('a namespace Temporal does not find (its own database restarting, as the cluster soak saw)', () => {
+  it('answers 503 unavailable, naming it, not a 500: a client retries a 503', async () => {
+    const client = new Client({ connection, namespace: `keel-gone-${randomUUID().slice(0, 8)}` });
+    const api = await buildApi({ pool, temporal: client, taskQueue: uniqueId('nowhere'), tokens: undefined });
+    try {
+      const res = await api.inject({
+        method: 'POST',
+        url: `/v1/agents/${uniqueId('a')}/conversations/c1/messages`,
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ text: 'hello' }),
+      });
+      expect(res.statusCode).toBe(503);
+      const { error } = res.json<ErrorBody>();
+      expect(error.code).toBe('unavailable');
+      expect(error.message).toMatch(/^Temporal does not find namespace keel-gone-\w+ now \(its database may be restarting\)/);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
 describe("a Temporal namespace without Keel's search attributes", () => {
   it('PUT routine answers a 500 saying what Temporal refused (not 503); the start check registers them', async () => {
     const namespace = await freshNamespace();
