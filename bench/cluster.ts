@@ -9,12 +9,13 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { freeTemporalPorts, startClusterStack } from '../scripts/cluster-stack';
-import { cpuSeconds, startKeelStack } from '../scripts/keel-stack';
+import { startKeelStack } from '../scripts/keel-stack';
 import { freePort } from '../scripts/ports';
 import { REPO_ROOT } from '../scripts/processes';
 import { TEMPORAL_SERVER_VERSION } from '../scripts/temporal-server';
 import { bundleWorkflows } from '../worker/bundle';
 import { pool, submit } from './drive';
+import { processTreeSeconds } from './soak/cpu';
 
 const CONVERSATIONS = Number(process.env.BENCH_CLUSTER_CONVERSATIONS ?? 60);
 const TURNS = Number(process.env.BENCH_CLUSTER_TURNS ?? 5);
@@ -47,7 +48,7 @@ async function measure(t: Topology): Promise<Result> {
     const out: Record<string, number> = {};
     for (const [role, pids] of Object.entries(t.pids())) {
       out[role] = 0;
-      for (const pid of pids) out[role] += await cpuSeconds(pid).catch(() => 0);
+      for (const pid of pids) out[role] += await processTreeSeconds(pid);
     }
     return out;
   };
@@ -143,8 +144,8 @@ function report(results: Result[], startedAt: Date, minutes: number): string {
     ),
     '',
     'The dev server runs Temporal inside the CLI process, which is not sampled here (its CPU is in none of the ' +
-      "columns); the cluster's Temporal column is the server process (every service in one), and PostgreSQL's is the " +
-      'postmaster only (its backends are separate processes, so the column is a lower bound).',
+      "columns); the cluster's Temporal column is the server process (every service in one), and PostgreSQL's is " +
+      'its whole process tree (the postmaster and every backend).',
     '',
   ].join('\n');
 }

@@ -69,6 +69,14 @@ function treeSeconds(root: number, stats: Map<number, ProcStat>, children: Map<n
   return total;
 }
 
+/** CPU seconds of a process and everything under it (PostgreSQL's backends are its postmaster's children). */
+export async function processTreeSeconds(pid: number): Promise<number> {
+  const stats = await procStats();
+  const children = new Map<number, number[]>();
+  for (const s of stats.values()) children.set(s.ppid, [...(children.get(s.ppid) ?? []), s.pid]);
+  return treeSeconds(pid, stats, children) ?? 0;
+}
+
 /** The Temporal server and PostgreSQL among the soak's own children, told apart by their command lines. */
 async function infrastructure(stats: Map<number, ProcStat>): Promise<{ role: Role; pid: number }[]> {
   const mine = [...stats.values()].filter((s) => s.ppid === process.pid);
