@@ -1,10 +1,14 @@
-import { NamespaceNotFoundError } from '@temporalio/client';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { LIMITS } from '../domain/limits';
 import { TEXT_TOO_LARGE } from '../domain/messages';
 import { SECRET_PATTERNS } from '../domain/reply-guard';
-import { isTemporalUnavailable, temporalStatus, type TemporalStatus } from '../services/temporal-status';
+import {
+  isTemporalUnavailable,
+  namespaceNotFound,
+  temporalStatus,
+  type TemporalStatus,
+} from '../services/temporal-status';
 
 /** The API's one error shape: {"error": {"code", "message", "details"?}} with the matching status. */
 export class ApiError extends Error {
@@ -68,8 +72,9 @@ export function handleError(
   req.log.error({ err }, 'request failed');
   // The namespace was there at start (the API checks it): a Temporal server whose own database is restarting
   // answers that it does not know it (seen in the cluster soak, bench/SOAK-cluster.md). A 503 is retried; a 500 is not.
-  if (err instanceof NamespaceNotFoundError) {
-    const why = `Temporal does not find namespace ${err.namespace} now (its database may be restarting); try again`;
+  const missing = namespaceNotFound(err);
+  if (missing !== undefined) {
+    const why = `Temporal does not find namespace ${missing} now (its database may be restarting); try again`;
     return reply.status(503).send(errorBody('unavailable', why));
   }
   const temporal = temporalStatus(err);

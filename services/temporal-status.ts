@@ -1,5 +1,5 @@
 import { status } from '@grpc/grpc-js';
-import { isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { isGrpcServiceError, NamespaceNotFoundError, ServiceError } from '@temporalio/client';
 
 export interface TemporalStatus {
   code: status;
@@ -28,4 +28,15 @@ export function temporalStatus(err: unknown): TemporalStatus | undefined {
  */
 export function isTemporalUnavailable(s: TemporalStatus): boolean {
   return s.code === status.UNAVAILABLE || s.code === status.RESOURCE_EXHAUSTED || s.code === status.DEADLINE_EXCEEDED;
+}
+
+/**
+ * The namespace Temporal answered it does not know, however the SDK passed that on: its NamespaceNotFoundError, or,
+ * from an update-with-start, a plain Error carrying the operation's status message. A Temporal server whose own
+ * database is restarting answers so for a namespace that exists (seen in the cluster soak, bench/SOAK-cluster.md).
+ */
+export function namespaceNotFound(err: unknown): string | undefined {
+  if (err instanceof NamespaceNotFoundError) return err.namespace;
+  const said = temporalStatus(err)?.details ?? (err instanceof Error ? err.message : '');
+  return /^Namespace (\S+) is not found\.?$/.exec(said)?.[1];
 }

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, NamespaceNotFoundError } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -15,6 +15,7 @@ import {
   missingSearchAttributes,
   MissingSearchAttributesError,
 } from '../services/temporal-namespace';
+import { namespaceNotFound } from '../services/temporal-status';
 import { eventually, uniqueId } from './support/keel';
 
 const KEEL = ALL_SEARCH_ATTRIBUTES.map((k) => k.name);
@@ -72,6 +73,15 @@ describe('a namespace Temporal does not find (its own database restarting, as th
     } finally {
       await api.close();
     }
+  });
+});
+
+describe('namespaceNotFound: every shape the SDK gives that answer', () => {
+  it('its NamespaceNotFoundError, and the plain Error an update-with-start carries; nothing else', () => {
+    expect(namespaceNotFound(new NamespaceNotFoundError('default'))).toBe('default');
+    expect(namespaceNotFound(new Error('Namespace default is not found.'))).toBe('default');
+    expect(namespaceNotFound(new Error('Workflow not found'))).toBeUndefined();
+    expect(namespaceNotFound('Namespace default is not found.')).toBeUndefined();
   });
 });
 
