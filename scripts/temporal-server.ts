@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
+import { createDatabasesIfMissing } from '../db/databases';
 import { ensureSearchAttributes } from '../services/temporal-namespace';
 import type { GoTool } from './go-tools';
 import { stopProcess, REPO_ROOT } from './processes';
@@ -76,10 +77,7 @@ export async function setUpTemporalSchemas(sqlTool: string, db: TemporalDatabase
   });
   await admin.connect();
   try {
-    for (const name of Object.values(TEMPORAL_DATABASES)) {
-      const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-      if (!rowCount) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)}`);
-    }
+    await createDatabasesIfMissing(admin, Object.values(TEMPORAL_DATABASES));
   } finally {
     await admin.end();
   }
