@@ -15,6 +15,7 @@ import { REPO_ROOT } from '../scripts/processes';
 import { TEMPORAL_SERVER_VERSION } from '../scripts/temporal-server';
 import { bundleWorkflows } from '../worker/bundle';
 import { pool, submit } from './drive';
+import { percentile, round } from './measure';
 import { processTreeSeconds } from './soak/cpu';
 
 const CONVERSATIONS = Number(process.env.BENCH_CLUSTER_CONVERSATIONS ?? 60);
@@ -39,9 +40,6 @@ interface Result {
   /** CPU seconds per turn, by component. */
   cpuPerTurn: Record<string, number>;
 }
-
-const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))] ?? 0;
 
 async function measure(t: Topology): Promise<Result> {
   const cpuOf = async () => {
@@ -73,10 +71,10 @@ async function measure(t: Topology): Promise<Result> {
   return {
     topology: t.name,
     turns,
-    seconds: round(seconds),
-    turnsPerSecond: round(turns / seconds),
-    p50Ms: Math.round(quantile(latencies, 0.5)),
-    p95Ms: Math.round(quantile(latencies, 0.95)),
+    seconds: round(seconds, 2),
+    turnsPerSecond: round(turns / seconds, 2),
+    p50Ms: Math.round(percentile(latencies, 50)),
+    p95Ms: Math.round(percentile(latencies, 95)),
     cpuPerTurn: Object.fromEntries(Object.keys(cpu1).map((k) => [k, round((cpu1[k]! - (cpu0[k] ?? 0)) / turns, 4)])),
   };
 }

@@ -62,15 +62,20 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
   return { address, process: child, stop };
 }
 
-/** Resolves once the frontend answers and the namespace exists. */
-export async function waitForTemporal(address: string, timeoutMs: number, namespace = 'default'): Promise<void> {
+/** Resolves once the frontend answers and the namespace exists (`null`: the frontend alone, before any namespace). */
+export async function waitForTemporal(
+  address: string,
+  timeoutMs: number,
+  namespace: string | null = 'default',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1_000 });
       try {
-        await connection.workflowService.describeNamespace({ namespace });
+        if (namespace === null) await connection.workflowService.getSystemInfo({});
+        else await connection.workflowService.describeNamespace({ namespace });
         return;
       } finally {
         await connection.close();

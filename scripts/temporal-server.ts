@@ -4,6 +4,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
 import { createDatabasesIfMissing } from '../db/databases';
+import { waitForTemporal } from './dev-server';
 import { ensureSearchAttributes } from '../services/temporal-namespace';
 import type { GoTool } from './go-tools';
 import { stopProcess, REPO_ROOT } from './processes';
@@ -128,6 +129,10 @@ export async function startTemporalServer(o: {
   stdio: StdioOptions;
   shards?: number;
 }): Promise<TemporalServer> {
+  // Checked before the server starts: past it, the server would exit at start with a database error.
+  if (o.ports.membership + 6 >= 32768) {
+    throw new Error(`membership ports must stay below 32768 (Temporal stores them as smallint): ${o.ports.membership}`);
+  }
   const config = path.join(REPO_ROOT, 'deploy', 'temporal');
   const child = spawn(
     o.binary,
@@ -147,9 +152,6 @@ export async function startTemporalServer(o: {
       },
     },
   );
-  if (o.ports.membership + 6 >= 32768) {
-    throw new Error(`membership ports must stay below 32768 (Temporal stores them as smallint): ${o.ports.membership}`);
-  }
   const address = `127.0.0.1:${o.ports.frontend}`;
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code) => reject(new Error(`the Temporal server exited early (code ${code})`))),
@@ -157,32 +159,12 @@ export async function startTemporalServer(o: {
   exited.catch(() => undefined);
   const stop = () => stopProcess(child, 20_000);
   try {
-    await Promise.race([waitForFrontend(address, 120_000), exited]);
+    await Promise.race([waitForTemporal(address, 120_000, null), exited]);
   } catch (err) {
     await stop();
     throw err;
   }
   return { address, process: child, stop };
-}
-
-async function waitForFrontend(address: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
-      try {
-        await connection.workflowService.getSystemInfo({});
-        return;
-      } finally {
-        await connection.close();
-      }
-    } catch (err) {
-      if (Date.now() > deadline) {
-        throw new Error(`the Temporal server at ${address} did not answer in ${timeoutMs / 1000} s: ${String(err)}`);
-      }
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
 }
 
 /**
