@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Those start a Temporal cluster of their own: `npm run test:cluster`.
+    exclude: ['test/cluster/**', '**/node_modules/**'],
     // One real Temporal dev server and one real PostgreSQL for the whole run (test/setup/global-setup.ts).
     globalSetup: ['test/setup/global-setup.ts'],
     pool: 'forks',

@@ -4,6 +4,12 @@ import { parseEgressAllow, type EgressAllow } from './egress';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
 import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
 
+/** A version of Keel's workers as Temporal's Worker Deployments name it: the deployment, and the build. */
+export interface WorkerDeployment {
+  name: string;
+  buildId: string;
+}
+
 /** What one worker process holds at once: its cache of workflows, and its concurrent tasks of each kind. */
 export interface WorkerCapacity {
   cachedWorkflows: number;
@@ -47,6 +53,18 @@ const Env = z.object({
   TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().optional(),
   TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
   KEEL_TASK_QUEUE: z.string().default('keel'),
+  /**
+   * The worker's build: when set, it runs as this version of a Temporal Worker Deployment, and the workflows it
+   * starts stay on it (docs/deploy.md). Unset: unversioned, as the dev server runs.
+   */
+  KEEL_BUILD_ID: z
+    .string()
+    .regex(/^[\w.-]{1,255}$/, 'letters, digits, underscores, hyphens and dots only')
+    .optional(),
+  KEEL_DEPLOYMENT_NAME: z
+    .string()
+    .regex(/^[\w-]{1,255}$/, 'letters, digits, underscores and hyphens only (no dot)')
+    .default('keel'),
   DATABASE_URL: z.string().optional(),
   KEEL_DATA_DIR: z.string().default('data'),
   KEEL_API_HOST: z.string().default('127.0.0.1'),
@@ -223,6 +241,8 @@ export interface KeelConfig {
   /** How long a conversation stays open without work before its workflow closes. */
   conversationIdleMs: number;
   worker: WorkerCapacity;
+  /** The Worker Deployment version this worker runs as, when versioned (KEEL_BUILD_ID). */
+  deployment?: WorkerDeployment;
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
   reflection: ReflectionSettings;
@@ -267,6 +287,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       activitySlots: e.KEEL_WORKER_ACTIVITY_SLOTS,
       localActivitySlots: e.KEEL_WORKER_LOCAL_ACTIVITY_SLOTS,
     },
+    ...(e.KEEL_BUILD_ID ? { deployment: { name: e.KEEL_DEPLOYMENT_NAME, buildId: e.KEEL_BUILD_ID } } : {}),
     jobs: {
       everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
       catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,

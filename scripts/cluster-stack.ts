@@ -2,6 +2,7 @@ import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { openSync } from 'node:fs';
 import path from 'node:path';
 import { migrate } from '../db/migrate';
+import type { WorkerDeployment } from '../domain/config';
 import { withLoopback } from '../domain/egress';
 import { ensureGoTool } from './go-tools';
 import { freePort, portOpen } from './ports';
@@ -42,6 +43,8 @@ export interface ClusterOptions {
   pgPort: number;
   namespace?: string;
   taskQueue?: string;
+  /** Run the workers as this Worker Deployment version (the first build makes itself current: docs/deploy.md). */
+  deployment?: WorkerDeployment;
   /** More environment for Keel's workers and APIs. */
   env?: Record<string, string>;
   /** Where every process's output goes (appended); the terminal otherwise. */
@@ -64,6 +67,11 @@ export interface ClusterStack {
   apiProcesses(): ChildProcess[];
   /** The Temporal server's process (a new one after restartTemporal). */
   temporalServer(): ChildProcess;
+  /**
+   * Starts one more worker with more environment (another build's KEEL_BUILD_ID and KEEL_WORKFLOW_BUNDLE, say); it
+   * gets the next index and stops with the stack.
+   */
+  addWorker(env: Record<string, string>): ChildProcess;
   /** kill -9 one worker, then start another in its place (it resumes every workflow from history). */
   killWorker(i: number): Promise<void>;
   /** kill -9 one API (its requests in flight fail), then start it again on the same port. */
@@ -140,12 +148,15 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       KEEL_TASK_QUEUE: taskQueue,
       // As npm start: local receivers and fakes listen on loopback, allowed explicitly.
       KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
+      ...(o.deployment ? { KEEL_BUILD_ID: o.deployment.buildId, KEEL_DEPLOYMENT_NAME: o.deployment.name } : {}),
       ...o.env,
     };
     const keelStdio: StdioOptions = o.logFile ? stdio : 'inherit';
     const metricsPorts = await Promise.all(Array.from({ length: o.workers }, () => freePort()));
-    const startWorker = (i: number) =>
-      spawnWorker({ ...env, KEEL_WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPorts[i]}` }, keelStdio);
+    const workerEnvs: Record<string, string>[] = metricsPorts.map((p) => ({
+      KEEL_WORKER_METRICS_ADDRESS: `127.0.0.1:${p}`,
+    }));
+    const startWorker = (i: number) => spawnWorker({ ...env, ...workerEnvs[i] }, keelStdio);
     const apiPorts = Array.from({ length: o.apis }, (_, i) => o.apiPort + i);
     const spawnApi = (i: number) =>
       spawnTs(
@@ -181,6 +192,12 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       workers: () => workers,
       apiProcesses: () => apiProcesses,
       temporalServer: () => server.process,
+      addWorker(extra) {
+        workerEnvs.push(extra);
+        const child = startWorker(workerEnvs.length - 1);
+        workers.push(child);
+        return child;
+      },
       async killWorker(i) {
         await killed(workers[i]!);
         workers[i] = startWorker(i);

@@ -14,7 +14,12 @@ import { defaultTemporalServerPorts, TEMPORAL_SERVER_VERSION } from './temporal-
  */
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { workers: { type: 'string', default: '2' }, apis: { type: 'string', default: '2' } },
+    options: {
+      workers: { type: 'string', default: '2' },
+      apis: { type: 'string', default: '2' },
+      // The workers' build (KEEL_BUILD_ID): versioned workers, the first build current (docs/deploy.md).
+      'build-id': { type: 'string' },
+    },
   });
   const count = (name: string, v: string | undefined) => {
     const n = Number(v);
@@ -23,7 +28,7 @@ async function main(): Promise<void> {
   };
   const workers = count('workers', values.workers);
   const apis = count('apis', values.apis);
-  const config = loadConfig(process.env);
+  const config = loadConfig({ ...process.env, ...(values['build-id'] ? { KEEL_BUILD_ID: values['build-id'] } : {}) });
   const supervisor = new Supervisor();
   try {
     const temporalPort = Number(config.temporal.address.split(':').pop() ?? 7233);
@@ -38,6 +43,7 @@ async function main(): Promise<void> {
       pgPort: config.embeddedPgPort,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
+      ...(config.deployment ? { deployment: config.deployment } : {}),
     });
     supervisor.onStop(() => cluster.stop());
     cluster.workers().forEach((w, i) => supervisor.watch(w, `worker ${i + 1}`));
@@ -57,7 +63,10 @@ async function main(): Promise<void> {
         `  Workers      ${cluster
           .workers()
           .map((w) => `pid ${w.pid}`)
-          .join(', ')}`,
+          .join(', ')}` +
+          (config.deployment
+            ? ` (deployment ${config.deployment.name}, build ${config.deployment.buildId})`
+            : ' (unversioned)'),
         `  Egress       ${describeEgress(parseEgressAllow(withLoopback(process.env.KEEL_EGRESS_ALLOW)))} ` +
           '— loopback allowed, as npm start does',
         '',

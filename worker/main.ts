@@ -8,6 +8,7 @@ import { bundleInChildProcess, type WorkflowSource } from './bundle';
 import { workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
 import { defaultModelName, egressFromConfig, providerFromConfig, transportsFromConfig } from './wiring';
+import { promoteIfFirst } from './deployment';
 import { createKeelWorker } from './worker';
 import { temporalConnectionOptions } from '../services/temporal-connection';
 
@@ -59,13 +60,31 @@ async function main(): Promise<void> {
       },
       workflows,
       capacity: config.worker,
+      ...(config.deployment ? { deployment: config.deployment } : {}),
       extra: tracing ? { plugins: [tracing.plugin] } : undefined,
     });
+    const version = config.deployment
+      ? `deployment ${config.deployment.name} build ${config.deployment.buildId}`
+      : 'unversioned';
     console.log(
-      `keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address}, ` +
+      `keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (${version}), ` +
         `model ${config.model.provider}, egress: ${egress.describe()}`,
     );
-    await worker.run();
+    const running = worker.run();
+    if (config.deployment) {
+      const o = { namespace, taskQueue: config.temporal.taskQueue, deployment: config.deployment };
+      const current = await promoteIfFirst(connection, o).catch((err: unknown) => {
+        console.error(`keel worker: could not check the deployment's current build: ${String(err)}`);
+        return null;
+      });
+      if (current && current !== config.deployment.buildId) {
+        console.log(
+          `keel worker: build ${current} is current; this build takes new work after \`npm run promote -- ` +
+            `${config.deployment.buildId}\``,
+        );
+      }
+    }
+    await running;
   } finally {
     await connection.close();
     await pool.end();

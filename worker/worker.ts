@@ -1,6 +1,6 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
-import type { WorkerCapacity } from '../domain/config';
+import type { WorkerCapacity, WorkerDeployment } from '../domain/config';
 import { WORKFLOWS_PATH, type WorkflowSource } from './bundle';
 
 export async function createKeelWorker(opts: {
@@ -11,6 +11,8 @@ export async function createKeelWorker(opts: {
   workflows?: WorkflowSource;
   /** The cache and slots (KEEL_WORKER_*); the SDK's defaults when unset. */
   capacity?: WorkerCapacity;
+  /** Run as this Worker Deployment version (KEEL_BUILD_ID); unversioned when unset. */
+  deployment?: WorkerDeployment;
   extra?: Partial<WorkerOptions>;
 }): Promise<Worker> {
   const capacity = opts.capacity;
@@ -31,6 +33,17 @@ export async function createKeelWorker(opts: {
           maxConcurrentWorkflowTaskExecutions: capacity.workflowTaskSlots,
           maxConcurrentActivityTaskExecutions: capacity.activitySlots,
           maxConcurrentLocalActivityExecutions: capacity.localActivitySlots,
+        }
+      : {}),
+    ...(opts.deployment
+      ? {
+          workerDeploymentOptions: {
+            useWorkerVersioning: true,
+            version: { deploymentName: opts.deployment.name, buildId: opts.deployment.buildId },
+            // A run stays on the build it started on, so a deploy never replays its history on other code. The
+            // reflection entity, which never ends, declares AUTO_UPGRADE itself (workflows/reflection.ts).
+            defaultVersioningBehavior: 'PINNED' as const,
+          },
         }
       : {}),
     ...opts.extra,

@@ -4,9 +4,9 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
+  makeContinueAsNewFunc,
   patched,
   setHandler,
   sleep,
@@ -133,7 +133,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
 
   // Let accepted messages finish being recorded, then hand the queue to the next run.
   await condition(allHandlersFinished);
-  await continueAsNew<typeof conversationWorkflow>({
+  // The next run starts on the current build (servers from 1.30 honour this; 1.29 keeps the run's own: docs/deploy.md).
+  await makeContinueAsNewFunc<typeof conversationWorkflow>({ initialVersioningBehavior: 'AUTO_UPGRADE' })({
     agentId,
     conversationId,
     ...(input.idleMs ? { idleMs: input.idleMs } : {}),

@@ -6,6 +6,7 @@ import {
   continueAsNew,
   proxyActivities,
   setHandler,
+  setWorkflowOptions,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -222,3 +223,12 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
     queue = [...again.filter((s) => s.failures < REFLECTION.poisonAfterFailures), ...queue];
   }
 }
+
+// The agent's reflection never ends, so it cannot stay on the build it started on: with versioned workers it moves to
+// each new current build at its next task, and its changes must replay old histories (patched(); test/histories).
+// Temporal refuses a behaviour from an unversioned worker (whose version has a build id but no deployment name), so it
+// is declared only when the worker belongs to a deployment.
+setWorkflowOptions(
+  () => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'AUTO_UPGRADE' } : {}),
+  reflectionWorkflow,
+);

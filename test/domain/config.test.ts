@@ -61,6 +61,30 @@ describe('loadConfig: overrides', () => {
   });
 });
 
+describe('loadConfig: worker versioning', () => {
+  it('is off without KEEL_BUILD_ID (or with it empty)', () => {
+    expect(loadConfig({}).deployment).toBeUndefined();
+    expect(loadConfig({ KEEL_BUILD_ID: '' }).deployment).toBeUndefined();
+  });
+
+  it('KEEL_BUILD_ID runs the worker as that build of the deployment keel, or of KEEL_DEPLOYMENT_NAME', () => {
+    expect(loadConfig({ KEEL_BUILD_ID: '3f9c2ab' }).deployment).toEqual({ name: 'keel', buildId: '3f9c2ab' });
+    expect(loadConfig({ KEEL_BUILD_ID: 'v1.2.0', KEEL_DEPLOYMENT_NAME: 'keel-eu' }).deployment).toEqual({
+      name: 'keel-eu',
+      buildId: 'v1.2.0',
+    });
+  });
+
+  it('refuses a deployment name with a dot (Temporal joins name and build with one), a build id with a space', () => {
+    expect(() => loadConfig({ KEEL_BUILD_ID: 'b1', KEEL_DEPLOYMENT_NAME: 'keel.eu' })).toThrow(
+      /KEEL_DEPLOYMENT_NAME[\s\S]*letters, digits, underscores and hyphens only \(no dot\)/,
+    );
+    expect(() => loadConfig({ KEEL_BUILD_ID: 'my build' })).toThrow(
+      /KEEL_BUILD_ID[\s\S]*letters, digits, underscores, hyphens and dots only/,
+    );
+  });
+});
+
 describe('loadConfig: model provider', () => {
   it('is scripted without ANTHROPIC_API_KEY', () => {
     expect(loadConfig({}).model.provider).toBe('scripted');

@@ -52,15 +52,30 @@ export const finished = (r: RoutineRun) => r.status !== 'running' && r.status !=
 export const author = (tool: { name: string; title?: string; inputs?: string[]; code: string }) =>
   `/author ${JSON.stringify({ title: tool.name, purpose: `test tool ${tool.name}`, inputs: ['input'], ...tool })}`;
 
+/** The routine API of an in-process test Keel (fastify's inject). */
 export function routineApi(keel: () => TestKeel): RoutineApi {
-  const call: RoutineApi['call'] = async (method, url, body) => {
+  return routineApiOver(async (method, url, body) => {
     const res = await keel().api.inject({
       method,
       url,
       ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
     });
     return { status: res.statusCode, body: res.json() };
-  };
+  });
+}
+
+/** The routine API of a Keel API process at this base URL, over HTTP. */
+export function routineApiAt(baseUrl: string): RoutineApi {
+  return routineApiOver(async <T>(method: string, url: string, body?: unknown) => {
+    const res = await fetch(`${baseUrl}${url}`, {
+      method,
+      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: (await res.json()) as T };
+  });
+}
+
+function routineApiOver(call: RoutineApi['call']): RoutineApi {
   const runs = async (a: string, app: string, slug: string) =>
     (await call<RoutineRun[]>('GET', `/v1/agents/${a}/apps/${app}/routines/${slug}/runs`)).body;
   const waitForRun: RoutineApi['waitForRun'] = (a, app, slug, until, what) =>
