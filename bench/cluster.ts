@@ -8,9 +8,8 @@
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { freeTemporalPorts, startClusterStack } from '../scripts/cluster-stack';
+import { freeClusterPorts, startClusterStack } from '../scripts/cluster-stack';
 import { startKeelStack } from '../scripts/keel-stack';
-import { freePort } from '../scripts/ports';
 import { REPO_ROOT } from '../scripts/processes';
 import { TEMPORAL_SERVER_VERSION } from '../scripts/temporal-server';
 import { bundleWorkflows } from '../worker/bundle';
@@ -92,14 +91,11 @@ async function devServer(bundle: Record<string, string>): Promise<Topology> {
 async function cluster(workers: number, bundle: Record<string, string>): Promise<Topology> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-bench-cluster-'));
   await chmod(dataDir, 0o755); // as root PostgreSQL runs as the postgres user, who must enter it
-  const apiPort = await freePort();
   const stack = await startClusterStack({
     workers,
     apis: 2,
     dataDir,
-    temporal: await freeTemporalPorts(),
-    apiPort,
-    pgPort: await freePort(),
+    ...(await freeClusterPorts(2)),
     env: { KEEL_LOG_LEVEL: 'warn', KEEL_MODEL: 'scripted', ...bundle },
     logFile: path.join(os.tmpdir(), 'keel-bench-cluster.log'),
     log: () => undefined,
@@ -107,12 +103,15 @@ async function cluster(workers: number, bundle: Record<string, string>): Promise
   return {
     name: `cluster (Temporal ${TEMPORAL_SERVER_VERSION} on PostgreSQL), ${workers} worker(s), 2 APIs`,
     apis: stack.apis,
-    pids: () => ({
-      workers: stack.workers().map((w) => w.pid!),
-      apis: stack.apiProcesses().map((a) => a.pid!),
-      temporal: [stack.temporalServer().pid!],
-      ...(stack.postgres ? { postgres: [stack.postgres.process.pid!] } : {}),
-    }),
+    pids: () => {
+      const pg = stack.postgres();
+      return {
+        workers: stack.workers().map((w) => w.pid!),
+        apis: stack.apiProcesses().map((a) => a.pid!),
+        temporal: [stack.temporalServer().pid!],
+        ...(pg ? { postgres: [pg.process.pid!] } : {}),
+      };
+    },
     stop: async () => {
       await stack.stop();
       await rm(dataDir, { recursive: true, force: true });

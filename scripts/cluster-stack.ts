@@ -59,8 +59,8 @@ export interface ClusterStack {
   apis: string[];
   /** The Web UI's URL and process, or why there is none. */
   ui: { url: string; process: ChildProcess } | { unavailable: string };
-  /** The embedded PostgreSQL, when it runs one. */
-  postgres?: PostgresProcess;
+  /** The embedded PostgreSQL, when it runs one (a new one after restartPostgres). */
+  postgres(): PostgresProcess | undefined;
   namespace: string;
   taskQueue: string;
   workers(): ChildProcess[];
@@ -89,6 +89,26 @@ export async function freeTemporalPorts(): Promise<TemporalServerPorts> {
     const ports = { frontend: await freePort(), membership: 20_000 + Math.floor(Math.random() * 12_000) };
     const taken = await Promise.all(temporalServerPorts(ports).map((p) => portOpen(p)));
     if (!taken.some(Boolean)) return ports;
+  }
+}
+
+/**
+ * Free ports for a whole throwaway cluster (tests, soak, bench): the Temporal server's, PostgreSQL's and a run of
+ * `apis` consecutive ones for the APIs. The server binds its other services' ports only once it starts, so Keel's
+ * are kept off them.
+ */
+export async function freeClusterPorts(apis: number): Promise<Pick<ClusterOptions, 'temporal' | 'pgPort' | 'apiPort'>> {
+  const temporal = await freeTemporalPorts();
+  const avoid = new Set(temporalServerPorts(temporal));
+  let pgPort = await freePort();
+  while (avoid.has(pgPort)) pgPort = await freePort();
+  avoid.add(pgPort);
+  for (;;) {
+    const apiPort = await freePort();
+    const run = Array.from({ length: apis }, (_, i) => apiPort + i);
+    if (run.some((p) => avoid.has(p) || p > 65_535)) continue;
+    const taken = await Promise.all(run.slice(1).map((p) => portOpen(p)));
+    if (!taken.some(Boolean)) return { temporal, pgPort, apiPort };
   }
 }
 
@@ -186,7 +206,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       databaseUrl,
       apis,
       ui,
-      ...(pg ? { postgres: pg } : {}),
+      postgres: () => pg,
       namespace,
       taskQueue,
       workers: () => workers,

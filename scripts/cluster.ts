@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     cluster.workers().forEach((w, i) => supervisor.watch(w, `worker ${i + 1}`));
     cluster.apiProcesses().forEach((a, i) => supervisor.watch(a, `API ${i + 1}`));
     if ('process' in cluster.ui) supervisor.watch(cluster.ui.process, 'the Web UI');
+    const pg = cluster.postgres();
     const ui = 'url' in cluster.ui ? cluster.ui.url : `not running: ${cluster.ui.unavailable}`;
     console.log(
       [
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
         ...cluster.apis.map((api, i) => `  API ${i + 1}        ${api}/v1   (OpenAPI ${api}/docs)`),
         `  Temporal     ${cluster.temporalAddress} (namespace ${cluster.namespace})`,
         `  Temporal UI  ${ui}`,
-        `  PostgreSQL   ${cluster.postgres ? `embedded, ${cluster.postgres.dataDir}` : 'DATABASE_URL'} ` +
+        `  PostgreSQL   ${pg ? `embedded, ${pg.dataDir}` : 'DATABASE_URL'} ` +
           '(Keel: keel; Temporal: temporal, temporal_visibility)',
         `  Workers      ${cluster
           .workers()

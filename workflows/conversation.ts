@@ -133,7 +133,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
 
   // Let accepted messages finish being recorded, then hand the queue to the next run.
   await condition(allHandlersFinished);
-  // The next run starts on the current build (servers from 1.30 honour this; 1.29 keeps the run's own: docs/deploy.md).
+  // The next run starts on the current build (servers after 1.29 honour this; 1.29 keeps the run's: docs/deploy.md).
   await makeContinueAsNewFunc<typeof conversationWorkflow>({ initialVersioningBehavior: 'AUTO_UPGRADE' })({
     agentId,
     conversationId,

