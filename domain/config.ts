@@ -251,7 +251,13 @@ export interface KeelConfig {
 }
 
 export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
-  const e = Env.parse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
+  const parsed = Env.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
+  // One line per variable, naming it: what a person starting Keel reads.
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.') || 'environment'}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
   return {
     temporal: {
       address: e.TEMPORAL_ADDRESS,

@@ -20,6 +20,10 @@ async function main(): Promise<void> {
       taskQueue: config.temporal.taskQueue,
       deployment,
     });
+    if (previous === buildId) {
+      console.log(`build ${buildId} was already the current version of deployment ${deployment.name}`);
+      return;
+    }
     console.log(`build ${buildId} is the current version of deployment ${deployment.name}`);
     if (previous) {
       console.log(
