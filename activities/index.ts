@@ -10,6 +10,7 @@ import { routineRunActivities } from './routines/run';
 import { reflectionActivities } from './reflection';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
+import { MODEL_PRICES, type PriceTable } from '../domain/spend';
 import type { EgressGuard } from '../services/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
@@ -29,6 +30,8 @@ export interface ActivityDeps {
   egress?: EgressGuard;
   /** How long a conversation this worker starts (a job's) stays open idle; CONVERSATION.idleCloseMs when unset. */
   conversationIdleMs?: number;
+  /** USD per million tokens per model (KEEL_MODEL_PRICES over domain/spend.ts MODEL_PRICES when unset). */
+  prices?: PriceTable;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
@@ -47,7 +50,7 @@ export function createActivities(deps: ActivityDeps) {
     });
   return {
     ...conversationActivities(deps),
-    ...modelActivities({ ...deps, onTextDelta }),
+    ...modelActivities({ ...deps, prices: deps.prices ?? MODEL_PRICES, onTextDelta }),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Delivery, Destinations } from '../domain/delivery';
 import { ID_PATTERN } from '../domain/limits';
+import { BudgetsSchema } from '../domain/spend';
 import { storableString } from '../domain/text';
 
 /** Shapes of the REST contract (API.md) that are not rules of the domain itself. */
@@ -21,6 +22,8 @@ export const AgentBody = z
     /** Where the agent's model may send, by name: the model names one, never writes a URL or a Slack target. */
     destinations: Destinations.optional(),
     reflection: z.object({ enabled: z.boolean() }).strict().optional(),
+    /** Spending limits in USD, checked before every model call (docs/spend.md); none when absent. */
+    budgets: BudgetsSchema.optional(),
   })
   .strict();
 
@@ -32,6 +35,7 @@ export const Agent = z.object({
   owner: z.object({ delivery: Delivery }).nullable(),
   destinations: z.record(z.string(), Delivery),
   reflection: z.object({ enabled: z.boolean() }),
+  budgets: BudgetsSchema,
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -41,7 +45,7 @@ export const SubmitQuery = z.object({ wait: z.coerce.number().int().min(0).max(1
 export const SubmitResponse = z.object({
   messageId: z.string(),
   turnId: z.string(),
-  status: z.enum(['accepted', 'queued', 'replied', 'skipped', 'error', 'interrupted']),
+  status: z.enum(['accepted', 'queued', 'replied', 'skipped', 'error', 'interrupted', 'budget_exhausted']),
   reply: z
     .object({ text: z.string(), delivery: z.object({ outcome: z.string().nullable(), attempts: z.number() }) })
     .optional(),

@@ -19,6 +19,7 @@ import { EventHub } from './events';
 import { eventRoutes } from './routes/events';
 import { agentRoutes } from './routes/agents';
 import { auditRoutes } from './routes/audit';
+import { spendRoutes } from './routes/spend';
 import { conversationRoutes } from './routes/conversations';
 import { appRoutes } from './routes/apps';
 import { delegationRoutes } from './routes/delegation';
@@ -165,6 +166,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(eventRoutes({ pool: deps.pool, hub }));
   await app.register(agentRoutes(deps.pool));
   await app.register(auditRoutes(deps.pool));
+  await app.register(spendRoutes(deps.pool));
   const temporalDeadlineMs = deps.temporalDeadlineMs ?? 15_000;
   const conversations = { ...deps, hub, temporalDeadlineMs, closing: closing.signal };
   await app.register(conversationRoutes(conversations));

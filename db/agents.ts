@@ -1,4 +1,5 @@
 import type { Delivery, DestinationBook, Destinations } from '../domain/delivery';
+import type { Budgets } from '../domain/spend';
 import type { Queryable } from './pool';
 
 export interface AgentRow {
@@ -10,6 +11,7 @@ export interface AgentRow {
   /** Named destinations a person configured; the model may name them, never write a target of its own. */
   destinations: Destinations;
   reflectionEnabled: boolean;
+  budgets: Budgets;
   createdAt: string;
   updatedAt: string;
 }
@@ -22,6 +24,7 @@ interface AgentRecord {
   owner_delivery: Delivery | null;
   destinations: Destinations;
   reflection_enabled: boolean;
+  budgets: Budgets;
   created_at: Date;
   updated_at: Date;
 }
@@ -34,6 +37,7 @@ const toAgent = (r: AgentRecord): AgentRow => ({
   ownerDelivery: r.owner_delivery,
   destinations: r.destinations,
   reflectionEnabled: r.reflection_enabled,
+  budgets: r.budgets,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
 });
@@ -71,16 +75,18 @@ export interface AgentSettings {
   /** Replaces the agent's destinations (none when absent, as PUT replaces the rest). */
   destinations?: Destinations;
   reflection?: { enabled: boolean };
+  /** Replaces the agent's budgets (none when absent). */
+  budgets?: Budgets;
 }
 
 export async function upsertAgent(db: Queryable, agentId: string, s: AgentSettings): Promise<AgentRow> {
   const { rows } = await db.query<AgentRecord>(
-    `INSERT INTO agents (id, name, model, system_prompt, owner_delivery, destinations, reflection_enabled)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `INSERT INTO agents (id, name, model, system_prompt, owner_delivery, destinations, reflection_enabled, budgets)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, model = EXCLUDED.model,
        system_prompt = EXCLUDED.system_prompt, owner_delivery = EXCLUDED.owner_delivery,
        destinations = EXCLUDED.destinations,
-       reflection_enabled = EXCLUDED.reflection_enabled, updated_at = now()
+       reflection_enabled = EXCLUDED.reflection_enabled, budgets = EXCLUDED.budgets, updated_at = now()
      RETURNING *`,
     [
       agentId,
@@ -90,6 +96,7 @@ export async function upsertAgent(db: Queryable, agentId: string, s: AgentSettin
       s.owner ? JSON.stringify(s.owner.delivery) : null,
       JSON.stringify(s.destinations ?? {}),
       s.reflection?.enabled ?? false,
+      JSON.stringify(s.budgets ?? {}),
     ],
   );
   return toAgent(rows[0]!);

@@ -244,6 +244,15 @@ export async function beginRun(db: Queryable, runId: string, jobId: string, fire
   return { kind: 'run', job };
 }
 
+/** The run of a job under way (at most one runs at a time), which a model call of the job's conversation serves. */
+export async function runningRunId(db: Queryable, jobId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ run_id: string }>(
+    `SELECT run_id FROM job_runs WHERE job_id = $1 AND status = 'running'`,
+    [jobId],
+  );
+  return rows[0]?.run_id;
+}
+
 export async function skipRun(
   db: Queryable,
   runId: string,

@@ -3,6 +3,7 @@ import { CONVERSATION } from './conversation';
 import { parseEgressAllow, type EgressAllow } from './egress';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
 import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
+import { MODEL_PRICES, ModelPriceSchema, type PriceTable } from './spend';
 
 /** A version of Keel's workers as Temporal's Worker Deployments name it: the deployment, and the build. */
 export interface WorkerDeployment {
@@ -139,6 +140,24 @@ const Env = z.object({
         return z.NEVER;
       }
     }),
+  /** USD per million tokens per model, over the built-in table: {"model": {"input": 3, "output": 15}}. */
+  KEEL_MODEL_PRICES: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return {};
+      const parsed = z.record(z.string().min(1), ModelPriceSchema).safeParse(safeJson(raw));
+      if (!parsed.success) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'KEEL_MODEL_PRICES must be a JSON object of model → {input, output, cacheRead?, cacheWrite?} ' +
+            'in USD per million tokens',
+        });
+        return z.NEVER;
+      }
+      return parsed.data;
+    }),
   /** JSON object of HTTP integrations for routines' integrations.call: {"name": "https://…"}. */
   KEEL_INTEGRATIONS: z
     .string()
@@ -246,6 +265,8 @@ export interface KeelConfig {
   jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
   reflection: ReflectionSettings;
+  /** USD per million tokens per model: the built-in table with KEEL_MODEL_PRICES over it. */
+  prices: PriceTable;
   /** What the egress guard lets through besides public addresses. */
   egress: { allow: EgressAllow };
 }
@@ -326,6 +347,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       prices: prices(e.KEEL_REFLECTION_PRICES),
       urlAllowlist: list(e.KEEL_REFLECTION_URL_ALLOWLIST),
     },
+    prices: { ...MODEL_PRICES, ...e.KEEL_MODEL_PRICES },
     egress: { allow: e.KEEL_EGRESS_ALLOW },
   };
 }

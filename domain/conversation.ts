@@ -11,7 +11,7 @@ export const CONVERSATION = {
 } as const;
 
 /** How a turn ended, as the API reports it. */
-export type TurnStatus = 'queued' | 'running' | 'replied' | 'skipped' | 'error' | 'interrupted';
+export type TurnStatus = 'queued' | 'running' | 'replied' | 'skipped' | 'error' | 'interrupted' | 'budget_exhausted';
 export type FinishedTurnStatus = Exclude<TurnStatus, 'queued' | 'running'>;
 
 export function isFinished<T extends { status: TurnStatus }>(turn: T): turn is T & { status: FinishedTurnStatus } {
@@ -19,7 +19,7 @@ export function isFinished<T extends { status: TurnStatus }>(turn: T): turn is T
 }
 
 export interface TurnError {
-  code: 'model_request' | 'model_error' | 'reply_blocked' | 'max_model_calls' | 'interrupted';
+  code: 'model_request' | 'model_error' | 'reply_blocked' | 'max_model_calls' | 'interrupted' | 'budget_exhausted';
   message: string;
 }
 
@@ -28,7 +28,9 @@ export type TurnEnd =
   | { status: 'replied'; replySeq: number; delivery: DeliveryOutcome }
   | { status: 'skipped'; reason?: string }
   | { status: 'error'; error: TurnError }
-  | { status: 'interrupted'; error: TurnError };
+  | { status: 'interrupted'; error: TurnError }
+  /** A budget stopped the turn before a model call; the error names it (docs/spend.md). */
+  | { status: 'budget_exhausted'; error: TurnError };
 
 /** The result of the `submitMessage` Update. */
 export interface SubmitResult {

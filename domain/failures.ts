@@ -10,8 +10,14 @@ export const FAILURE = {
   invalidInput: 'KeelInvalidInput',
   /** The turn a reply belongs to has no row: there is nothing to deliver. */
   turnMissing: 'KeelTurnMissing',
+  /** A budget would be overrun by a model call's worst case: the call is not made (details: the budget). */
+  budgetExhausted: 'KeelBudgetExhausted',
   /** A delivery attempt failed in a way the next attempt may not. */
   deliveryRetryable: 'KeelDeliveryRetryable',
 } as const;
 
-export const NON_RETRYABLE_MODEL_FAILURES: string[] = [FAILURE.modelRequest, FAILURE.modelTurnError];
+export const NON_RETRYABLE_MODEL_FAILURES: string[] = [
+  FAILURE.modelRequest,
+  FAILURE.modelTurnError,
+  FAILURE.budgetExhausted,
+];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { JOB_CONVERSATION_PREFIX, ROUTINE_CONVERSATION_PREFIX } from './ids';
+import type { FinishedTurnStatus } from './conversation';
 import type { ModelMessage, ModelUsage } from './model';
 
 /** Phantom's reflection numbers, kept. */
@@ -20,7 +21,7 @@ export interface TurnSummary {
   conversationId: string;
   fromSeq: number;
   toSeq: number;
-  outcome: 'replied' | 'skipped' | 'error' | 'interrupted';
+  outcome: FinishedTurnStatus;
   /** Replies of the turn that were error replies (a failed turn counts one). */
   errorReplies: number;
   turnId: string;

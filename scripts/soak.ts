@@ -360,7 +360,7 @@ async function main(): Promise<number> {
 const LATENCY_GOAL_S = 12;
 /** About how long a conversation's first pair takes (`/delay 2500 …`, then the message queued behind it). */
 const FIRST_PAIR_S = 3.5;
-const FINISHED = new Set(['replied', 'skipped', 'error', 'interrupted']);
+const FINISHED = new Set(['replied', 'skipped', 'error', 'interrupted', 'budget_exhausted']);
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const { EventType, TimeoutType, WorkflowTaskFailedCause } = temporal.api.enums.v1;

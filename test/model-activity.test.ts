@@ -7,6 +7,7 @@ import { createScriptedProvider } from '../activities/model/scripted';
 import { acceptInbound, appendTranscriptTx } from '../db/conversations';
 import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
+import { MODEL_PRICES } from '../domain/spend';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 let keel: TestKeel;
@@ -37,7 +38,12 @@ async function seed(text: string): Promise<CallModelInput> {
 }
 
 const activities = () =>
-  modelActivities({ pool: keel.pool, provider: createScriptedProvider(keel.pool), defaultModel: 'scripted' });
+  modelActivities({
+    pool: keel.pool,
+    provider: createScriptedProvider(keel.pool),
+    defaultModel: 'scripted',
+    prices: MODEL_PRICES,
+  });
 
 async function assistantRows(key: string) {
   const { rows } = await keel.pool.query<{ origin: string; text: string }>(

@@ -57,6 +57,7 @@ async function main(): Promise<void> {
         routines: config.routines,
         reflection: config.reflection,
         conversationIdleMs: config.conversationIdleMs,
+        prices: config.prices,
       },
       workflows,
       capacity: config.worker,

@@ -343,7 +343,10 @@ async function callModel(turn: RunningTurn, input: ModelCallInput): Promise<Mode
   } catch (err) {
     // Interrupted: whether the call acknowledged its cancellation or timed out doing so (a worker gone meanwhile).
     if (turn.interrupted || isCancellation(err)) return { error: interrupted() };
-    return { error: { status: 'error', error: turnErrorOf(err) } };
+    const error = turnErrorOf(err);
+    return {
+      error: error.code === 'budget_exhausted' ? { status: 'budget_exhausted', error } : { status: 'error', error },
+    };
   } finally {
     turn.modelCall = undefined;
   }
@@ -366,6 +369,7 @@ function notRun(call: ToolUseBlock): ToolOutcome {
 function turnErrorOf(err: unknown): TurnError {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   const message = cause instanceof Error ? cause.message : String(cause);
-  const isRequestError = cause instanceof ApplicationFailure && cause.type === FAILURE.modelRequest;
-  return { code: isRequestError ? 'model_request' : 'model_error', message };
+  const type = cause instanceof ApplicationFailure ? cause.type : undefined;
+  if (type === FAILURE.budgetExhausted) return { code: 'budget_exhausted', message };
+  return { code: type === FAILURE.modelRequest ? 'model_request' : 'model_error', message };
 }

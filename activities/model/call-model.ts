@@ -11,6 +11,7 @@ import {
   ModelRetryableError,
   ZERO_USAGE,
   type ModelProvider,
+  type ModelRequest,
   type StopReason,
   type TextBlock,
   type ToolUseBlock,
@@ -24,6 +25,10 @@ import { toolDefinitions } from '../../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../../domain/transcript';
 import { ScriptedTurnError } from './scripted';
 import { heartbeatWhile } from '../heartbeat';
+import { reserveCall, type SpendDeps } from './metered';
+import { runningRunId } from '../../db/jobs';
+import { conversationWorkflowId, JOB_CONVERSATION_PREFIX } from '../../domain/ids';
+import type { Payer } from '../../domain/spend';
 
 /** The transcript travels by reference: the activity reads messages up to `throughSeq` itself. */
 export interface CallModelInput {
@@ -44,7 +49,7 @@ export interface ModelStep {
   content: (TextBlock | ToolUseBlock)[];
 }
 
-export interface ModelDeps {
+export interface ModelDeps extends SpendDeps {
   pool: Pool;
   provider: ModelProvider;
   defaultModel: string;
@@ -85,44 +90,45 @@ export function modelActivities(deps: ModelDeps) {
           durationMs: Date.now() - started,
           error,
         });
+      const brief = input.delegateId ? await delegateBrief(pool, input.delegateId) : undefined;
+      const request: ModelRequest = {
+        model,
+        system: brief
+          ? delegateSystemPrompt({ ...brief, task: taskMessage(brief.title, brief.description) })
+          : channelSystemPrompt({
+              name: agent?.name ?? input.agentId,
+              systemPrompt: agent?.systemPrompt ?? null,
+              memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
+            }),
+        messages: toModelMessages(rows),
+        tools: toolDefinitions(input.toolNames),
+        maxTokens: MAX_TOKENS,
+      };
+      // Budgets first: a call whose worst case would overrun one is not made (the activity fails for good).
+      const reservation = await reserveCall(deps, {
+        callKey: origin,
+        attempt: ctx.info.attempt,
+        payer: await payerOf(pool, input, brief?.conversationKey),
+        request,
+      });
       try {
         // Heartbeats on a timer as well as on stream events: a model that takes long to its first token is alive.
         const beat = () => ctx.heartbeat({ streamedChars: partial.length });
         const res = await heartbeatWhile(
-          provider.call(
-            {
-              model,
-              system: input.delegateId
-                ? delegateSystemPrompt(
-                    await delegateBrief(pool, input.delegateId).then((b) => ({
-                      ...b,
-                      task: taskMessage(b.title, b.description),
-                    })),
-                  )
-                : channelSystemPrompt({
-                    name: agent?.name ?? input.agentId,
-                    systemPrompt: agent?.systemPrompt ?? null,
-                    memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
-                  }),
-              messages: toModelMessages(rows),
-              tools: toolDefinitions(input.toolNames),
-              maxTokens: MAX_TOKENS,
+          provider.call(request, {
+            attempt: ctx.info.attempt,
+            conversationKey: input.conversationKey,
+            turnId: input.turnId,
+            callIndex: input.callIndex,
+            onTextDelta: (d) => {
+              partial += d;
+              deps.onTextDelta?.(input.conversationKey, input.turnId, d);
             },
-            {
-              attempt: ctx.info.attempt,
-              conversationKey: input.conversationKey,
-              turnId: input.turnId,
-              callIndex: input.callIndex,
-              onTextDelta: (d) => {
-                partial += d;
-                deps.onTextDelta?.(input.conversationKey, input.turnId, d);
-              },
-              // Progress shows in the Temporal UI as the activity's heartbeat details.
-              heartbeat: beat,
-              signal: ctx.cancellationSignal,
-              sleep: (ms) => ctx.sleep(ms),
-            },
-          ),
+            // Progress shows in the Temporal UI as the activity's heartbeat details.
+            heartbeat: beat,
+            signal: ctx.cancellationSignal,
+            sleep: (ms) => ctx.sleep(ms),
+          }),
           1_000,
           beat,
         );
@@ -132,10 +138,13 @@ export function modelActivities(deps: ModelDeps) {
             { role: 'assistant', content: res.content, text: textOf(res.content), origin },
           ]);
           await record(db, res.stopReason, res.usage);
+          await reservation.settle(db, res);
           return findByOrigin(db, input.conversationKey, origin);
         });
         return stepFrom(committed!.seq, committed!.content as ModelStep['content']);
       } catch (err) {
+        // No answer to pay for: the hold goes back (a crash leaves it to the retry, which reserves again in its place).
+        await reservation.release().catch(() => undefined);
         if (ctx.cancellationDetails?.cancelRequested) {
           // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
           // the call's own origin, so that it can never be mistaken for a finished answer.
@@ -157,6 +166,19 @@ export function modelActivities(deps: ModelDeps) {
       }
     },
   };
+}
+
+/** Who a model call of a turn or a delegate is charged to: a job's conversation charges the job's run. */
+async function payerOf(pool: Pool, input: CallModelInput, delegateOf: string | undefined): Promise<Payer> {
+  const { agentId, conversationKey, turnId, delegateId } = input;
+  if (delegateId) return { agentId, kind: 'delegate', conversationKey, delegateId, rootConversationKey: delegateOf };
+  const jobKeyPrefix = conversationWorkflowId(agentId, JOB_CONVERSATION_PREFIX);
+  if (conversationKey.startsWith(jobKeyPrefix)) {
+    const jobId = conversationKey.slice(jobKeyPrefix.length);
+    const jobRunId = await runningRunId(pool, jobId);
+    return { agentId, kind: 'job', conversationKey, turnId, jobId, ...(jobRunId ? { jobRunId } : {}) };
+  }
+  return { agentId, kind: 'turn', conversationKey, turnId };
 }
 
 function stepFrom(seq: number, content: ModelStep['content']): ModelStep {

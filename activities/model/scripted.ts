@@ -10,7 +10,9 @@ import {
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
+  type ModelUsage,
 } from '../../domain/model';
+import { estimatedInputTokens, tokensOfChars } from '../../domain/spend';
 
 /** Thrown for a scripted `/error` turn; the model activity makes it a non-retryable turn error. */
 export class ScriptedTurnError extends Error {
@@ -32,48 +34,43 @@ export function createScriptedProvider(pool: Pool): ModelProvider {
         if (delayMs) await streamSlowly(replyText(response.content), delayMs, ctx);
         return { ...response, model: 'scripted' };
       }
-      // A routine's tool authoring and its `ai.*` capabilities have answers of their own.
-      const routineAnswer = scriptedRoutineAnswer(request.system, request.messages);
-      if (routineAnswer !== undefined)
-        return {
-          content: [{ type: 'text', text: routineAnswer }],
-          stopReason: 'end_turn',
-          usage: ZERO_USAGE,
-          model: 'scripted',
-        };
-      // Reflection's calls are costed, so they report tokens: about one per 4 characters, as a real model would bill.
-      const reflectionAnswer = scriptedReflectionAnswer(request.system, request.messages);
-      if (reflectionAnswer !== undefined) {
-        const chars = request.system.length + JSON.stringify(request.messages).length;
-        const usage = {
-          ...ZERO_USAGE,
-          inputTokens: Math.ceil(chars / 4),
-          outputTokens: Math.ceil(reflectionAnswer.length / 4),
-        };
-        return {
-          content: [{ type: 'text', text: reflectionAnswer }],
-          stopReason: 'end_turn',
-          usage,
-          model: 'scripted',
-        };
+      // A routine's tool authoring and its `ai.*` capabilities, and reflection, have answers of their own.
+      const answer =
+        scriptedRoutineAnswer(request.system, request.messages) ??
+        scriptedReflectionAnswer(request.system, request.messages);
+      if (answer !== undefined) {
+        const content = [{ type: 'text' as const, text: answer }];
+        return { content, stopReason: 'end_turn', usage: scriptedUsage(request, content), model: 'scripted' };
       }
       // A delegate is recognised by its tools: it reports with set_status instead of replying.
       const plan = request.tools.some((t) => t.name === 'set_status')
         ? scriptedDelegatePlan(request.system, request.messages, ctx.callIndex)
         : scriptedPlan(request.messages, ctx.callIndex);
-      return perform(plan, ctx);
+      return perform(plan, request, ctx);
     },
   };
 }
 
-async function perform(plan: ScriptedPlan, ctx: ModelCallContext): Promise<ModelResponse> {
+/**
+ * The scripted model bills as a real one would, about one token per 4 characters: its request in, its answer out.
+ * Deterministic, so that spending is testable offline (docs/spend.md).
+ */
+function scriptedUsage(request: ModelRequest, content: ModelResponse['content']): ModelUsage {
+  return {
+    ...ZERO_USAGE,
+    inputTokens: estimatedInputTokens(request),
+    outputTokens: tokensOfChars(JSON.stringify(content).length),
+  };
+}
+
+async function perform(plan: ScriptedPlan, request: ModelRequest, ctx: ModelCallContext): Promise<ModelResponse> {
   switch (plan.kind) {
     case 'error':
       throw new ScriptedTurnError(plan.message);
     case 'fail':
       if (ctx.attempt <= plan.attemptsToFail)
         throw new ModelRetryableError(`scripted failure, attempt ${ctx.attempt} of ${plan.attemptsToFail}`);
-      return perform(plan.then, ctx);
+      return perform(plan.then, request, ctx);
     case 'respond': {
       const text = replyText(plan.content);
       if (plan.delayMs > 0) await streamSlowly(text, plan.delayMs, ctx);
@@ -81,7 +78,7 @@ async function perform(plan: ScriptedPlan, ctx: ModelCallContext): Promise<Model
       return {
         content: plan.content,
         stopReason: plan.content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
-        usage: ZERO_USAGE,
+        usage: scriptedUsage(request, plan.content),
         model: 'scripted',
       };
     }

@@ -17,6 +17,7 @@ const view = (a: AgentRow) => ({
   owner: a.ownerDelivery ? { delivery: a.ownerDelivery } : null,
   destinations: a.destinations,
   reflection: { enabled: a.reflectionEnabled },
+  budgets: a.budgets,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });

@@ -45,7 +45,7 @@ export interface CheckResults {
   };
 }
 
-const FINISHED = new Set(['replied', 'skipped', 'error', 'interrupted']);
+const FINISHED = new Set(['replied', 'skipped', 'error', 'interrupted', 'budget_exhausted']);
 
 interface InboundRow {
   conversation_key: string;
@@ -149,8 +149,8 @@ export async function outstanding(
   const answered = await q(
     `SELECT count(*) AS n FROM unnest($1::text[], $2::text[]) AS a(key, id)
        JOIN inbound_messages i ON i.conversation_key = a.key AND i.message_id = a.id
-       JOIN turns t ON t.turn_id = i.turn_id WHERE t.status IN ('replied', 'skipped', 'error', 'interrupted')`,
-    [keys, ids],
+       JOIN turns t ON t.turn_id = i.turn_id WHERE t.status = ANY ($3::text[])`,
+    [keys, ids, [...FINISHED]],
   );
   const runRows = await pool.query<{ job_id: string; n: string }>(
     'SELECT job_id, count(*) AS n FROM job_runs GROUP BY job_id',

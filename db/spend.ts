@@ -1,0 +1,201 @@
+import type { ModelUsage } from '../domain/model';
+import {
+  RESERVATION_HOLD_MS,
+  type BudgetLimit,
+  type BudgetName,
+  type BudgetScope,
+  type Budgets,
+  type Payer,
+} from '../domain/spend';
+import { inTransaction, type Pool, type Queryable } from './pool';
+
+/** A budget that the call's worst case would overrun: which one, its limit, and what is already counted against it. */
+export interface Overrun {
+  name: BudgetName;
+  limitUsd: number;
+  spentUsd: number;
+  heldUsd: number;
+  neededUsd: number;
+}
+
+const HOLD_SECONDS = RESERVATION_HOLD_MS / 1000;
+
+/**
+ * What counts against one budget now: the settled cost of the calls in its scope, and their holds young enough to
+ * belong to a live call. A call's own hold is left out when it is the one reserving again.
+ */
+async function counted(
+  db: Queryable,
+  agentId: string,
+  scope: BudgetScope,
+  exceptCallKey = '',
+): Promise<{ spentUsd: number; heldUsd: number }> {
+  const [where, value] = 'period' in scope ? ['created_at >= $2', scope.since] : [`${scope.column} = $2`, scope.value];
+  const { rows } = await db.query<{ spent: string; held: string }>(
+    `SELECT coalesce(sum(cost_usd), 0) AS spent,
+            coalesce(sum(CASE WHEN held_at > now() - make_interval(secs => $3) THEN held_usd ELSE 0 END), 0) AS held
+       FROM model_spend WHERE agent_id = $1 AND ${where} AND call_key <> $4`,
+    [agentId, value, HOLD_SECONDS, exceptCallKey],
+  );
+  return { spentUsd: Number(rows[0]!.spent), heldUsd: Number(rows[0]!.held) };
+}
+
+/**
+ * Reserves a call's worst case against every budget that applies, in one transaction that holds the agent's spend
+ * lock: concurrent calls of one agent reserve one after another, so together they never pass a budget. The call's
+ * own earlier hold (a retry after a crash) is replaced, not added to. Answers the first budget it would overrun, or
+ * nothing when the hold is placed.
+ */
+export async function reserve(
+  pool: Pool,
+  r: { callKey: string; payer: Payer; model: string; worstUsd: number; budgets: BudgetLimit[] },
+): Promise<Overrun | undefined> {
+  return inTransaction(pool, async (db) => {
+    await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`spend:${r.payer.agentId}`]);
+    for (const b of r.budgets) {
+      const { spentUsd, heldUsd } = await counted(db, r.payer.agentId, b.scope, r.callKey);
+      if (spentUsd + heldUsd + r.worstUsd > b.limitUsd) {
+        return { name: b.name, limitUsd: b.limitUsd, spentUsd, heldUsd, neededUsd: r.worstUsd };
+      }
+    }
+    const p = r.payer;
+    await db.query(
+      `INSERT INTO model_spend (call_key, agent_id, kind, model, conversation_key, turn_id, delegate_id,
+         root_conversation_key, job_id, job_run_id, routine_run_id, proposal_id, held_usd, held_at, reserved_usd)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now(), $13)
+       ON CONFLICT (call_key) DO UPDATE SET held_usd = EXCLUDED.held_usd, held_at = now(),
+         reserved_usd = EXCLUDED.reserved_usd, model = EXCLUDED.model, updated_at = now()`,
+      [
+        r.callKey,
+        p.agentId,
+        p.kind,
+        r.model,
+        p.conversationKey ?? null,
+        p.turnId ?? null,
+        p.delegateId ?? null,
+        p.rootConversationKey ?? null,
+        p.jobId ?? null,
+        p.jobRunId ?? null,
+        p.routineRunId ?? null,
+        p.proposalId ?? null,
+        r.worstUsd,
+      ],
+    );
+    return undefined;
+  });
+}
+
+/**
+ * Settles a call's hold to what it cost. One attempt settles once (its number is kept), so a retried commit does not
+ * count an answer twice, while a retry that called the model again adds its own cost.
+ */
+export async function settle(
+  db: Queryable,
+  s: { callKey: string; attempt: number; model: string; usage: ModelUsage; costUsd: number },
+): Promise<void> {
+  await db.query(
+    `UPDATE model_spend SET held_usd = 0, held_at = NULL, model = $3, cost_usd = cost_usd + $4,
+       input_tokens = input_tokens + $5, output_tokens = output_tokens + $6,
+       cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8,
+       settled_attempts = settled_attempts || $2::integer, updated_at = now()
+     WHERE call_key = $1 AND NOT ($2::integer = ANY (settled_attempts))`,
+    [
+      s.callKey,
+      s.attempt,
+      s.model,
+      s.costUsd,
+      s.usage.inputTokens,
+      s.usage.outputTokens,
+      s.usage.cacheReadTokens,
+      s.usage.cacheWriteTokens,
+    ],
+  );
+}
+
+/** Gives a hold back: the call failed before the model answered. */
+export async function release(db: Queryable, callKey: string): Promise<void> {
+  await db.query('UPDATE model_spend SET held_usd = 0, held_at = NULL, updated_at = now() WHERE call_key = $1', [
+    callKey,
+  ]);
+}
+
+/** What is counted against each of these budgets now. */
+export async function budgetStatus(
+  db: Queryable,
+  agentId: string,
+  budgets: BudgetLimit[],
+): Promise<{ name: BudgetName; limitUsd: number; spentUsd: number; reservedUsd: number; leftUsd: number }[]> {
+  const out = [];
+  for (const b of budgets) {
+    const { spentUsd, heldUsd: reservedUsd } = await counted(db, agentId, b.scope);
+    out.push({
+      name: b.name,
+      limitUsd: b.limitUsd,
+      spentUsd,
+      reservedUsd,
+      leftUsd: Math.max(0, b.limitUsd - spentUsd - reservedUsd),
+    });
+  }
+  return out;
+}
+
+export async function agentBudgets(db: Queryable, agentId: string): Promise<Budgets> {
+  const { rows } = await db.query<{ budgets: Budgets }>('SELECT budgets FROM agents WHERE id = $1', [agentId]);
+  return rows[0]?.budgets ?? {};
+}
+
+export const USAGE_GROUPS = ['day', 'conversation', 'job', 'routine', 'delegate', 'model'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+const GROUP_KEY: Record<UsageGroup, string> = {
+  day: `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+  conversation: 'coalesce(root_conversation_key, conversation_key)',
+  job: 'job_id',
+  routine: 'routine_run_id',
+  delegate: 'delegate_id',
+  model: 'model',
+};
+
+export interface UsageRow {
+  key: string | null;
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+}
+
+/** An agent's settled usage in [from, to), grouped. */
+export async function usage(
+  db: Queryable,
+  q: { agentId: string; from: Date; to: Date; groupBy: UsageGroup },
+): Promise<UsageRow[]> {
+  const key = GROUP_KEY[q.groupBy];
+  const { rows } = await db.query<{
+    key: string | null;
+    calls: string;
+    input: string;
+    output: string;
+    cache_read: string;
+    cache_write: string;
+    cost: string;
+  }>(
+    `SELECT ${key} AS key, sum(cardinality(settled_attempts)) AS calls, sum(input_tokens) AS input,
+            sum(output_tokens) AS output, sum(cache_read_tokens) AS cache_read,
+            sum(cache_write_tokens) AS cache_write, sum(cost_usd) AS cost
+       FROM model_spend
+      WHERE agent_id = $1 AND created_at >= $2 AND created_at < $3 AND cardinality(settled_attempts) > 0
+      GROUP BY 1 ORDER BY 1 NULLS LAST`,
+    [q.agentId, q.from, q.to],
+  );
+  return rows.map((r) => ({
+    key: r.key,
+    calls: Number(r.calls),
+    inputTokens: Number(r.input),
+    outputTokens: Number(r.output),
+    cacheReadTokens: Number(r.cache_read),
+    cacheWriteTokens: Number(r.cache_write),
+    costUsd: Number(r.cost),
+  }));
+}
