@@ -19,6 +19,7 @@ import {
   delegateBrief,
   liveDelegateIds,
   liveDelegates,
+  setBudgetBlocked,
   type SpawnDecision,
   type SpawnRequest,
 } from '../db/delegates';
@@ -137,6 +138,11 @@ export function delegationActivities({ pool }: { pool: Pool }) {
         entries.push({ role: 'user', content: [{ type: 'text', text: task }], text: task, origin: TASK_ORIGIN });
         return appendTranscript(db, key, brief.delegateId, entries);
       });
+    },
+
+    /** The delegate starts (a budget's words) or stops (null) waiting for a budget to be raised. */
+    markBudgetBlocked: async (input: { delegateId: string; reason: string | null }): Promise<void> => {
+      await setBudgetBlocked(pool, input.delegateId, input.reason);
     },
 
     readSkill: async (input: { agentId: string; name: string }): Promise<{ ok: boolean; text: string }> => {

@@ -48,14 +48,15 @@ export function createActivities(deps: ActivityDeps) {
       sending.set(key, next);
       void next.then(() => sending.get(key) === next && sending.delete(key));
     });
+  const prices = deps.prices ?? MODEL_PRICES;
   return {
     ...conversationActivities(deps),
-    ...modelActivities({ ...deps, prices: deps.prices ?? MODEL_PRICES, onTextDelta }),
+    ...modelActivities({ ...deps, prices, onTextDelta }),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
-    ...routineRunActivities({ ...deps, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
-    ...reflectionActivities({ ...deps, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
+    ...routineRunActivities({ ...deps, prices, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
+    ...reflectionActivities({ ...deps, prices, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
   };
 }
 

@@ -117,13 +117,18 @@ async function jobTarget(pool: Pool, job: jobsDb.JobRow): Promise<Delivery | Del
 
 // ---- the run's activities -----------------------------------------------------------------------------------------
 
-export type TurnResult = { status: 'ok'; text: string } | { status: 'error'; error: string };
+export type TurnResult =
+  | { status: 'ok'; text: string }
+  | { status: 'error'; error: string }
+  /** A budget stopped the turn: not the job's failure (docs/spend.md). */
+  | { status: 'budget'; error: string };
 type BegunRun = { kind: 'run'; job: jobsDb.JobRow; backoffMs: number[] } | { kind: 'skipped'; reason: string };
 type RunErrorCount = { errors: number; status: jobsDb.JobStatus | null; untilNextFireMs: number | null };
 
 /** What a job's run learns from its finished turn: the outcome comes from the turn's status, never from its text. */
 function turnResult(turn: FinishedTurn): TurnResult {
   if (turn.status === 'replied' || turn.status === 'skipped') return { status: 'ok', text: turn.reply?.text ?? '' };
+  if (turn.status === 'budget_exhausted') return { status: 'budget', error: `budget: ${turn.error?.message ?? ''}` };
   return { status: 'error', error: turn.error ? `${turn.error.code}: ${turn.error.message}` : turn.status };
 }
 

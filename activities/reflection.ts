@@ -36,11 +36,14 @@ import {
 } from '../domain/reflection';
 import { SA } from '../domain/search-attributes';
 import { askFromActivity } from './model/ask';
+import type { PriceTable } from '../domain/spend';
 
 export interface ReflectionDeps {
   pool: Pool;
   provider: ModelProvider;
   reflection: ReflectionSettings;
+  /** What its calls cost against the agent's budgets (docs/spend.md); reflection's own ceiling uses its prices. */
+  prices: PriceTable;
 }
 
 /**
@@ -92,7 +95,7 @@ export function reflectionActivities(deps: ReflectionDeps) {
   async function ask(
     agentId: string,
     callKey: string,
-    purpose: string,
+    purpose: 'gate' | 'reflection' | 'judge',
     model: string,
     system: string,
     message: string,
@@ -102,6 +105,7 @@ export function reflectionActivities(deps: ReflectionDeps) {
       provider,
       { model, system, text: message, maxTokens },
       { conversationKey: reflectionWorkflowId(agentId), turnId: callKey, callIndex: 1 },
+      { deps: { pool, prices: deps.prices }, callKey: `reflect:${callKey}`, payer: { agentId, kind: purpose } },
     );
     const cost = costUsd(res.usage, s.prices);
     await proposalsDb.recordCost(pool, { callKey, agentId, purpose, model, usage: res.usage, costUsd: cost });

@@ -1,5 +1,7 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { Pool } from '../db/pool';
+import { budgetStatus } from '../db/spend';
+import { budgetsFor, type Budgets } from '../domain/spend';
 
 /**
  * Keel's metrics, read from PostgreSQL when Prometheus scrapes: the totals hold across every worker process and every
@@ -38,13 +40,20 @@ export function createMetrics(pool: Pool, opts: { workerMetricsUrl?: string } = 
   );
   totals(
     'keel_model_tokens_total',
-    'Model tokens by direction: in, out, cached (read from cache) and cache_write',
-    ['direction'],
-    `SELECT d.direction, coalesce(sum(d.n), 0) AS n FROM model_calls m
-     CROSS JOIN LATERAL (VALUES ('in', m.input_tokens), ('out', m.output_tokens), ('cached', m.cache_read_tokens),
-       ('cache_write', m.cache_write_tokens)) AS d(direction, n)
-     GROUP BY d.direction`,
+    'Model tokens by what the call was for (turn, delegate, job), model and direction: in, out, cached, cache_write',
+    ['kind', 'model', 'direction'],
+    `SELECT s.kind, s.model, d.direction, coalesce(sum(d.n), 0) AS n FROM model_spend s
+     CROSS JOIN LATERAL (VALUES ('in', s.input_tokens), ('out', s.output_tokens), ('cached', s.cache_read_tokens),
+       ('cache_write', s.cache_write_tokens)) AS d(direction, n)
+     GROUP BY 1, 2, 3`,
   );
+  totals(
+    'keel_spend_usd_total',
+    'What model calls cost in USD, by agent (settled calls, docs/spend.md)',
+    ['agent'],
+    'SELECT agent_id AS agent, sum(cost_usd) AS n FROM model_spend GROUP BY agent_id',
+  );
+  budgetRemaining(registry, pool);
   totals(
     'keel_deliveries_total',
     'Deliveries by outcome (delivered, skipped, dropped, error, pending)',
@@ -88,4 +97,26 @@ export function createMetrics(pool: Pool, opts: { workerMetricsUrl?: string } = 
       return worker ? `${own}\n# The Temporal worker's metrics (${opts.workerMetricsUrl})\n${worker}` : own;
     },
   };
+}
+
+/** What is left of each agent's daily and monthly budget now: limit less spent and reserved (docs/spend.md). */
+function budgetRemaining(registry: Registry, pool: Pool): void {
+  new Gauge({
+    name: 'keel_budget_remaining_usd',
+    help: "What is left of each agent's daily and monthly budget, in USD",
+    labelNames: ['agent', 'budget'],
+    registers: [registry],
+    async collect() {
+      const { rows } = await pool.query<{ id: string; budgets: Budgets }>(
+        `SELECT id, budgets FROM agents WHERE budgets ?| array['dailyUsd', 'monthlyUsd']`,
+      );
+      this.reset();
+      for (const agent of rows) {
+        const calendar = budgetsFor({ agentId: agent.id, kind: 'turn' }, agent.budgets, new Date());
+        for (const b of await budgetStatus(pool, agent.id, calendar)) {
+          this.set({ agent: agent.id, budget: b.name }, b.leftUsd);
+        }
+      }
+    },
+  });
 }

@@ -164,7 +164,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // preClose: fastify waits for the requests in flight before onClose, and a live stream never ends by itself.
   app.addHook('preClose', () => hub.close());
   await app.register(eventRoutes({ pool: deps.pool, hub }));
-  await app.register(agentRoutes(deps.pool));
+  await app.register(agentRoutes(deps.pool, deps.temporal));
   await app.register(auditRoutes(deps.pool));
   await app.register(spendRoutes(deps.pool));
   const temporalDeadlineMs = deps.temporalDeadlineMs ?? 15_000;

@@ -17,4 +17,6 @@ export interface DelegateInput {
 export type DelegateWorkflow = (input: DelegateInput) => Promise<CommittedOutcome>;
 
 export const cancelDelegate = defineSignal<[{ reason: string }]>('cancelDelegate');
+/** The agent's budgets changed: a delegate waiting for one calls the model again (docs/spend.md). */
+export const budgetsChanged = defineSignal('budgetsChanged');
 export const delegateStateQuery = defineQuery<{ lifecycle: LiveLifecycle; modelCalls: number }>('state');

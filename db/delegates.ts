@@ -247,7 +247,24 @@ export interface DelegateView {
   };
   admittedAt?: string;
   relay?: string;
+  /** Waiting for a budget to be raised: which budget and why (docs/spend.md). */
+  budgetBlocked?: string;
   admissions: { outcomeVersion: number; decision: string; via: string; at: string }[];
+}
+
+/** A delegate starts or stops waiting for a budget to be raised (the budget's words, or null). */
+export async function setBudgetBlocked(db: Queryable, delegateId: string, reason: string | null): Promise<void> {
+  await db.query('UPDATE delegates SET budget_blocked = $2 WHERE delegate_id = $1', [delegateId, reason]);
+}
+
+/** The agent's delegates waiting for a budget to be raised. */
+export async function budgetBlockedDelegates(db: Queryable, agentId: string): Promise<string[]> {
+  const { rows } = await db.query<{ delegate_id: string }>(
+    `SELECT delegate_id FROM delegates
+      WHERE agent_id = $1 AND budget_blocked IS NOT NULL AND completed_at IS NULL`,
+    [agentId],
+  );
+  return rows.map((r) => r.delegate_id);
 }
 
 export async function getDelegate(
@@ -267,6 +284,7 @@ export async function getDelegate(
     terminal_owner: TerminalOwner | null;
     admitted_at: Date | null;
     relay: string | null;
+    budget_blocked: string | null;
     conversation_id: string;
   }>(
     `SELECT d.*, c.conversation_id FROM delegates d JOIN conversations c ON c.key = d.conversation_key
@@ -294,6 +312,7 @@ export async function getDelegate(
     ...(outcome ? { outcome } : {}),
     ...(d.admitted_at ? { admittedAt: d.admitted_at.toISOString() } : {}),
     ...(d.relay ? { relay: d.relay } : {}),
+    ...(d.budget_blocked && !d.outcome_kind ? { budgetBlocked: d.budget_blocked } : {}),
     admissions: admissions.rows.map((a) => ({
       outcomeVersion: a.outcome_version,
       decision: a.decision,

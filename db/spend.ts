@@ -112,6 +112,36 @@ export async function settle(
   );
 }
 
+/** One call's tokens and cost, settled so far. */
+export interface CallSpend {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+  reservedUsd: number;
+}
+
+export async function callSpend(db: Queryable, callKey: string): Promise<CallSpend | undefined> {
+  const { rows } = await db.query<Record<string, string>>(
+    `SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, reserved_usd
+       FROM model_spend WHERE call_key = $1`,
+    [callKey],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    model: r.model!,
+    inputTokens: Number(r.input_tokens),
+    outputTokens: Number(r.output_tokens),
+    cacheReadTokens: Number(r.cache_read_tokens),
+    cacheWriteTokens: Number(r.cache_write_tokens),
+    costUsd: Number(r.cost_usd),
+    reservedUsd: Number(r.reserved_usd),
+  };
+}
+
 /** Gives a hold back: the call failed before the model answered. */
 export async function release(db: Queryable, callKey: string): Promise<void> {
   await db.query('UPDATE model_spend SET held_usd = 0, held_at = NULL, updated_at = now() WHERE call_key = $1', [

@@ -2,10 +2,12 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Pool } from 'pg';
 import { reserve } from '../db/spend';
-import { conversationWorkflowId } from '../domain/ids';
+import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { budgetsFor } from '../domain/spend';
 import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
+import { quiescent } from './support/quiescence';
+import { author, routineApi } from './support/routines';
 import { startWorkerProcess } from './support/workers';
 
 let keel: TestKeel;
@@ -104,6 +106,29 @@ describe('a daily budget, from the REST API alone (the README sequence)', () => 
       [conversationWorkflowId(a, 'c1')],
     );
     expect(Number(rows[0]!.n)).toBe(4);
+
+    const metrics = (await keel.api.inject({ method: 'GET', url: '/metrics' })).body;
+    const series = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
+    expect(series(`keel_spend_usd_total\\{agent="${a}"\\}`)).toBeCloseTo(after.costUsd, 12);
+    expect(series(`keel_budget_remaining_usd\\{agent="${a}",budget="dailyUsd"\\}`)).toBeCloseTo(
+      0.2 - after.costUsd,
+      12,
+    );
+    const inTokens = await keel.pool.query<{ n: string }>(
+      'SELECT sum(input_tokens) AS n FROM model_spend WHERE agent_id = $1',
+      [a],
+    );
+    expect(Number(inTokens.rows[0]!.n)).toBeGreaterThan(0);
+    // Each model call's result, as the Temporal UI shows it, carries its tokens and cost.
+    const history = await keel.client.workflow.getHandle(conversationWorkflowId(a, 'c1')).fetchHistory();
+    const results = (history.events ?? []).flatMap((e) => {
+      const data = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+      const value = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { spend?: { costUsd: number } }) : {};
+      return value.spend ? [value.spend.costUsd] : [];
+    });
+    expect(results).toHaveLength(4);
+    expect(results.reduce((x, y) => x + y, 0)).toBeCloseTo(after.costUsd, 12);
+    expect(metrics).toMatch(/^keel_model_tokens_total\{kind="turn",model="scripted",direction="in"\} \d+$/m);
   });
 
   it('refuses a negative or unknown budget with the API error shape', async () => {
@@ -120,6 +145,134 @@ describe('a daily budget, from the REST API alone (the README sequence)', () => 
     });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.message).toMatch(/weeklyUsd/);
+  });
+});
+
+describe('a delegate stopped by its tree budget', () => {
+  it('waits, blocked by the budget; raised, it goes on, and its result is committed and relayed once', async () => {
+    const a = uniqueId('a');
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perDelegateTreeUsd: 0.001 } });
+    const spawned = await keel.post(a, 'c1', { text: '/tool spawn_delegate {"text":"research"}' }, { wait: 30 });
+    const delegateId = /spawned delegate (\S+)/.exec(spawned.body.reply?.text ?? '')?.[1];
+    expect(delegateId).toBeTruthy();
+    const view = () =>
+      call<{ lifecycle: string; budgetBlocked?: string; outcome?: { kind: string }; relay?: string }>(
+        keel,
+        'GET',
+        `/v1/agents/${a}/delegates/${delegateId}`,
+      ).then((r) => r.body);
+    const blocked = await eventually(
+      async () => ((await view()).budgetBlocked ? view() : undefined),
+      30_000,
+      'blocked',
+    );
+    expect(blocked.budgetBlocked).toMatch(/^the per-delegate-tree budget of \$0\.001 is spent: \$0\.00 spent and /);
+    expect(blocked.outcome).toBeUndefined();
+
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perDelegateTreeUsd: 0.5 } });
+    const relayed = await eventually(async () => ((await view()).relay ? view() : undefined), 60_000, 'the relay');
+    expect(relayed).toMatchObject({ outcome: { kind: 'success' }, relay: 'relayed' });
+    expect(relayed.budgetBlocked).toBeUndefined();
+    // Counted at rest: the delegate has closed and the conversation has nothing open, so a second relay would show.
+    await keel.client.workflow.getHandle(delegateWorkflowId(a, delegateId!)).result();
+    await eventually(() => quiescent(keel.client, conversationWorkflowId(a, 'c1')), 30_000, 'the conversation at rest');
+    const { messages } = (
+      await call<{ messages: { role: string; text: string }[] }>(
+        keel,
+        'GET',
+        `/v1/agents/${a}/conversations/c1?limit=1000`,
+      )
+    ).body;
+    expect(messages.filter((m) => m.text === `delegate.finished ${delegateId} (success)`)).toHaveLength(1);
+    const { rows } = await keel.pool.query<{ kind: string; root: string }>(
+      `SELECT kind, root_conversation_key AS root FROM model_spend WHERE delegate_id = $1`,
+      [delegateId],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((r) => r.kind === 'delegate' && r.root === conversationWorkflowId(a, 'c1'))).toBe(true);
+  });
+});
+
+describe('a job run stopped by a budget', () => {
+  it('is booked "error: budget", not counted toward failing the job; raised, the next run is ok', async () => {
+    const a = uniqueId('a');
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perJobRunUsd: 0.001 } });
+    const created = await keel.api.inject({
+      method: 'POST',
+      url: `/v1/agents/${a}/jobs`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'digest' }),
+    });
+    expect(created.statusCode).toBe(201);
+    const jobId = created.json<{ id: string }>().id;
+    const runOnce = async (n: number) => {
+      expect((await keel.api.inject({ method: 'POST', url: `/v1/agents/${a}/jobs/${jobId}/run` })).statusCode).toBe(
+        202,
+      );
+      return eventually(
+        async () => {
+          const runs = (
+            await call<{ runId: string; status: string; error?: string }[]>(
+              keel,
+              'GET',
+              `/v1/agents/${a}/jobs/${jobId}/runs`,
+            )
+          ).body;
+          const done = runs.filter((r) => r.status !== 'running');
+          return done.length >= n ? done : undefined;
+        },
+        60_000,
+        `${n} finished runs`,
+      );
+    };
+    const [stopped] = await runOnce(1);
+    expect(stopped!.status).toBe('error');
+    expect(stopped!.error).toMatch(
+      /^budget: the per-job-run budget of \$0\.001 is spent: \$0\.00 spent and \$0\.00 reserved/,
+    );
+    const job = (
+      await call<{ status: string; consecutiveErrors: number }>(keel, 'GET', `/v1/agents/${a}/jobs/${jobId}`)
+    ).body;
+    expect(job).toMatchObject({ status: 'active', consecutiveErrors: 0 });
+
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perJobRunUsd: 0.5 } });
+    const runs = await runOnce(2);
+    const ok = runs.find((r) => r.status === 'ok')!;
+    const { rows } = await keel.pool.query<{ kind: string; job_id: string; job_run_id: string }>(
+      'SELECT kind, job_id, job_run_id FROM model_spend WHERE agent_id = $1',
+      [a],
+    );
+    expect(rows).toEqual([{ kind: 'job', job_id: jobId, job_run_id: ok.runId }]);
+  });
+});
+
+describe("a routine's ai.* call stopped by a budget", () => {
+  it('throws an error the tool catches, naming the budget; the run ends ok with what the tool made of it', async () => {
+    const a = uniqueId('a');
+    const r = routineApi(() => keel);
+    await r.app(a, 'crm', []);
+    const careful = {
+      name: 'carefulDraft',
+      code: `async function carefulDraft() {
+        try { return await ai.write('a note'); } catch (e) { return 'caught: ' + e.message; }
+      }`,
+    };
+    // The first run authors the tool (within no budget); the next one reuses it, under a per-run budget of $0.001.
+    await r.routine(a, 'crm', 'draft', { prompt: `Draft ${author(careful)}` });
+    expect(await r.runNow(a, 'crm', 'draft')).toMatchObject({ status: 'ok', digest: 'draft: a note' });
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perRoutineRunUsd: 0.001 } });
+    await r.routine(a, 'crm', 'draft', { prompt: 'Run carefulDraft' });
+    const stopped = await r.runNow(a, 'crm', 'draft');
+    expect(stopped).toMatchObject({ status: 'ok', tool: { name: 'carefulDraft', authored: false } });
+    expect(stopped.digest).toMatch(/^caught: ai\.write: the per-routine-run budget of \$0\.001 is spent: /);
+    expect(stopped.digest).toMatch(/: \$0\.00 spent and \$0\.00 reserved, and this call could cost up to \$0\.01\d+$/);
+    const { rows } = await keel.pool.query<{ kind: string; routine_run_id: string }>(
+      `SELECT kind, routine_run_id FROM model_spend WHERE agent_id = $1 ORDER BY created_at`,
+      [a],
+    );
+    // The first run's authoring and ai.write were charged to it; the stopped call left no row.
+    expect(rows.map((x) => x.kind)).toEqual(['authoring', 'routine']);
+    expect(rows.every((x) => x.routine_run_id !== stopped.runId)).toBe(true);
   });
 });
 

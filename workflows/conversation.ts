@@ -15,6 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
+import { budgetStopOf } from './budget-stop';
 import type { ToolResults, TurnNote } from '../activities/conversation';
 import { delegateFinished, IDLE_TIMER_SUMMARY, stateQuery, submitMessage } from '../contracts/conversation';
 import { jobTurnEnded } from '../contracts/job-run';
@@ -369,7 +370,7 @@ function notRun(call: ToolUseBlock): ToolOutcome {
 function turnErrorOf(err: unknown): TurnError {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   const message = cause instanceof Error ? cause.message : String(cause);
-  const type = cause instanceof ApplicationFailure ? cause.type : undefined;
-  if (type === FAILURE.budgetExhausted) return { code: 'budget_exhausted', message };
-  return { code: type === FAILURE.modelRequest ? 'model_request' : 'model_error', message };
+  if (budgetStopOf(err) !== undefined) return { code: 'budget_exhausted', message };
+  const isRequestError = cause instanceof ApplicationFailure && cause.type === FAILURE.modelRequest;
+  return { code: isRequestError ? 'model_request' : 'model_error', message };
 }

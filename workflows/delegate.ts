@@ -1,5 +1,6 @@
 import {
   CancellationScope,
+  condition,
   getExternalWorkflowHandle,
   isCancellation,
   log,
@@ -9,7 +10,7 @@ import {
 } from '@temporalio/workflow';
 import type { ToolResults, TurnNote } from '../activities/conversation';
 import { delegateFinished } from '../contracts/conversation';
-import { cancelDelegate, delegateStateQuery, type DelegateInput } from '../contracts/delegate';
+import { budgetsChanged, cancelDelegate, delegateStateQuery, type DelegateInput } from '../contracts/delegate';
 import {
   CONTINUE_TEXT,
   DELEGATION,
@@ -27,6 +28,7 @@ import { DELEGATE_TOOL_NAMES, parseToolCall } from '../domain/tools';
 import { toolResult, toolUses } from '../domain/transcript';
 import { SA } from '../domain/search-attributes';
 import { model, store } from './activities';
+import { budgetStopOf } from './budget-stop';
 
 interface WorkEnd {
   event: EndEvent;
@@ -46,9 +48,12 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   const live: { lifecycle: LiveLifecycle } = { lifecycle: 'running' };
   let cancelReason: string | undefined;
   let modelCalls = 0;
+  // A budget that stopped a model call (its words) and how often the agent's budgets changed since the start.
+  const budgets: { blocked?: string; changes: number } = { changes: 0 };
   const work = new CancellationScope();
 
   setHandler(delegateStateQuery, () => ({ lifecycle: live.lifecycle, modelCalls }));
+  setHandler(budgetsChanged, () => void budgets.changes++);
   setHandler(cancelDelegate, ({ reason }) => {
     cancelReason ??= reason;
     if (live.lifecycle === 'running') live.lifecycle = 'cancelling';
@@ -71,12 +76,15 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   try {
     end = await work.run(() => doWork());
   } catch (err) {
-    end = stopped(err, live.lifecycle, cancelReason);
+    // Its wall clock ran out while a budget held it: blocked, by that budget.
+    const byBudget = live.lifecycle === 'timing_out' ? budgets.blocked : undefined;
+    end = byBudget ? { event: 'blocked', reason: byBudget } : stopped(err, live.lifecycle, cancelReason);
   } finally {
     clock.cancel();
   }
 
-  const kind = settleOutcome(live.lifecycle, end.event, modelCalls > 0);
+  const kind =
+    end.event === 'blocked' && budgets.blocked ? 'blocked' : settleOutcome(live.lifecycle, end.event, modelCalls > 0);
   const owner = terminalOwner(live.lifecycle, end.event);
   // The commit and the signal run even if this workflow is being cancelled: an outcome is never left unwritten.
   return CancellationScope.nonCancellable(() => commitAndTell(kind, owner, end));
@@ -94,17 +102,7 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
           pending = {};
         }
         modelCalls++;
-        const step = await model.callModel.executeWithOptions({ summary: `delegate model call ${modelCalls}` }, [
-          {
-            conversationKey: transcriptKey,
-            agentId,
-            turnId: delegateId,
-            callIndex: modelCalls,
-            throughSeq,
-            toolNames: DELEGATE_TOOL_NAMES,
-            delegateId,
-          },
-        ]);
+        const step = await callModel(modelCalls, throughSeq);
         throughSeq = step.seq;
         const calls = toolUses(step.content);
         if (calls.length === 0) {
@@ -130,6 +128,37 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
     }
     if (pending.toolResults || pending.note) await appendToTranscript(pending.toolResults, pending.note);
     return { event: 'partial' };
+  }
+
+  /**
+   * One model call. When a budget stops it, the delegate waits, durably, for the agent's budgets to change, then calls
+   * again under the same key: it goes on from where it stopped. Its wall clock or a cancel ends the wait.
+   */
+  async function callModel(callIndex: number, throughSeq: number) {
+    for (;;) {
+      const seen = budgets.changes;
+      try {
+        return await model.callModel.executeWithOptions({ summary: `delegate model call ${callIndex}` }, [
+          {
+            conversationKey: transcriptKey,
+            agentId,
+            turnId: delegateId,
+            callIndex,
+            throughSeq,
+            toolNames: DELEGATE_TOOL_NAMES,
+            delegateId,
+          },
+        ]);
+      } catch (err) {
+        const stop = budgetStopOf(err);
+        if (stop === undefined) throw err;
+        budgets.blocked = stop;
+        await store.markBudgetBlocked({ delegateId, reason: stop });
+        await condition(() => budgets.changes > seen);
+        budgets.blocked = undefined;
+        await store.markBudgetBlocked({ delegateId, reason: null });
+      }
+    }
   }
 
   /** Writes what the next model call reads (tool results, a note) to the delegate's own transcript. */

@@ -91,6 +91,12 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
       upsertSearchAttributes([{ key: SA.outcome, value: 'ok' }]);
       return;
     }
+    if (turn.status === 'budget') {
+      // The agent's money ran out, not the job: booked as such, not counted toward failing it, and not retried.
+      await book({ status: 'error', error: turn.error });
+      upsertSearchAttributes([{ key: SA.outcome, value: 'budget' }]);
+      return;
+    }
     const counted = await store.recordJobRunError({ runId, jobId: job.id, attempt, error: turn.error });
     if (failsAfterErrors(job.schedule.kind, counted.errors)) {
       const notice = await delivery.failJob({

@@ -25,7 +25,8 @@ import { toolDefinitions } from '../../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../../domain/transcript';
 import { ScriptedTurnError } from './scripted';
 import { heartbeatWhile } from '../heartbeat';
-import { reserveCall, type SpendDeps } from './metered';
+import { BudgetStop, reserveCall, type SpendDeps } from './metered';
+import { callSpend, type CallSpend } from '../../db/spend';
 import { runningRunId } from '../../db/jobs';
 import { conversationWorkflowId, JOB_CONVERSATION_PREFIX } from '../../domain/ids';
 import type { Payer } from '../../domain/spend';
@@ -47,6 +48,8 @@ export interface ModelStep {
   seq: number;
   stopReason: StopReason;
   content: (TextBlock | ToolUseBlock)[];
+  /** What the call used and cost, as the ledger holds it: shown with the activity's result in the Temporal UI. */
+  spend?: CallSpend;
 }
 
 export interface ModelDeps extends SpendDeps {
@@ -67,7 +70,11 @@ export function modelActivities(deps: ModelDeps) {
       const origin = transcriptOrigin.modelCall(input.turnId, input.callIndex);
       // Commit before completion: if an earlier attempt already committed this call, return it, never call twice.
       const committed = await findByOrigin(pool, input.conversationKey, origin);
-      if (committed) return stepFrom(committed.seq, committed.content as ModelStep['content']);
+      if (committed) {
+        const step = stepFrom(committed.seq, committed.content as ModelStep['content']);
+        const spend = await callSpend(pool, origin);
+        return spend ? { ...step, spend } : step;
+      }
 
       const agent = await getAgent(pool, input.agentId);
       const rows = trimWindowStart(
@@ -110,6 +117,8 @@ export function modelActivities(deps: ModelDeps) {
         attempt: ctx.info.attempt,
         payer: await payerOf(pool, input, brief?.conversationKey),
         request,
+      }).catch((err: unknown) => {
+        throw err instanceof BudgetStop ? err.toFailure() : err;
       });
       try {
         // Heartbeats on a timer as well as on stream events: a model that takes long to its first token is alive.
@@ -141,7 +150,8 @@ export function modelActivities(deps: ModelDeps) {
           await reservation.settle(db, res);
           return findByOrigin(db, input.conversationKey, origin);
         });
-        return stepFrom(committed!.seq, committed!.content as ModelStep['content']);
+        const spend = await callSpend(pool, origin);
+        return { ...stepFrom(committed!.seq, committed!.content as ModelStep['content']), ...(spend ? { spend } : {}) };
       } catch (err) {
         // No answer to pay for: the hold goes back (a crash leaves it to the retry, which reserves again in its place).
         await reservation.release().catch(() => undefined);

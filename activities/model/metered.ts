@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { agentBudgets, release, reserve, settle } from '../../db/spend';
+import { agentBudgets, release, reserve, settle, type Overrun } from '../../db/spend';
 import type { Pool, Queryable } from '../../db/pool';
 import { FAILURE } from '../../domain/failures';
 import type { ModelRequest, ModelResponse } from '../../domain/model';
@@ -25,10 +25,30 @@ export interface Reservation {
   release(): Promise<void>;
 }
 
+/** A model call not made: a budget would be overrun. The message names the budget and what it has left. */
+export class BudgetStop extends Error {
+  override name = 'BudgetStop';
+  constructor(readonly overrun: Overrun) {
+    super(
+      `${describeBudget(overrun.name, overrun.limitUsd)} is spent: ${formatUsd(overrun.spentUsd)} spent and ` +
+        `${formatUsd(overrun.heldUsd)} reserved, and this call could cost up to ${formatUsd(overrun.neededUsd)}`,
+    );
+  }
+
+  /** As an activity's failure: not retried; the workflow decides what it means for its turn, delegate or run. */
+  toFailure(): ApplicationFailure {
+    return ApplicationFailure.create({
+      type: FAILURE.budgetExhausted,
+      nonRetryable: true,
+      message: this.message,
+      details: [this.overrun],
+    });
+  }
+}
+
 /**
- * Reserves a model call's worst case against every budget of its payer before the call. A budget it would overrun
- * fails the activity for good (FAILURE.budgetExhausted, naming the budget); the workflow decides what that means for
- * a turn, a delegate, a job run or a routine run.
+ * Reserves a model call's worst case against every budget of its payer before the call; throws BudgetStop when one
+ * would be overrun.
  */
 export async function reserveCall(
   deps: SpendDeps,
@@ -47,16 +67,7 @@ export async function reserveCall(
     worstUsd,
     budgets,
   });
-  if (overrun) {
-    throw ApplicationFailure.create({
-      type: FAILURE.budgetExhausted,
-      nonRetryable: true,
-      message:
-        `${describeBudget(overrun.name, overrun.limitUsd)} is spent: ${formatUsd(overrun.spentUsd)} spent and ` +
-        `${formatUsd(overrun.heldUsd)} reserved, and this call could cost up to ${formatUsd(overrun.neededUsd)}`,
-      details: [overrun],
-    });
-  }
+  if (overrun) throw new BudgetStop(overrun);
   return {
     settle: (db, res) =>
       settle(db, {

@@ -17,10 +17,12 @@ import { ModelRequestError, type ModelProvider } from '../../domain/model';
 import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../../domain/routines';
 import { containsNul, scrub } from '../../domain/text';
 import { findSecret, secretNotice } from '../../domain/secret-scan';
+import type { PriceTable } from '../../domain/spend';
 import { textOf } from '../../domain/transcript';
 import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
 import { deliverOnce, type Transports } from '../delivery/deliver-reply';
 import { askModel } from '../model/ask';
+import { BudgetStop, reserveCall } from '../model/metered';
 import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
 import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
 
@@ -104,6 +106,8 @@ export interface RealCapabilityDeps {
   integrations: Record<string, string>;
   /** The egress guard integration calls go through (the process's KEEL_EGRESS_ALLOW when unset). */
   egress?: EgressGuard;
+  /** What `ai.*` calls cost, for the agent's budgets (docs/spend.md). */
+  prices: PriceTable;
 }
 
 export interface RunScope {
@@ -334,6 +338,21 @@ async function answerAi(
   const agent = await getAgent(deps.pool, scope.agentId);
   const model = agent?.model ?? deps.defaultModel;
   const question = { model, system: AI_SYSTEM[kind], text: aiMessage(kind, args), maxTokens: 1024 };
+  const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: question.text }] }];
+  // Budgets first: a call they do not allow is the tool's error to catch, as a refusal is.
+  const reservation = await reserveCall(deps, {
+    callKey: `${scope.runId}/ai/${at}`,
+    attempt: scope.attempt,
+    payer: {
+      agentId: scope.agentId,
+      kind: 'routine',
+      conversationKey: scope.conversationKey,
+      routineRunId: scope.runId,
+    },
+    request: { model, system: question.system, messages, tools: [], maxTokens: question.maxTokens },
+  }).catch((err: unknown) => {
+    throw err instanceof BudgetStop ? new CapabilityError(`ai.${kind}: ${err.message}`) : err;
+  });
   try {
     const res = await askModel(deps.provider, question, {
       attempt: scope.attempt,
@@ -344,8 +363,10 @@ async function answerAi(
       signal: scope.signal,
       sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
     });
+    await reservation.settle(deps.pool, res);
     return scrub(textOf(res.content));
   } catch (err) {
+    await reservation.release().catch(() => undefined);
     if (err instanceof ModelRequestError) {
       throw new CapabilityError(`ai.${kind}: the model refused the request: ${err.message}`);
     }

@@ -30,6 +30,7 @@ import type { EgressGuard } from '../../services/egress';
 import { runInSandbox } from './sandbox';
 import { heartbeatWhile } from '../heartbeat';
 import { findSecret, secretNotice } from '../../domain/secret-scan';
+import type { PriceTable } from '../../domain/spend';
 
 export interface RoutineRunDeps {
   pool: Pool;
@@ -38,6 +39,8 @@ export interface RoutineRunDeps {
   transports: Transports;
   routines: RoutineSettings;
   egress?: EgressGuard;
+  /** What `ai.*` calls cost, for the agent's budgets (docs/spend.md). */
+  prices: PriceTable;
 }
 
 interface RunIds {
@@ -133,6 +136,11 @@ export function routineRunActivities(deps: RoutineRunDeps) {
         provider,
         { model: agent?.model ?? deps.defaultModel, system: AUTHORING_SYSTEM, text, maxTokens: 4096 },
         { conversationKey: transcriptKey(input), turnId: input.runId, callIndex: input.repair ? 2 : 1 },
+        {
+          deps: { pool, prices: deps.prices },
+          callKey: `${input.runId}/authoring/${input.repair ? 2 : 1}`,
+          payer: { agentId: input.agentId, kind: 'authoring', routineRunId: input.runId },
+        },
       );
       const reply = textOf(res.content);
       const parsed = parseAuthoredTool(reply);
@@ -195,6 +203,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           transports: deps.transports,
           integrations: deps.routines.integrations,
           egress: deps.egress,
+          prices: deps.prices,
         },
         {
           runId: input.runId,

@@ -1,9 +1,11 @@
+import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ensureAgent, getAgent, lockAgent, upsertAgent, type AgentRow } from '../../db/agents';
 import { recordAudit } from '../../db/audit';
 import { inTransaction, type Pool } from '../../db/pool';
 import { destinationChange } from '../../domain/audit';
 import type { EgressAllow } from '../../domain/egress';
+import { tellBudgetsChanged } from '../../services/budgets';
 import { assertAgentAccess } from '../auth';
 import { assertReachable, envEgressAllow } from '../egress-check';
 import { notFound } from '../errors';
@@ -22,7 +24,11 @@ const view = (a: AgentRow) => ({
   updatedAt: a.updatedAt,
 });
 
-export function agentRoutes(pool: Pool, egressAllow: EgressAllow = envEgressAllow()): FastifyPluginAsyncZod {
+export function agentRoutes(
+  pool: Pool,
+  temporal: Client,
+  egressAllow: EgressAllow = envEgressAllow(),
+): FastifyPluginAsyncZod {
   return async (app) => {
     app.put(
       '/v1/agents/:agentId',
@@ -42,7 +48,7 @@ export function agentRoutes(pool: Pool, egressAllow: EgressAllow = envEgressAllo
           ([name, d]) => [`destinations.${name}`, d] as const,
         );
         assertReachable([['owner.delivery', req.body.owner?.delivery], ...destinations], egressAllow);
-        return inTransaction(pool, async (db) => {
+        const saved = await inTransaction(pool, async (db) => {
           // Locked (created with defaults if new) so that concurrent edits each compare against what they replace.
           await lockAgent(db, agentId);
           const before = (await getAgent(db, agentId))!;
@@ -59,6 +65,9 @@ export function agentRoutes(pool: Pool, egressAllow: EgressAllow = envEgressAllo
             });
           return view(after);
         });
+        // Delegates waiting for a budget go on once the budgets change (they wait again if still not allowed).
+        await tellBudgetsChanged(pool, temporal, agentId);
+        return saved;
       },
     );
 

@@ -54,6 +54,10 @@ const Delegate = z.object({
     .optional(),
   admittedAt: z.string().optional(),
   relay: z.string().optional(),
+  budgetBlocked: z
+    .string()
+    .optional()
+    .describe('Waiting for this budget to be raised (PUT the agent with a higher one); it goes on from there'),
   admissions: z.array(z.object({ outcomeVersion: z.number(), decision: z.string(), via: z.string(), at: z.string() })),
 });
 

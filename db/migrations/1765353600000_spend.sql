@@ -40,6 +40,9 @@ CREATE INDEX model_spend_by_routine_run ON model_spend (routine_run_id) WHERE ro
 -- An agent's budgets in USD ({dailyUsd, monthlyUsd, perTurnUsd, perDelegateTreeUsd, perJobRunUsd, perRoutineRunUsd}).
 ALTER TABLE agents ADD COLUMN budgets jsonb NOT NULL DEFAULT '{}';
 
+-- A delegate waiting for a budget to be raised: the budget's words (null while it works).
+ALTER TABLE delegates ADD COLUMN budget_blocked text;
+
 -- A turn that a budget stopped before its model call.
 ALTER TABLE turns DROP CONSTRAINT turns_status_check;
 ALTER TABLE turns ADD CONSTRAINT turns_status_check
@@ -49,5 +52,6 @@ ALTER TABLE turns ADD CONSTRAINT turns_status_check
 ALTER TABLE turns DROP CONSTRAINT turns_status_check;
 ALTER TABLE turns ADD CONSTRAINT turns_status_check
   CHECK (status IN ('queued', 'running', 'replied', 'skipped', 'error', 'interrupted'));
+ALTER TABLE delegates DROP COLUMN budget_blocked;
 ALTER TABLE agents DROP COLUMN budgets;
 DROP TABLE model_spend;
