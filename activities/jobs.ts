@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
-import { destinationBook, getAgent } from '../db/agents';
+import { destinationBook } from '../db/agents';
 import * as jobsDb from '../db/jobs';
 import { inTransaction, type Pool } from '../db/pool';
 import { resolveDestination, type Delivery, type DeliveryOutcome } from '../domain/delivery';
@@ -26,6 +26,7 @@ import {
 } from '../services/jobs';
 import { workflowIsOpen } from '../services/workflow-state';
 import { deliverOnce, type DeliveryReport, type Transports } from './delivery/deliver-reply';
+import { noticeToOwner } from './delivery/owner-notice';
 
 export interface FailJobInput {
   runId: string;
@@ -309,25 +310,14 @@ export function jobRunActivities(deps: {
         .catch((err: unknown) => {
           if (!(err instanceof ScheduleNotFoundError)) throw err;
         });
-      const owner = (await getAgent(pool, input.agentId))?.ownerDelivery;
-      if (!owner) return { outcome: 'skipped:no_owner_delivery', attempts: 0 };
-      const key = jobFailedNoticeEffectKey(input.jobId, input.runId);
-      return deliverOnce(pool, transports, {
-        effectKey: key,
-        conversationKey: null,
-        turnId: null,
-        target: owner,
-        message: {
-          agentId: input.agentId,
-          conversationId: null,
-          turnId: null,
-          text: input.undelivered
-            ? `Scheduled job "${input.name}" ran, but its result could not be delivered (${input.undelivered}); ` +
-              'the job has been kept as failed, with its run.'
-            : `Scheduled job "${input.name}" failed ${input.errors} times in a row and has been stopped. ` +
-              `Last error: ${input.error}`,
-          idempotencyKey: key,
-        },
+      return noticeToOwner(pool, transports, {
+        agentId: input.agentId,
+        effectKey: jobFailedNoticeEffectKey(input.jobId, input.runId),
+        text: input.undelivered
+          ? `Scheduled job "${input.name}" ran, but its result could not be delivered (${input.undelivered}); ` +
+            'the job has been kept as failed, with its run.'
+          : `Scheduled job "${input.name}" failed ${input.errors} times in a row and has been stopped. ` +
+            `Last error: ${input.error}`,
       });
     },
   };

@@ -37,6 +37,7 @@ import {
 import { SA } from '../domain/search-attributes';
 import { askFromActivity } from './model/ask';
 import type { PriceTable } from '../domain/spend';
+import type { Transports } from './delivery/deliver-reply';
 
 export interface ReflectionDeps {
   pool: Pool;
@@ -44,6 +45,8 @@ export interface ReflectionDeps {
   reflection: ReflectionSettings;
   /** What its calls cost against the agent's budgets (docs/spend.md); reflection's own ceiling uses its prices. */
   prices: PriceTable;
+  /** How the owner hears that a budget stopped a call. */
+  transports?: Transports;
 }
 
 /**
@@ -105,7 +108,11 @@ export function reflectionActivities(deps: ReflectionDeps) {
       provider,
       { model, system, text: message, maxTokens },
       { conversationKey: reflectionWorkflowId(agentId), turnId: callKey, callIndex: 1 },
-      { deps: { pool, prices: deps.prices }, callKey: `reflect:${callKey}`, payer: { agentId, kind: purpose } },
+      {
+        deps: { pool, prices: deps.prices, transports: deps.transports },
+        callKey: `reflect:${callKey}`,
+        payer: { agentId, kind: purpose },
+      },
     );
     const cost = costUsd(res.usage, s.prices);
     await proposalsDb.recordCost(pool, { callKey, agentId, purpose, model, usage: res.usage, costUsd: cost });

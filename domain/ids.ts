@@ -72,6 +72,11 @@ export function jobDeliveryEffectKey(runId: string): string {
 }
 
 /** Idempotency key of the notice to a job's owner that the job failed for good. */
+/** The owner's notice that a budget stopped a model call: once per agent, budget and period. */
+export function budgetNoticeEffectKey(agentId: string, periodKey: string): string {
+  return `budget-notice:${agentId}:${periodKey}`;
+}
+
 export function jobFailedNoticeEffectKey(jobId: string, runId: string): string {
   return `job:${jobId}/failed-notice/${runId}`;
 }

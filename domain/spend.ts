@@ -163,6 +163,15 @@ export function budgetsFor(payer: Payer, budgets: Budgets, now: Date, own?: { pe
   return out;
 }
 
+/** The period a budget's stop is told to the owner once in: the day, the month, or the one turn, delegate or run. */
+export function budgetPeriodKey(b: BudgetLimit): string {
+  if ('period' in b.scope) {
+    const iso = b.scope.since.toISOString();
+    return `${b.name}:${b.scope.period === 'day' ? iso.slice(0, 10) : iso.slice(0, 7)}`;
+  }
+  return `${b.name}:${b.scope.value}`;
+}
+
 export const startOfDay = (d: Date): Date => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 export const startOfMonth = (d: Date): Date => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
 

@@ -8,6 +8,7 @@ import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
 import { quiescent } from './support/quiescence';
 import { author, routineApi } from './support/routines';
+import { startWebhookReceiver } from './support/webhook-receiver';
 import { startWorkerProcess } from './support/workers';
 
 let keel: TestKeel;
@@ -129,6 +130,25 @@ describe('a daily budget, from the REST API alone (the README sequence)', () => 
     expect(results).toHaveLength(4);
     expect(results.reduce((x, y) => x + y, 0)).toBeCloseTo(after.costUsd, 12);
     expect(metrics).toMatch(/^keel_model_tokens_total\{kind="turn",model="scripted",direction="in"\} \d+$/m);
+  });
+
+  it('tells the owner once per budget and period, however many calls it stops', async () => {
+    const a = uniqueId('a');
+    const hook = await startWebhookReceiver();
+    cleanups.push(() => hook.close());
+    await call(keel, 'PUT', `/v1/agents/${a}`, {
+      name: a,
+      owner: { delivery: { channel: 'webhook', url: hook.url } },
+      budgets: { dailyUsd: 0.001 },
+    });
+    for (const c of ['c1', 'c2', 'c3']) {
+      expect((await keel.post(a, c, { text: 'hello' }, { wait: 30 })).body.status).toBe('budget_exhausted');
+    }
+    // The third stop has come and gone: a second notice would be here by now.
+    expect(hook.received).toHaveLength(1);
+    expect((hook.received[0]!.body as { text: string }).text).toMatch(
+      new RegExp(`^Agent ${a}: a model call was not made because the daily budget of \\$0\\.001 is spent: `),
+    );
   });
 
   it('refuses a negative or unknown budget with the API error shape', async () => {

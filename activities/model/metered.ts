@@ -2,14 +2,19 @@ import { ApplicationFailure } from '@temporalio/common';
 import { agentBudgets, release, reserve, settle, type Overrun } from '../../db/spend';
 import type { Pool, Queryable } from '../../db/pool';
 import { FAILURE } from '../../domain/failures';
+import { budgetNoticeEffectKey } from '../../domain/ids';
+import { noticeToOwner } from '../delivery/owner-notice';
+import type { Transports } from '../delivery/deliver-reply';
 import type { ModelRequest, ModelResponse } from '../../domain/model';
 import {
+  budgetPeriodKey,
   budgetsFor,
   costOf,
   describeBudget,
   formatUsd,
   priceOf,
   worstCaseUsd,
+  type BudgetLimit,
   type Payer,
   type PriceTable,
 } from '../../domain/spend';
@@ -17,6 +22,8 @@ import {
 export interface SpendDeps {
   pool: Pool;
   prices: PriceTable;
+  /** How the owner hears that a budget stopped a call (once per budget and period); not told when absent. */
+  transports?: Transports;
 }
 
 /** A call's reservation, placed: settle it with the answer (in the caller's transaction), or release it. */
@@ -57,7 +64,7 @@ export async function reserveCall(
   const { pool, prices } = deps;
   const price = priceOf(prices, c.request.model);
   const worstUsd = worstCaseUsd(c.request, price);
-  const budgets = budgetsFor(c.payer, await agentBudgets(pool, c.payer.agentId), new Date(), {
+  const budgets: BudgetLimit[] = budgetsFor(c.payer, await agentBudgets(pool, c.payer.agentId), new Date(), {
     ...(c.ownPerRunUsd === undefined ? {} : { perRunUsd: c.ownPerRunUsd }),
   });
   const overrun = await reserve(pool, {
@@ -67,7 +74,19 @@ export async function reserveCall(
     worstUsd,
     budgets,
   });
-  if (overrun) throw new BudgetStop(overrun);
+  if (overrun) {
+    const stop = new BudgetStop(overrun);
+    const budget = budgets.find((b) => b.name === overrun.name)!;
+    if (deps.transports) {
+      // At most once per budget and period (the effects ledger); a send that fails is tried again at the next stop.
+      await noticeToOwner(pool, deps.transports, {
+        agentId: c.payer.agentId,
+        effectKey: budgetNoticeEffectKey(c.payer.agentId, budgetPeriodKey(budget)),
+        text: `Agent ${c.payer.agentId}: a model call was not made because ${stop.message}. Raise the budget to go on.`,
+      }).catch(() => undefined);
+    }
+    throw stop;
+  }
   return {
     settle: (db, res) =>
       settle(db, {

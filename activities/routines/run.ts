@@ -137,7 +137,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
         { model: agent?.model ?? deps.defaultModel, system: AUTHORING_SYSTEM, text, maxTokens: 4096 },
         { conversationKey: transcriptKey(input), turnId: input.runId, callIndex: input.repair ? 2 : 1 },
         {
-          deps: { pool, prices: deps.prices },
+          deps: { pool, prices: deps.prices, transports: deps.transports },
           callKey: `${input.runId}/authoring/${input.repair ? 2 : 1}`,
           payer: { agentId: input.agentId, kind: 'authoring', routineRunId: input.runId },
         },
