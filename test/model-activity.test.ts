@@ -96,11 +96,23 @@ describe('the model activity', () => {
       new MockActivityEnvironment({ attempt: 1 }, quiet).run(activities().callModel, input),
       new MockActivityEnvironment({ attempt: 2 }, quiet).run(activities().callModel, input),
     ]);
-    expect(second).toEqual(first);
+    // The same answer; what each says the call has cost so far is read when it finishes.
+    const answer = (step: unknown) => {
+      const { spend: _spend, ...rest } = step as ModelStep;
+      return rest;
+    };
+    expect(answer(second)).toEqual(answer(first));
     expect(await assistantRows(input.conversationKey)).toHaveLength(1);
+    // Both attempts really called the model: the ledger counts each once, under the call's one key.
+    const { rows: spent } = await keel.pool.query<{ settled_attempts: number[] }>(
+      'SELECT settled_attempts FROM model_spend WHERE turn_id = $1',
+      [input.turnId],
+    );
+    expect(spent.map((r) => [...r.settled_attempts].sort())).toEqual([[1, 2]]);
     // A later attempt answers from the transcript without calling the model again.
     const { rows: before } = await keel.pool.query('SELECT 1 FROM model_calls WHERE turn_id = $1', [input.turnId]);
-    expect(await new MockActivityEnvironment({ attempt: 3 }, quiet).run(activities().callModel, input)).toEqual(first);
+    const third = await new MockActivityEnvironment({ attempt: 3 }, quiet).run(activities().callModel, input);
+    expect(answer(third)).toEqual(answer(first));
     const { rows: after } = await keel.pool.query('SELECT 1 FROM model_calls WHERE turn_id = $1', [input.turnId]);
     expect(after.length).toBe(before.length);
   });
