@@ -101,6 +101,13 @@ describe('a daily budget, from the REST API alone (the README sequence)', () => 
     expect(usage.body.total.calls).toBe(4);
     expect(usage.body.total.costUsd).toBeCloseTo(after.costUsd, 12);
     expect(usage.body.groups.map((g) => g.key)).toEqual([conversationWorkflowId(a, 'c1')]);
+    // A range that ends before it starts holds nothing (the fuzz run found it answered 400 once).
+    const empty = await call<{ total: { calls: number }; groups: unknown[] }>(
+      keel,
+      'GET',
+      `/v1/agents/${a}/usage?from=2026-02-01T00:00:00Z&to=0020-02-29T00:00:00Z`,
+    );
+    expect(empty).toMatchObject({ status: 200, body: { total: { calls: 0 }, groups: [] } });
     // Every call that answered is in model_calls too, with the same tokens.
     const { rows } = await keel.pool.query<{ n: string }>(
       `SELECT count(*) AS n FROM model_calls WHERE conversation_key = $1 AND stop_reason IS NOT NULL`,

@@ -43,26 +43,44 @@ export async function promoteBuild(
   return { current: deployment.buildId, previous: res.previousDeploymentVersion?.buildId || null };
 }
 
-/** Why the version cannot be promoted yet, or '' when it can. */
+/** The task queues (name and type) a version's workers poll; undefined while none of them has polled. */
+async function taskQueuesOf(
+  connection: Connection,
+  namespace: string,
+  deploymentVersion: { deploymentName: string; buildId: string },
+): Promise<string[] | undefined> {
+  try {
+    const { workerDeploymentVersionInfo: info } = await connection.workflowService.describeWorkerDeploymentVersion({
+      namespace,
+      deploymentVersion,
+    });
+    const { TaskQueueType } = temporal.api.enums.v1;
+    return (info?.taskQueueInfos ?? []).map((q) => `${q.name} (${TaskQueueType[q.type ?? 0] ?? q.type})`);
+  } catch (err) {
+    if (temporalStatus(err)?.code === status.NOT_FOUND) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Why the version cannot be promoted yet, or '' when it can: Temporal refuses a new current version that does not
+ * poll every task queue (of every type) the current one polls, and the new one registers each type as it first polls.
+ */
 async function missingFromVersion(
   connection: Connection,
   namespace: string,
   taskQueue: string,
   deploymentVersion: { deploymentName: string; buildId: string },
 ): Promise<string> {
-  try {
-    const { workerDeploymentVersionInfo: info } = await connection.workflowService.describeWorkerDeploymentVersion({
-      namespace,
-      deploymentVersion,
-    });
-    const polled = (info?.taskQueueInfos ?? []).some(
-      (q) => q.name === taskQueue && q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    );
-    return polled ? '' : `its workers do not poll the task queue ${taskQueue}`;
-  } catch (err) {
-    if (temporalStatus(err)?.code === status.NOT_FOUND) return 'no worker of it has polled yet';
-    throw err;
-  }
+  const ours = await taskQueuesOf(connection, namespace, deploymentVersion);
+  if (!ours) return 'no worker of it has polled yet';
+  const current = await currentBuild(connection, namespace, deploymentVersion.deploymentName);
+  const needed =
+    current && current !== deploymentVersion.buildId
+      ? ((await taskQueuesOf(connection, namespace, { ...deploymentVersion, buildId: current })) ?? [])
+      : [`${taskQueue} (TASK_QUEUE_TYPE_WORKFLOW)`];
+  const missing = needed.filter((q) => !ours.includes(q));
+  return missing.length ? `its workers do not poll ${missing.join(', ')} yet` : '';
 }
 
 /**
