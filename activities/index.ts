@@ -11,6 +11,7 @@ import { reflectionActivities } from './reflection';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { MODEL_PRICES, type PriceTable } from '../domain/spend';
+import type { RateLimits } from '../domain/rate-limits';
 import type { EgressGuard } from '../services/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
@@ -32,6 +33,8 @@ export interface ActivityDeps {
   conversationIdleMs?: number;
   /** USD per million tokens per model (KEEL_MODEL_PRICES over domain/spend.ts MODEL_PRICES when unset). */
   prices?: PriceTable;
+  /** Provider rate limits per model (KEEL_RATE_LIMITS), shared by every worker; none when unset. */
+  rateLimits?: RateLimits;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
@@ -49,14 +52,15 @@ export function createActivities(deps: ActivityDeps) {
       void next.then(() => sending.get(key) === next && sending.delete(key));
     });
   const prices = deps.prices ?? MODEL_PRICES;
+  const rates = deps.rateLimits && { provider: deps.provider.name, limits: deps.rateLimits };
   return {
     ...conversationActivities(deps),
-    ...modelActivities({ ...deps, prices, onTextDelta }),
+    ...modelActivities({ ...deps, prices, rates, onTextDelta }),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
-    ...routineRunActivities({ ...deps, prices, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
-    ...reflectionActivities({ ...deps, prices, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
+    ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
+    ...reflectionActivities({ ...deps, prices, rates, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
   };
 }
 

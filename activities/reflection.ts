@@ -36,6 +36,7 @@ import {
 } from '../domain/reflection';
 import { SA } from '../domain/search-attributes';
 import { askFromActivity } from './model/ask';
+import type { SpendDeps } from './model/metered';
 import type { PriceTable } from '../domain/spend';
 import type { Transports } from './delivery/deliver-reply';
 
@@ -47,6 +48,7 @@ export interface ReflectionDeps {
   prices: PriceTable;
   /** How the owner hears that a budget stopped a call. */
   transports?: Transports;
+  rates?: SpendDeps['rates'];
 }
 
 /**
@@ -109,7 +111,7 @@ export function reflectionActivities(deps: ReflectionDeps) {
       { model, system, text: message, maxTokens },
       { conversationKey: reflectionWorkflowId(agentId), turnId: callKey, callIndex: 1 },
       {
-        deps: { pool, prices: deps.prices, transports: deps.transports },
+        deps: { pool, prices: deps.prices, transports: deps.transports, rates: deps.rates },
         callKey: `reflect:${callKey}`,
         payer: { agentId, kind: purpose },
       },

@@ -4,6 +4,7 @@ import { parseEgressAllow, type EgressAllow } from './egress';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
 import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
 import { MODEL_PRICES, ModelPriceSchema, type PriceTable } from './spend';
+import { RateLimitsSchema, type RateLimits } from './rate-limits';
 
 /** A version of Keel's workers as Temporal's Worker Deployments name it: the deployment, and the build. */
 export interface WorkerDeployment {
@@ -158,6 +159,29 @@ const Env = z.object({
       }
       return parsed.data;
     }),
+  /**
+   * Provider rate limits per model, shared by every worker:
+   * {"anthropic": {"claude-sonnet-4-5": {"requestsPerMinute": 50, "inputTokensPerMinute": 30000}}}.
+   */
+  KEEL_RATE_LIMITS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return undefined;
+      const parsed = RateLimitsSchema.safeParse(safeJson(raw));
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            `${issue?.path.join('.') || 'value'}: ${safeJson(raw) === undefined ? 'not JSON' : issue?.message} ` +
+            '(it takes a JSON object of provider ' +
+            '→ model or "*" → {requestsPerMinute?, inputTokensPerMinute?, outputTokensPerMinute?, burstSeconds?})',
+        });
+        return z.NEVER;
+      }
+      return parsed.data;
+    }),
   /** JSON object of HTTP integrations for routines' integrations.call: {"name": "https://…"}. */
   KEEL_INTEGRATIONS: z
     .string()
@@ -269,6 +293,8 @@ export interface KeelConfig {
   prices: PriceTable;
   /** What the egress guard lets through besides public addresses. */
   egress: { allow: EgressAllow };
+  /** Provider rate limits per model (KEEL_RATE_LIMITS); none when unset. */
+  rateLimits?: RateLimits;
 }
 
 export function loadConfig(env: Record<string, string | undefined>): KeelConfig {
@@ -348,6 +374,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       urlAllowlist: list(e.KEEL_REFLECTION_URL_ALLOWLIST),
     },
     prices: { ...MODEL_PRICES, ...e.KEEL_MODEL_PRICES },
+    ...(e.KEEL_RATE_LIMITS ? { rateLimits: e.KEEL_RATE_LIMITS } : {}),
     egress: { allow: e.KEEL_EGRESS_ALLOW },
   };
 }

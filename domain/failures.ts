@@ -10,6 +10,8 @@ export const FAILURE = {
   invalidInput: 'KeelInvalidInput',
   /** The turn a reply belongs to has no row: there is nothing to deliver. */
   turnMissing: 'KeelTurnMissing',
+  /** A model call waits for its place under the provider's rate limit: retried when the place is due. */
+  modelRateLimited: 'KeelModelRateLimited',
   /** A budget would be overrun by a model call's worst case: the call is not made (details: the budget). */
   budgetExhausted: 'KeelBudgetExhausted',
   /** A delivery attempt failed in a way the next attempt may not. */

@@ -88,6 +88,8 @@ export class ModelRetryableError extends Error {
     message: string,
     /** The server's requested delay (Retry-After), when it gave one. */
     readonly retryAfterMs?: number,
+    /** The HTTP status, when the provider answered one (429: its rate limit). */
+    readonly status?: number,
   ) {
     super(message);
     this.name = 'ModelRetryableError';

@@ -58,6 +58,7 @@ async function main(): Promise<void> {
         reflection: config.reflection,
         conversationIdleMs: config.conversationIdleMs,
         prices: config.prices,
+        rateLimits: config.rateLimits,
       },
       workflows,
       capacity: config.worker,

@@ -155,7 +155,7 @@ function toProviderError(err: unknown, signal: AbortSignal): unknown {
     // mid-answer).
     if (status === undefined) return new ModelRetryableError(`anthropic: ${detail}`, retryAfterMs(headers));
     if (isRetryableStatus(status))
-      return new ModelRetryableError(`anthropic ${status}: ${detail}`, retryAfterMs(headers));
+      return new ModelRetryableError(`anthropic ${status}: ${detail}`, retryAfterMs(headers), status);
     // 400, 401, 403, 404, 413, 422 and the rest of 4xx: the same request will fail the same way.
     return new ModelRequestError(`anthropic ${status}: ${detail}`, status);
   }

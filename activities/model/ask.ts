@@ -65,7 +65,7 @@ export async function askFromActivity(
     await reservation.settle(spend.deps.pool, res);
     return res;
   } catch (err) {
-    await reservation.release().catch(() => undefined);
+    await reservation.release(err).catch(() => undefined);
     if (err instanceof ModelRequestError) throw ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest);
     throw err;
   }

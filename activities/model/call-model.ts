@@ -154,7 +154,7 @@ export function modelActivities(deps: ModelDeps) {
         return { ...stepFrom(committed!.seq, committed!.content as ModelStep['content']), ...(spend ? { spend } : {}) };
       } catch (err) {
         // No answer to pay for: the hold goes back (a crash leaves it to the retry, which reserves again in its place).
-        await reservation.release().catch(() => undefined);
+        await reservation.release(err).catch(() => undefined);
         if (ctx.cancellationDetails?.cancelRequested) {
           // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
           // the call's own origin, so that it can never be mistaken for a finished answer.

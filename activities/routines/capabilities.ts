@@ -22,7 +22,7 @@ import { textOf } from '../../domain/transcript';
 import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
 import { deliverOnce, type Transports } from '../delivery/deliver-reply';
 import { askModel } from '../model/ask';
-import { BudgetStop, reserveCall } from '../model/metered';
+import { BudgetStop, reserveCall, type SpendDeps } from '../model/metered';
 import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
 import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
 
@@ -108,6 +108,7 @@ export interface RealCapabilityDeps {
   egress?: EgressGuard;
   /** What `ai.*` calls cost, for the agent's budgets (docs/spend.md). */
   prices: PriceTable;
+  rates?: SpendDeps['rates'];
 }
 
 export interface RunScope {
@@ -366,7 +367,7 @@ async function answerAi(
     await reservation.settle(deps.pool, res);
     return scrub(textOf(res.content));
   } catch (err) {
-    await reservation.release().catch(() => undefined);
+    await reservation.release(err).catch(() => undefined);
     if (err instanceof ModelRequestError) {
       throw new CapabilityError(`ai.${kind}: the model refused the request: ${err.message}`);
     }

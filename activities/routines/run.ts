@@ -24,6 +24,7 @@ import { AUTHORING_SYSTEM, authoringMessage, repairMessage } from '../../domain/
 import type { ModelProvider } from '../../domain/model';
 import type { Transports } from '../delivery/deliver-reply';
 import { askFromActivity } from '../model/ask';
+import type { SpendDeps } from '../model/metered';
 import { runCapabilities, simulatedCapabilities } from './capabilities';
 import { abandonIfClosed } from '../../services/routines';
 import type { EgressGuard } from '../../services/egress';
@@ -41,6 +42,7 @@ export interface RoutineRunDeps {
   egress?: EgressGuard;
   /** What `ai.*` calls cost, for the agent's budgets (docs/spend.md). */
   prices: PriceTable;
+  rates?: SpendDeps['rates'];
 }
 
 interface RunIds {
@@ -137,7 +139,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
         { model: agent?.model ?? deps.defaultModel, system: AUTHORING_SYSTEM, text, maxTokens: 4096 },
         { conversationKey: transcriptKey(input), turnId: input.runId, callIndex: input.repair ? 2 : 1 },
         {
-          deps: { pool, prices: deps.prices, transports: deps.transports },
+          deps: { pool, prices: deps.prices, transports: deps.transports, rates: deps.rates },
           callKey: `${input.runId}/authoring/${input.repair ? 2 : 1}`,
           payer: { agentId: input.agentId, kind: 'authoring', routineRunId: input.runId },
         },
@@ -204,6 +206,7 @@ export function routineRunActivities(deps: RoutineRunDeps) {
           integrations: deps.routines.integrations,
           egress: deps.egress,
           prices: deps.prices,
+          rates: deps.rates,
         },
         {
           runId: input.runId,
