@@ -118,6 +118,13 @@ async function jobTarget(pool: Pool, job: jobsDb.JobRow): Promise<Delivery | Del
 
 // ---- the run's activities -----------------------------------------------------------------------------------------
 
+/** How long until the job's next fire (null: a one-shot, or a job deleted meanwhile). */
+async function untilNextFireMs(pool: Pool, jobId: string): Promise<number | null> {
+  const job = await jobsDb.getJobById(pool, jobId);
+  const next = job && job.schedule.kind !== 'at' ? nextFire(job.schedule, new Date()) : null;
+  return next ? next.getTime() - Date.now() : null;
+}
+
 export type TurnResult =
   | { status: 'ok'; text: string }
   | { status: 'error'; error: string }
@@ -236,9 +243,23 @@ export function jobRunActivities(deps: {
         input.attempt,
         input.error,
       );
+      return { errors, status, untilNextFireMs: await untilNextFireMs(pool, input.jobId) };
+    },
+
+    /**
+     * A run a budget stopped starts (reason) or stops (null) waiting for the agent's budgets to change. Answers how
+     * long it may wait: until the job's next fire, which takes over then (null: none comes, it waits until told), or
+     * 0 when the job is no longer active (paused or deleted: nothing waits for it).
+     */
+    markJobRunBudgetBlocked: async (input: {
+      runId: string;
+      jobId: string;
+      reason: string | null;
+    }): Promise<{ untilNextFireMs: number | null }> => {
       const job = await jobsDb.getJobById(pool, input.jobId);
-      const next = job && job.schedule.kind !== 'at' ? nextFire(job.schedule, new Date()) : null;
-      return { errors, status, untilNextFireMs: next ? next.getTime() - Date.now() : null };
+      if (input.reason !== null && job?.status !== 'active') return { untilNextFireMs: 0 };
+      await jobsDb.markRunBudgetBlocked(pool, input.runId, input.reason);
+      return { untilNextFireMs: await untilNextFireMs(pool, input.jobId) };
     },
 
     /**

@@ -34,6 +34,7 @@ import { idleConversations } from './idle';
 import { round } from './measure';
 import { writeReport, type BenchResults } from './report';
 import { clusterBench } from './cluster';
+import { spendBench } from './spend';
 import { historyGrowth, keelTurnShape, throughputRun, turnOverhead, type TurnShape } from './scenarios';
 
 const SCENARIOS = ['overhead', 'history', 'throughput', 'costs', 'burst', 'idle'] as const;
@@ -203,8 +204,9 @@ async function main(): Promise<void> {
   }
 }
 
-// `npm run bench -- --cluster` measures the production topology instead (bench/cluster.ts).
-(process.argv.includes('--cluster') ? clusterBench() : main()).then(
+// `npm run bench -- --cluster` measures the production topology instead (bench/cluster.ts), `-- --spend` what spend
+// control adds to a turn (bench/spend.ts).
+(process.argv.includes('--cluster') ? clusterBench() : process.argv.includes('--spend') ? spendBench() : main()).then(
   () => process.exit(0),
   (err: unknown) => {
     console.error('bench failed:', err);

@@ -17,6 +17,4 @@ export interface DelegateInput {
 export type DelegateWorkflow = (input: DelegateInput) => Promise<CommittedOutcome>;
 
 export const cancelDelegate = defineSignal<[{ reason: string }]>('cancelDelegate');
-/** The agent's budgets changed: a delegate waiting for one calls the model again (docs/spend.md). */
-export const budgetsChanged = defineSignal('budgetsChanged');
 export const delegateStateQuery = defineQuery<{ lifecycle: LiveLifecycle; modelCalls: number }>('state');

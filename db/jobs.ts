@@ -18,6 +18,8 @@ export interface JobRow {
   /** Who chose the target: a person through the API, or the model through its `schedule` tool. */
   deliveryChosenBy: 'agent' | 'user';
   deleteAfterRun: boolean;
+  /** The job's own budget for each run (USD); null: the agent's perJobRunUsd applies. */
+  budgetUsd: number | null;
   createdBy: 'agent' | 'user';
   status: JobStatus;
   nextRunAt: string | null;
@@ -44,6 +46,7 @@ interface JobRecord {
   destination: string | null;
   delivery_chosen_by: 'agent' | 'user';
   delete_after_run: boolean;
+  budget_usd: string | null;
   created_by: 'agent' | 'user';
   status: JobStatus;
   next_run_at: Date | null;
@@ -68,6 +71,7 @@ const toJob = (r: JobRecord): JobRow => ({
   destination: r.destination,
   deliveryChosenBy: r.delivery_chosen_by,
   deleteAfterRun: r.delete_after_run,
+  budgetUsd: r.budget_usd === null ? null : Number(r.budget_usd),
   createdBy: r.created_by,
   status: r.status,
   nextRunAt: r.next_run_at?.toISOString() ?? null,
@@ -109,6 +113,7 @@ export interface NewJobRow {
   target: { delivery: Delivery } | { destination: string };
   deliveryChosenBy: 'agent' | 'user';
   deleteAfterRun: boolean;
+  budgetUsd?: number;
   createdBy: 'agent' | 'user';
   nextRunAt: Date;
 }
@@ -116,8 +121,8 @@ export interface NewJobRow {
 export async function insertJob(db: Queryable, j: NewJobRow): Promise<JobRow> {
   const { rows } = await db.query<JobRecord>(
     `INSERT INTO jobs (id, agent_id, name, description, schedule, task, delivery, destination, delivery_chosen_by,
-       delete_after_run, created_by, status, next_run_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12) RETURNING *`,
+       delete_after_run, created_by, status, next_run_at, budget_usd)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', $12, $13) RETURNING *`,
     [
       j.id,
       j.agentId,
@@ -131,6 +136,7 @@ export async function insertJob(db: Queryable, j: NewJobRow): Promise<JobRow> {
       j.deleteAfterRun,
       j.createdBy,
       j.nextRunAt,
+      j.budgetUsd ?? null,
     ],
   );
   return toJob(rows[0]!);
@@ -365,6 +371,8 @@ export interface RunView {
   reply?: string;
   error?: string;
   delivery: { outcome: string | null; attempts: number };
+  /** Waiting for a budget to be raised: the budget's words (docs/spend.md). */
+  budgetBlocked?: string;
 }
 
 export async function listRuns(db: Queryable, jobId: string): Promise<RunView[]> {
@@ -376,6 +384,7 @@ export async function listRuns(db: Queryable, jobId: string): Promise<RunView[]>
     error: string | null;
     delivery_outcome: string | null;
     delivery_attempts: number;
+    budget_blocked: string | null;
   }>('SELECT * FROM job_runs WHERE job_id = $1 ORDER BY fired_at, run_id', [jobId]);
   return rows.map((r) => ({
     runId: r.run_id,
@@ -384,5 +393,21 @@ export async function listRuns(db: Queryable, jobId: string): Promise<RunView[]>
     ...(r.reply !== null ? { reply: r.reply } : {}),
     ...(r.error !== null ? { error: r.error } : {}),
     delivery: { outcome: r.delivery_outcome, attempts: r.delivery_attempts },
+    ...(r.budget_blocked !== null && r.status === 'running' ? { budgetBlocked: r.budget_blocked } : {}),
   }));
+}
+
+/** A running job run starts or stops waiting for a budget to be raised (the budget's words, or null). */
+export async function markRunBudgetBlocked(db: Queryable, runId: string, reason: string | null): Promise<void> {
+  await db.query(`UPDATE job_runs SET budget_blocked = $2 WHERE run_id = $1 AND status = 'running'`, [runId, reason]);
+}
+
+/** The agent's job runs waiting for a budget to be raised (their workflow ids are their run ids). */
+export async function budgetBlockedRuns(db: Queryable, agentId: string): Promise<string[]> {
+  const { rows } = await db.query<{ run_id: string }>(
+    `SELECT r.run_id FROM job_runs r JOIN jobs j ON j.id = r.job_id
+      WHERE j.agent_id = $1 AND r.status = 'running' AND r.budget_blocked IS NOT NULL`,
+    [agentId],
+  );
+  return rows.map((r) => r.run_id);
 }

@@ -13,6 +13,8 @@ export interface RoutineRow {
   prompt: string | null;
   playbook: string | null;
   delivery: Delivery | null;
+  /** The routine's own budget for each run (USD); null: the agent's perRoutineRunUsd applies. */
+  budgetUsd: number | null;
   status: RoutineStatus;
   createdAt: string;
   updatedAt: string;
@@ -28,6 +30,7 @@ interface RoutineDbRow {
   prompt: string | null;
   playbook: string | null;
   delivery: Delivery | null;
+  budget_usd: string | null;
   status: RoutineStatus;
   created_at: Date;
   updated_at: Date;
@@ -43,6 +46,7 @@ const routineOf = (r: RoutineDbRow): RoutineRow => ({
   prompt: r.prompt,
   playbook: r.playbook,
   delivery: r.delivery,
+  budgetUsd: r.budget_usd === null ? null : Number(r.budget_usd),
   status: r.status,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
@@ -58,11 +62,12 @@ export async function putRoutine(
   cron: string,
 ): Promise<{ routine: RoutineRow; created: boolean }> {
   const { rows } = await db.query<RoutineDbRow & { created: boolean }>(
-    `INSERT INTO routines (agent_id, app_id, slug, label, schedule, cron, prompt, playbook, delivery)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `INSERT INTO routines (agent_id, app_id, slug, label, schedule, cron, prompt, playbook, delivery, budget_usd)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (agent_id, app_id, slug) DO UPDATE
        SET label = EXCLUDED.label, schedule = EXCLUDED.schedule, cron = EXCLUDED.cron,
-           prompt = EXCLUDED.prompt, playbook = EXCLUDED.playbook, delivery = EXCLUDED.delivery, updated_at = now()
+           prompt = EXCLUDED.prompt, playbook = EXCLUDED.playbook, delivery = EXCLUDED.delivery,
+           budget_usd = EXCLUDED.budget_usd, updated_at = now()
      RETURNING *, (xmax = 0) AS created`,
     [
       agentId,
@@ -74,6 +79,7 @@ export async function putRoutine(
       def.prompt ?? null,
       def.playbook ?? null,
       def.delivery ? JSON.stringify(def.delivery) : null,
+      def.budgetUsd ?? null,
     ],
   );
   return { routine: routineOf(rows[0]!), created: rows[0]!.created };

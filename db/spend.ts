@@ -174,6 +174,21 @@ export async function agentBudgets(db: Queryable, agentId: string): Promise<Budg
   return rows[0]?.budgets ?? {};
 }
 
+/** The own per-run budget of the job or routine a call's run belongs to, when it has one. */
+export async function ownRunBudgetUsd(db: Queryable, payer: Payer): Promise<number | undefined> {
+  const { rows } = payer.jobId
+    ? await db.query<{ usd: string | null }>('SELECT budget_usd AS usd FROM jobs WHERE id = $1', [payer.jobId])
+    : payer.routineRunId
+      ? await db.query<{ usd: string | null }>(
+          `SELECT r.budget_usd AS usd FROM routine_runs rr
+             JOIN routines r USING (agent_id, app_id, slug) WHERE rr.run_id = $1`,
+          [payer.routineRunId],
+        )
+      : { rows: [] };
+  const usd = rows[0]?.usd;
+  return usd === null || usd === undefined ? undefined : Number(usd);
+}
+
 export const USAGE_GROUPS = ['day', 'conversation', 'job', 'routine', 'delegate', 'model'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
 

@@ -12,6 +12,7 @@ import {
 } from './delivery';
 import { utf8Bytes } from './messages';
 import { storableString } from './text';
+import { BudgetUsd } from './spend';
 
 /** Phantom's scheduler numbers, kept. */
 export const JOBS = {
@@ -50,6 +51,8 @@ export const NewJob = z
     /** A Delivery (from a person, through the API) or the name of one of the agent's destinations. */
     delivery: z.union([Delivery, DestinationName]).optional(),
     deleteAfterRun: z.boolean().optional(),
+    /** The job's own budget for each run, in USD, instead of the agent's perJobRunUsd (docs/spend.md). */
+    budgetUsd: BudgetUsd.optional(),
   })
   .strict();
 export type NewJob = z.infer<typeof NewJob>;

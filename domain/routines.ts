@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { canonicalTimeZone, cronRefusal, parseCron } from './cron';
 import { Delivery } from './delivery';
 import { storableString } from './text';
+import { BudgetUsd } from './spend';
 
 /** Wuphf's routine numbers, kept, and the floor Keel adds. */
 export const ROUTINES = {
@@ -248,6 +249,8 @@ export const RoutineDefinition = z
     prompt: storableString().max(32_768).optional(),
     playbook: storableString().max(32_768).optional(),
     delivery: Delivery.optional(),
+    /** The routine's own budget for each run, in USD, instead of the agent's perRoutineRunUsd (docs/spend.md). */
+    budgetUsd: BudgetUsd.optional(),
   })
   .strict();
 export type RoutineDefinition = z.infer<typeof RoutineDefinition>;

@@ -97,15 +97,16 @@ export type BudgetName = (typeof BUDGET_NAMES)[number];
 /** An agent's budgets, in USD; an absent one does not limit. */
 export type Budgets = Partial<Record<BudgetName, number>>;
 
-const usd = z.number().nonnegative().max(1_000_000);
+/** An amount a budget may be set to, in USD. */
+export const BudgetUsd = z.number().nonnegative().max(1_000_000);
 export const BudgetsSchema = z
   .object({
-    dailyUsd: usd.optional(),
-    monthlyUsd: usd.optional(),
-    perTurnUsd: usd.optional(),
-    perDelegateTreeUsd: usd.optional(),
-    perJobRunUsd: usd.optional(),
-    perRoutineRunUsd: usd.optional(),
+    dailyUsd: BudgetUsd.optional(),
+    monthlyUsd: BudgetUsd.optional(),
+    perTurnUsd: BudgetUsd.optional(),
+    perDelegateTreeUsd: BudgetUsd.optional(),
+    perJobRunUsd: BudgetUsd.optional(),
+    perRoutineRunUsd: BudgetUsd.optional(),
   })
   .strict();
 

@@ -161,6 +161,24 @@ async function main(): Promise<void> {
     );
     await save('job-run-retried', jobRun.runId);
 
+    // A job run a budget stops: it waits for the agent's budgets to change, then goes on and ends ok.
+    await call('PUT', '/v1/agents/spend', { name: 'spend', budgets: { perJobRunUsd: 0.001 } });
+    const capped = await call<{ id: string }>('POST', '/v1/agents/spend/jobs', {
+      name: 'capped',
+      schedule: { kind: 'every', intervalMs: 3_600_000 },
+      task: 'digest',
+    });
+    await call('POST', `/v1/agents/spend/jobs/${capped.id}/run`);
+    const cappedRuns = () =>
+      call<{ runId: string; status: string; budgetBlocked?: string }[]>(
+        'GET',
+        `/v1/agents/spend/jobs/${capped.id}/runs`,
+      );
+    await until('the job run to wait for a budget', async () => (await cappedRuns()).some((r) => r.budgetBlocked));
+    await call('PUT', '/v1/agents/spend', { name: 'spend', budgets: { perJobRunUsd: 0.5 } });
+    const waited = await until('the raised job run', async () => (await cappedRuns()).find((r) => r.status === 'ok'));
+    await save('job-run-budget-waited', waited.runId);
+
     // A routine run that authors its tool, stops at the send gate and resumes after approval.
     await call('PUT', '/v1/agents/rec/apps/crm', { name: 'CRM', tables: [{ name: 'leads', columns: ['name'] }] });
     await call('POST', '/v1/agents/rec/apps/crm/tables/leads/records', { id: 'l1', name: 'Ada' });

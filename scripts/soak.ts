@@ -35,6 +35,7 @@ import { fromKeelStack, startSoakCluster, type SoakStack } from '../bench/soak/s
 import {
   conversationIdOf,
   createJobs,
+  setBudgets,
   pauseJobs,
   planMessages,
   sendMessages,
@@ -167,7 +168,9 @@ async function main(): Promise<number> {
     );
     const target: WebhookTarget = { channel: 'webhook', url: receiver.url, secret: SECRET };
 
-    // Jobs first, before any fault: their count is part of the workload, not of what a fault may lose.
+    // Budgets and jobs first, before any fault: the jobs' count is part of the workload, not of what a fault may lose.
+    await setBudgets(ring, cfg, Date.now() + 120_000);
+    log(`budgets set: ${JSON.stringify(cfg.budgets)}`);
     const jobs = await createJobs(ring, cfg, target, Date.now() + 120_000);
     log(`${jobs.length} jobs created (every ${cfg.jobIntervalMs} ms)`);
     const setupMs = Date.now() - t.start;
@@ -249,6 +252,7 @@ async function main(): Promise<number> {
         jobs,
         received: receiver.received,
         actions,
+        budgets: cfg.budgets,
       });
       // Closed runs are read from Temporal's visibility and histories: the checks above read PostgreSQL only, so a
       // conversation's workflow being closed changes none of them.

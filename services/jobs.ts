@@ -119,6 +119,7 @@ export async function createJob(
         deleteAfterRun: input.deleteAfterRun ?? (createdBy === 'agent' && verdict.schedule.kind === 'at'),
         createdBy,
         nextRunAt: verdict.nextRunAt,
+        ...(input.budgetUsd === undefined ? {} : { budgetUsd: input.budgetUsd }),
       });
       const detail = { name: job.name, schedule: job.schedule, destination: job.destination ?? undefined };
       await jobsDb.audit(db, { jobId: id, agentId, action: 'create', actor: createdBy, detail });

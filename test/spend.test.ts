@@ -221,40 +221,42 @@ describe('a delegate stopped by its tree budget', () => {
 });
 
 describe('a job run stopped by a budget', () => {
-  it('is booked "error: budget", not counted toward failing the job; raised, the next run is ok', async () => {
-    const a = uniqueId('a');
-    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perJobRunUsd: 0.001 } });
+  interface JobRun {
+    runId: string;
+    status: string;
+    error?: string;
+    budgetBlocked?: string;
+  }
+  const createJob = async (a: string, extra: Record<string, unknown> = {}) => {
     const created = await keel.api.inject({
       method: 'POST',
       url: `/v1/agents/${a}/jobs`,
       headers: { 'content-type': 'application/json' },
-      payload: JSON.stringify({ name: 'digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'digest' }),
+      payload: JSON.stringify({
+        name: 'digest',
+        schedule: { kind: 'every', intervalMs: 3_600_000 },
+        task: 'digest',
+        ...extra,
+      }),
     });
     expect(created.statusCode).toBe(201);
-    const jobId = created.json<{ id: string }>().id;
-    const runOnce = async (n: number) => {
-      expect((await keel.api.inject({ method: 'POST', url: `/v1/agents/${a}/jobs/${jobId}/run` })).statusCode).toBe(
-        202,
-      );
-      return eventually(
-        async () => {
-          const runs = (
-            await call<{ runId: string; status: string; error?: string }[]>(
-              keel,
-              'GET',
-              `/v1/agents/${a}/jobs/${jobId}/runs`,
-            )
-          ).body;
-          const done = runs.filter((r) => r.status !== 'running');
-          return done.length >= n ? done : undefined;
-        },
-        60_000,
-        `${n} finished runs`,
-      );
-    };
-    const [stopped] = await runOnce(1);
-    expect(stopped!.status).toBe('error');
-    expect(stopped!.error).toMatch(
+    return created.json<{ id: string; budgetUsd: number | null }>();
+  };
+  const runNow = async (a: string, jobId: string) =>
+    expect((await keel.api.inject({ method: 'POST', url: `/v1/agents/${a}/jobs/${jobId}/run` })).statusCode).toBe(202);
+  const runsOf = async (a: string, jobId: string) =>
+    (await call<JobRun[]>(keel, 'GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body;
+  const blockedRun = (a: string, jobId: string) =>
+    eventually(async () => (await runsOf(a, jobId)).find((r) => r.budgetBlocked), 60_000, 'a run blocked by a budget');
+
+  it('waits, not counted toward failing the job; raised, the same run goes on and ends ok', async () => {
+    const a = uniqueId('a');
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perJobRunUsd: 0.001 } });
+    const { id: jobId } = await createJob(a);
+    await runNow(a, jobId);
+    const blocked = await blockedRun(a, jobId);
+    expect(blocked.status).toBe('running');
+    expect(blocked.budgetBlocked).toMatch(
       /^budget: the per-job-run budget of \$0\.001 is spent: \$0\.00 spent and \$0\.00 reserved/,
     );
     const job = (
@@ -263,13 +265,45 @@ describe('a job run stopped by a budget', () => {
     expect(job).toMatchObject({ status: 'active', consecutiveErrors: 0 });
 
     await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perJobRunUsd: 0.5 } });
-    const runs = await runOnce(2);
-    const ok = runs.find((r) => r.status === 'ok')!;
+    const done = await eventually(
+      async () => (await runsOf(a, jobId)).find((r) => r.status !== 'running'),
+      60_000,
+      'the run to end',
+    );
+    expect(done).toMatchObject({ runId: blocked.runId, status: 'ok' });
+    expect(done.budgetBlocked).toBeUndefined();
+    expect(await runsOf(a, jobId)).toHaveLength(1);
     const { rows } = await keel.pool.query<{ kind: string; job_id: string; job_run_id: string }>(
       'SELECT kind, job_id, job_run_id FROM model_spend WHERE agent_id = $1',
       [a],
     );
-    expect(rows).toEqual([{ kind: 'job', job_id: jobId, job_run_id: ok.runId }]);
+    expect(rows).toEqual([{ kind: 'job', job_id: jobId, job_run_id: blocked.runId }]);
+  });
+
+  it("a job's own budget replaces the agent's per-run one for its runs", async () => {
+    const a = uniqueId('a');
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perJobRunUsd: 0.5 } });
+    const job = await createJob(a, { budgetUsd: 0.001 });
+    expect(job.budgetUsd).toBe(0.001);
+    await runNow(a, job.id);
+    expect((await blockedRun(a, job.id)).budgetBlocked).toMatch(/^budget: the per-job-run budget of \$0\.001 is spent/);
+    // Told that the agent's budgets changed, it asks again, and waits again: its own budget still holds it.
+    const before = (await keel.pool.query('SELECT count(*) AS n FROM turns WHERE conversation_key LIKE $1', [`%${a}%`]))
+      .rows[0] as { n: string };
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perJobRunUsd: 0.6 } });
+    await eventually(
+      async () => {
+        const { rows } = await keel.pool.query<{ n: string }>(
+          'SELECT count(*) AS n FROM turns WHERE conversation_key LIKE $1',
+          [`%${a}%`],
+        );
+        return Number(rows[0]!.n) > Number(before.n);
+      },
+      60_000,
+      'the run to ask again',
+    );
+    expect((await blockedRun(a, job.id)).budgetBlocked).toMatch(/^budget: the per-job-run budget of \$0\.001 is spent/);
+    expect((await keel.pool.query('SELECT 1 FROM model_spend WHERE agent_id = $1', [a])).rowCount).toBe(0);
   });
 });
 
@@ -284,11 +318,13 @@ describe("a routine's ai.* call stopped by a budget", () => {
         try { return await ai.write('a note'); } catch (e) { return 'caught: ' + e.message; }
       }`,
     };
-    // The first run authors the tool (within no budget); the next one reuses it, under a per-run budget of $0.001.
+    // The first run authors the tool (within no budget); the next one reuses it, under its own budget of $0.001.
     await r.routine(a, 'crm', 'draft', { prompt: `Draft ${author(careful)}` });
     expect(await r.runNow(a, 'crm', 'draft')).toMatchObject({ status: 'ok', digest: 'draft: a note' });
-    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perRoutineRunUsd: 0.001 } });
-    await r.routine(a, 'crm', 'draft', { prompt: 'Run carefulDraft' });
+    // The routine's own budget replaces the agent's generous per-run one.
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perRoutineRunUsd: 0.5 } });
+    const put = await r.routine(a, 'crm', 'draft', { prompt: 'Run carefulDraft', budgetUsd: 0.001 });
+    expect(put.body.budgetUsd).toBe(0.001);
     const stopped = await r.runNow(a, 'crm', 'draft');
     expect(stopped).toMatchObject({ status: 'ok', tool: { name: 'carefulDraft', authored: false } });
     expect(stopped.digest).toMatch(/^caught: ai\.write: the per-routine-run budget of \$0\.001 is spent: /);

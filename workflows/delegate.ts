@@ -10,7 +10,8 @@ import {
 } from '@temporalio/workflow';
 import type { ToolResults, TurnNote } from '../activities/conversation';
 import { delegateFinished } from '../contracts/conversation';
-import { budgetsChanged, cancelDelegate, delegateStateQuery, type DelegateInput } from '../contracts/delegate';
+import { budgetsChanged } from '../contracts/budgets';
+import { cancelDelegate, delegateStateQuery, type DelegateInput } from '../contracts/delegate';
 import {
   CONTINUE_TEXT,
   DELEGATION,

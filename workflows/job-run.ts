@@ -10,6 +10,7 @@ import {
 import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../activities/delivery/deliver-reply';
 import type { TurnResult } from '../activities/jobs';
+import { budgetsChanged } from '../contracts/budgets';
 import { jobTurnEnded, type JobRunInput } from '../contracts/job-run';
 import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
@@ -26,6 +27,8 @@ const turns = proxyActivities<KeelActivities>({
 export const KEEP_UNDELIVERED_PATCH = 'job-kept-when-undelivered';
 /** The patch after which a run asks for its turn and waits for the conversation's signal, holding no activity. */
 export const JOB_TURN_SIGNAL_PATCH = 'job-turn-by-signal';
+/** The patch after which a run a budget stopped waits for the budgets to change (before it, it was booked at once). */
+export const JOB_BUDGET_WAIT_PATCH = 'job-waits-for-budget';
 
 /**
  * One fire of a scheduled job (started by its Temporal Schedule): the task runs as a turn of the job's own
@@ -37,6 +40,8 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   const firedAt = workflowInfo().startTime;
   const ended = new Set<string>();
   setHandler(jobTurnEnded, ({ messageId }) => void ended.add(messageId));
+  let budgetChanges = 0;
+  setHandler(budgetsChanged, () => void budgetChanges++);
   const begun = await store.beginJobRun({ runId, jobId: input.jobId, firedAt: firedAt.toISOString() });
   if (begun.kind === 'skipped') {
     upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
@@ -92,7 +97,9 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
       return;
     }
     if (turn.status === 'budget') {
-      // The agent's money ran out, not the job: booked as such, not counted toward failing it, and not retried.
+      // The agent's money ran out, not the job's: never counted toward failing the job. The run waits, durably, for
+      // the budgets to change and then asks again; its next fire takes over if it comes first.
+      if (patched(JOB_BUDGET_WAIT_PATCH) && (await budgetRaised(turn.error))) continue;
       await book({ status: 'error', error: turn.error });
       upsertSearchAttributes([{ key: SA.outcome, value: 'budget' }]);
       return;
@@ -119,6 +126,19 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
       return;
     }
     await sleep(delay, { summary: `retry ${attempt + 1} after: ${turn.error.slice(0, 80)}` });
+  }
+
+  /** Waits, shown in GET …/runs, until the agent's budgets change (true) or the job's next fire is due (false). */
+  async function budgetRaised(reason: string): Promise<boolean> {
+    const seen = budgetChanges;
+    const changed = () => budgetChanges > seen;
+    const { untilNextFireMs } = await store.markJobRunBudgetBlocked({ runId, jobId: input.jobId, reason });
+    const raised =
+      untilNextFireMs === null
+        ? await condition(changed).then(() => true)
+        : await condition(changed, untilNextFireMs, { summary: `wait for a budget: ${reason.slice(0, 80)}` });
+    await store.markJobRunBudgetBlocked({ runId, jobId: input.jobId, reason: null });
+    return raised;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { agentBudgets, release, reserve, settle, type Overrun } from '../../db/spend';
+import { agentBudgets, ownRunBudgetUsd, release, reserve, settle, type Overrun } from '../../db/spend';
 import { pauseBucket, settleBucket, takeTurn } from '../../db/rate-limits';
 import type { Pool, Queryable } from '../../db/pool';
 import { FAILURE } from '../../domain/failures';
@@ -77,7 +77,7 @@ export function rateLimitWait(bucket: string, waitMs: number): ApplicationFailur
  */
 export async function reserveCall(
   deps: SpendDeps,
-  c: { callKey: string; attempt: number; payer: Payer; request: ModelRequest; ownPerRunUsd?: number },
+  c: { callKey: string; attempt: number; payer: Payer; request: ModelRequest },
 ): Promise<Reservation> {
   const { pool, prices } = deps;
   const rate = deps.rates && rateLimitFor(deps.rates.limits, deps.rates.provider, c.request.model);
@@ -88,8 +88,9 @@ export async function reserveCall(
   }
   const price = priceOf(prices, c.request.model);
   const worstUsd = worstCaseUsd(c.request, price);
+  const ownPerRunUsd = await ownRunBudgetUsd(pool, c.payer);
   const budgets: BudgetLimit[] = budgetsFor(c.payer, await agentBudgets(pool, c.payer.agentId), new Date(), {
-    ...(c.ownPerRunUsd === undefined ? {} : { perRunUsd: c.ownPerRunUsd }),
+    ...(ownPerRunUsd === undefined ? {} : { perRunUsd: ownPerRunUsd }),
   });
   const overrun = await reserve(pool, {
     callKey: c.callKey,

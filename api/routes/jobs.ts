@@ -26,6 +26,8 @@ const Job = z.object({
   /** Who chose where results go: a person (`user`, through the API) or the model (`agent`, its schedule tool). */
   deliveryChosenBy: z.enum(['agent', 'user']),
   deleteAfterRun: z.boolean(),
+  /** The job's own budget for each run, in USD (null: the agent's perJobRunUsd). */
+  budgetUsd: z.number().nullable(),
   createdBy: z.enum(['agent', 'user']),
   nextRunAt: z.string().nullable(),
   runCount: z.number(),
@@ -40,6 +42,8 @@ const Run = z.object({
   reply: z.string().optional(),
   error: z.string().optional(),
   delivery: z.object({ outcome: z.string().nullable(), attempts: z.number() }),
+  /** Waiting, still running, for a budget to be raised: the budget's words (docs/spend.md). */
+  budgetBlocked: z.string().optional(),
 });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 413: ErrorResponse, 429: ErrorResponse };
 

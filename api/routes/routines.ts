@@ -40,6 +40,8 @@ const Routine = z.object({
   prompt: z.string().nullable(),
   playbook: z.string().nullable(),
   delivery: z.unknown().nullable(),
+  /** The routine's own budget for each run, in USD (null: the agent's perRoutineRunUsd). */
+  budgetUsd: z.number().nullable(),
   status: z.enum(['active', 'paused']),
   nextRunAt: z.string().nullable(),
   createdAt: z.string(),

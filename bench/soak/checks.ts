@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import { conversationWorkflowId, JOB_CONVERSATION_PREFIX, jobScheduleId } from '../../domain/ids';
+import { costOf, MODEL_PRICES, priceOf } from '../../domain/spend';
 import type { ReceivedWebhook } from '../../test/support/webhook-receiver';
 import type { SentMessage, SoakJob } from './workload';
 
@@ -8,7 +9,7 @@ export type FindingKind = 'lost' | 'duplicated' | 'unaccepted' | 'anomaly';
 
 /** One thing that went wrong (or looks odd), with the ids to look it up by. */
 export interface Finding {
-  check: 'messages' | 'webhooks' | 'delegates' | 'jobs';
+  check: 'messages' | 'webhooks' | 'delegates' | 'jobs' | 'spend';
   kind: FindingKind;
   id: string;
   detail: string;
@@ -241,6 +242,109 @@ async function turnTimeline(pool: pg.Pool, turnId: string, acceptedAt: Date): Pr
  * Each check counts its own losses: one cause can show in two checks (a relay reply never sent is a lost webhook
  * and an unrelayed delegate), which the findings make plain.
  */
+interface CallLedgerRow {
+  call_key: string;
+  answered: string;
+  settled: string;
+  answered_tokens: string | null;
+  ledger_tokens: string | null;
+  input: string | null;
+  output: string | null;
+  cache_read: string | null;
+  cache_write: string | null;
+  model: string | null;
+  cost: string | null;
+  held: string | null;
+}
+
+/**
+ * (e) Spending matches the ledger: every answered model call of a turn, delegate or job (model_calls, written with
+ * the answer) is settled once in model_spend with the same tokens and the price table's cost; nothing is still held;
+ * and what was spent is within the budgets the soak set.
+ */
+async function spendCheck(
+  pool: pg.Pool,
+  agentId: string,
+  budgets: Record<string, number>,
+  add: (f: Finding) => void,
+): Promise<CheckRow> {
+  const { rows } = await pool.query<CallLedgerRow>(
+    `WITH answered AS (
+       SELECT 'turn:' || turn_id || ':call:' || call_index AS call_key, count(*) AS n,
+              sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) AS tokens
+         FROM model_calls
+        WHERE stop_reason IS NOT NULL AND error IS NULL
+          AND (conversation_key IN (SELECT key FROM conversations WHERE agent_id = $1)
+               OR conversation_key IN (SELECT conversation_key FROM model_spend WHERE agent_id = $1))
+        GROUP BY 1),
+     ledger AS (SELECT * FROM model_spend WHERE agent_id = $1 AND kind IN ('turn', 'delegate', 'job'))
+     SELECT coalesce(a.call_key, l.call_key) AS call_key, coalesce(a.n, 0) AS answered,
+            coalesce(cardinality(l.settled_attempts), 0) AS settled, a.tokens AS answered_tokens,
+            l.input_tokens + l.output_tokens + l.cache_read_tokens + l.cache_write_tokens AS ledger_tokens,
+            l.input_tokens AS input, l.output_tokens AS output, l.cache_read_tokens AS cache_read,
+            l.cache_write_tokens AS cache_write, l.model, l.cost_usd AS cost, l.held_usd AS held
+       FROM answered a FULL JOIN ledger l ON l.call_key = a.call_key`,
+    [agentId],
+  );
+  let lost = 0;
+  let dup = 0;
+  let answered = 0;
+  let settled = 0;
+  let spent = 0;
+  for (const r of rows) {
+    const [a, s] = [Number(r.answered), Number(r.settled)];
+    answered += a;
+    settled += s;
+    const cost = Number(r.cost ?? 0);
+    spent += cost;
+    if (s < a) {
+      lost += a - s;
+      add({ check: 'spend', kind: 'lost', id: r.call_key, detail: `${a} answers, ${s} settled in the ledger` });
+    }
+    if (s > a) {
+      dup += s - a;
+      add({ check: 'spend', kind: 'duplicated', id: r.call_key, detail: `${a} answers, ${s} settled in the ledger` });
+    }
+    if (a > 0 && s === a && r.answered_tokens !== r.ledger_tokens) {
+      const detail = `tokens: ${r.answered_tokens} answered, ${r.ledger_tokens} in the ledger`;
+      add({ check: 'spend', kind: 'anomaly', id: r.call_key, detail });
+    }
+    if (r.model !== null) {
+      const usage = {
+        inputTokens: Number(r.input),
+        outputTokens: Number(r.output),
+        cacheReadTokens: Number(r.cache_read),
+        cacheWriteTokens: Number(r.cache_write),
+      };
+      const priced = costOf(usage, priceOf(MODEL_PRICES, r.model));
+      if (Math.abs(priced - cost) > 1e-9)
+        add({
+          check: 'spend',
+          kind: 'anomaly',
+          id: r.call_key,
+          detail: `cost ${cost}, the price table says ${priced}`,
+        });
+    }
+    if (Number(r.held ?? 0) > 0)
+      add({ check: 'spend', kind: 'anomaly', id: r.call_key, detail: `still holds $${r.held} after the drain` });
+  }
+  const daily = budgets.dailyUsd;
+  if (daily !== undefined && spent > daily)
+    add({
+      check: 'spend',
+      kind: 'anomaly',
+      id: agentId,
+      detail: `spent $${spent}, over the daily budget of $${daily}`,
+    });
+  return {
+    check: '(e) spending matches the ledger',
+    expected: `${answered} answered model calls → ${answered} settled once, same tokens and cost, nothing held`,
+    observed: `${settled} settled, $${spent.toFixed(4)} in all (daily budget $${daily ?? 'none'})`,
+    lost,
+    duplicated: dup,
+  };
+}
+
 export async function runChecks(input: {
   pool: pg.Pool;
   agentId: string;
@@ -248,6 +352,7 @@ export async function runChecks(input: {
   jobs: SoakJob[];
   received: ReceivedWebhook[];
   actions: Map<string, ScheduleActions>;
+  budgets: Record<string, number>;
 }): Promise<CheckResults> {
   const { pool, agentId } = input;
   const findings: Finding[] = [];
@@ -679,12 +784,13 @@ export async function runChecks(input: {
       lost: dLost,
       duplicated: dDup,
     },
+    await spendCheck(pool, agentId, input.budgets, add),
   ];
   return {
     rows,
     findings,
-    lost: aLost + bLost + cLost + dLost,
-    duplicated: aDup + bDup + cDup + dDup,
+    lost: rows.reduce((n, r) => n + r.lost, 0),
+    duplicated: rows.reduce((n, r) => n + r.duplicated, 0),
     stats: {
       turnStatus,
       turnLatencyS: {

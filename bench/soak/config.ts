@@ -28,6 +28,11 @@ export interface SoakConfig {
   agentId: string;
   /** Self-test of the checks: the receiver refuses the first N deliveries for good (404), which must show as losses. */
   receiverRefuseFirst: number;
+  /**
+   * The agent's budgets for the whole soak: every model call reserves and settles against them, under the faults.
+   * Large enough that none stops a call: the soak checks that the ledger adds up, not what a stop does.
+   */
+  budgets: Record<string, number>;
 }
 
 function num(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
@@ -57,5 +62,12 @@ export function soakConfig(env: NodeJS.ProcessEnv = process.env, opts: { cluster
     jobBackoffMs: env.SOAK_JOB_BACKOFF_MS ?? '1000',
     agentId: env.SOAK_AGENT ?? 'soak',
     receiverRefuseFirst: Math.floor(num(env, 'SOAK_RECEIVER_REFUSE_FIRST', 0, 0)),
+    budgets: {
+      dailyUsd: num(env, 'SOAK_DAILY_USD', 100, 0),
+      monthlyUsd: 1_000,
+      perTurnUsd: 1,
+      perDelegateTreeUsd: 5,
+      perJobRunUsd: 1,
+    },
   };
 }

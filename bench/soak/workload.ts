@@ -116,6 +116,18 @@ export async function sendMessages(
 }
 
 /** Creates the jobs (before the faults start). A retried creation that meets its own name (409) looks the job up. */
+/** The agent, with the soak's budgets, before any work. */
+export async function setBudgets(ring: ApiRing, cfg: SoakConfig, deadline: number): Promise<void> {
+  const res = await callWithRetry(
+    ring,
+    `/v1/agents/${cfg.agentId}`,
+    { method: 'PUT', body: { name: cfg.agentId, budgets: cfg.budgets } },
+    deadline,
+  );
+  if (res.status !== 200 && res.status !== 201)
+    throw new Error(`soak: setting the budgets answered ${res.status} ${JSON.stringify(res.body)}`);
+}
+
 export async function createJobs(
   ring: ApiRing,
   cfg: SoakConfig,
