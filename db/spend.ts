@@ -20,9 +20,16 @@ export interface Overrun {
 
 const HOLD_SECONDS = RESERVATION_HOLD_MS / 1000;
 
+/** The spend_totals period of a UTC day or month, for a timestamp in SQL: 'day:YYYY-MM-DD' or 'month:YYYY-MM'. */
+const periodOf = (period: 'day' | 'month', at: string) =>
+  period === 'day'
+    ? `'day:' || to_char((${at}) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`
+    : `'month:' || to_char((${at}) AT TIME ZONE 'UTC', 'YYYY-MM')`;
+
 /**
  * What counts against one budget now: the settled cost of the calls in its scope, and their holds young enough to
- * belong to a live call. A call's own hold is left out when it is the one reserving again.
+ * belong to a live call. A call's own hold is left out when it is the one reserving again. A day's or month's cost is
+ * its one row of spend_totals, so a reservation costs the same however many calls the period already had.
  */
 async function counted(
   db: Queryable,
@@ -30,12 +37,17 @@ async function counted(
   scope: BudgetScope,
   exceptCallKey = '',
 ): Promise<{ spentUsd: number; heldUsd: number }> {
-  const [where, value] = 'period' in scope ? ['created_at >= $2', scope.since] : [`${scope.column} = $2`, scope.value];
+  const young = 'held_usd > 0 AND held_at > now() - make_interval(secs => $3) AND call_key <> $4';
   const { rows } = await db.query<{ spent: string; held: string }>(
-    `SELECT coalesce(sum(cost_usd), 0) AS spent,
-            coalesce(sum(CASE WHEN held_at > now() - make_interval(secs => $3) THEN held_usd ELSE 0 END), 0) AS held
-       FROM model_spend WHERE agent_id = $1 AND ${where} AND call_key <> $4`,
-    [agentId, value, HOLD_SECONDS, exceptCallKey],
+    'period' in scope
+      ? `SELECT coalesce((SELECT spent_usd FROM spend_totals
+                           WHERE agent_id = $1 AND period = ${periodOf(scope.period, '$2::timestamptz')}), 0) AS spent,
+                coalesce((SELECT sum(held_usd) FROM model_spend
+                           WHERE agent_id = $1 AND created_at >= $2 AND ${young}), 0) AS held`
+      : `SELECT coalesce(sum(cost_usd), 0) AS spent,
+                coalesce(sum(held_usd) FILTER (WHERE ${young}), 0) AS held
+           FROM model_spend WHERE agent_id = $1 AND ${scope.column} = $2 AND call_key <> $4`,
+    [agentId, 'period' in scope ? scope.since : scope.value, HOLD_SECONDS, exceptCallKey],
   );
   return { spentUsd: Number(rows[0]!.spent), heldUsd: Number(rows[0]!.held) };
 }
@@ -86,19 +98,26 @@ export async function reserve(
 }
 
 /**
- * Settles a call's hold to what it cost. One attempt settles once (its number is kept), so a retried commit does not
- * count an answer twice, while a retry that called the model again adds its own cost.
+ * Settles a call's hold to what it cost, and adds the cost to its agent's day and month. One attempt settles once
+ * (its number is kept), so a retried commit does not count an answer twice, while a retry that called the model
+ * again adds its own cost.
  */
 export async function settle(
   db: Queryable,
   s: { callKey: string; attempt: number; model: string; usage: ModelUsage; costUsd: number },
 ): Promise<void> {
   await db.query(
-    `UPDATE model_spend SET held_usd = 0, held_at = NULL, model = $3, cost_usd = cost_usd + $4,
-       input_tokens = input_tokens + $5, output_tokens = output_tokens + $6,
-       cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8,
-       settled_attempts = settled_attempts || $2::integer, updated_at = now()
-     WHERE call_key = $1 AND NOT ($2::integer = ANY (settled_attempts))`,
+    `WITH settled AS (
+       UPDATE model_spend SET held_usd = 0, held_at = NULL, model = $3, cost_usd = cost_usd + $4,
+         input_tokens = input_tokens + $5, output_tokens = output_tokens + $6,
+         cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8,
+         settled_attempts = settled_attempts || $2::integer, updated_at = now()
+       WHERE call_key = $1 AND NOT ($2::integer = ANY (settled_attempts))
+       RETURNING agent_id, created_at)
+     INSERT INTO spend_totals (agent_id, period, spent_usd)
+       SELECT agent_id, p, $4 FROM settled,
+              LATERAL (VALUES (${periodOf('day', 'created_at')}), (${periodOf('month', 'created_at')})) AS v (p)
+     ON CONFLICT (agent_id, period) DO UPDATE SET spent_usd = spend_totals.spent_usd + EXCLUDED.spent_usd`,
     [
       s.callKey,
       s.attempt,

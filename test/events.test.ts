@@ -74,11 +74,18 @@ const WORKFLOW_TASK_EVENTS = new Set([
   EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
 ]);
 
-/** The encoded bytes of a history's events, but for its workflow task events: what the turns themselves recorded. */
+/**
+ * The encoded bytes of a history's events, but for its workflow task events and the last failure an activity's
+ * started event carries after a retry (a heartbeat missed under load): what the turns themselves recorded.
+ */
 async function historyBytes(workflowId: string): Promise<number> {
   const { events } = await keel.client.workflow.getHandle(workflowId).fetchHistory();
   return (events ?? [])
     .filter((e) => !WORKFLOW_TASK_EVENTS.has(e.eventType ?? EventType.EVENT_TYPE_UNSPECIFIED))
+    .map((e) => {
+      const started = e.activityTaskStartedEventAttributes;
+      return started ? { ...e, activityTaskStartedEventAttributes: { ...started, lastFailure: null, attempt: 1 } } : e;
+    })
     .reduce((bytes, e) => bytes + temporal.api.history.v1.HistoryEvent.encode(e).finish().length, 0);
 }
 

@@ -114,6 +114,14 @@ describe('a daily budget, from the REST API alone (the README sequence)', () => 
       [conversationWorkflowId(a, 'c1')],
     );
     expect(Number(rows[0]!.n)).toBe(4);
+    // The day's and the month's totals, which reservations read, are the ledger's sum.
+    const totals = await keel.pool.query<{ period: string; spent_usd: string }>(
+      'SELECT period, spent_usd FROM spend_totals WHERE agent_id = $1 ORDER BY period',
+      [a],
+    );
+    const today = new Date().toISOString();
+    expect(totals.rows.map((t) => t.period)).toEqual([`day:${today.slice(0, 10)}`, `month:${today.slice(0, 7)}`]);
+    for (const t of totals.rows) expect(Number(t.spent_usd)).toBeCloseTo(after.costUsd, 12);
 
     const metrics = (await keel.api.inject({ method: 'GET', url: '/metrics' })).body;
     const series = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
