@@ -288,6 +288,10 @@ export function markdown(r: SoakReport): string {
     '- (d) no job run is left `running`; every Schedule fire (the larger of its `numActionsTaken` and the run ' +
       "workflows Temporal's visibility lists as started by it) has a `job_runs` row; " +
       'every ok run has the expected result, `delivered`, and its key was received; a run attempt has one turn.',
+    '- (e) the agent ran with budgets set (daily, monthly, per turn, per delegate tree, per job run); every model ' +
+      'call of a turn, delegate or job that answered (`model_calls`, written with the answer) is settled exactly ' +
+      "once in `model_spend` with the same tokens and the price table's cost, no hold is left after the drain, " +
+      'and the total is within the daily budget.',
     '',
     `Webhook requests: ${s.webhookRequests}, distinct keys ${s.webhookKeys}, ` +
       `invalid signatures ${s.invalidSignatures}. ` +
