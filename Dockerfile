@@ -1,5 +1,14 @@
 # One image for Keel's worker and API (docker-compose.temporal.yml runs it as keel-worker and keel-api).
-# No build step: tsx runs the TypeScript sources directly, as `npm run worker` / `npm run api` do on a laptop.
+# tsx runs the TypeScript sources directly, as `npm run worker` / `npm run api` do on a laptop. The one build is the
+# operator console's static files (Vite, a development dependency), made in a stage of its own and copied in.
+FROM node:20-bookworm-slim AS console
+WORKDIR /build
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY console ./console
+COPY scripts ./scripts
+RUN npm run build:console
+
 FROM node:20-bookworm-slim
 
 ENV NODE_ENV=production
@@ -18,6 +27,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
   && apt-get purge -y python3 make g++ && apt-get autoremove -y && rm -rf /var/lib/apt/lists/*
 
 COPY . .
+COPY --from=console /build/console/dist ./console/dist
 
 # Sources stay root-owned and read-only to the process; tsx caches under /tmp.
 USER node

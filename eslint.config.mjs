@@ -1,6 +1,8 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
+import reactHooks from 'eslint-plugin-react-hooks';
 import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
@@ -45,7 +47,7 @@ function layerRules(layer, rules, packages = []) {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', '.keel-test/**'] },
+  { ignores: ['node_modules/**', 'data/**', '.keel-test/**', 'console/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -174,6 +176,14 @@ export default tseslint.config(
       },
     ],
   ),
+  {
+    // The operator console runs in the browser (console/tsconfig.json): the browser's globals and React's rules of
+    // hooks. The server's layer rules above name top-level folders the console is not one of.
+    files: ['console/src/**/*.{ts,tsx}'],
+    languageOptions: { globals: globals.browser },
+    plugins: { 'react-hooks': reactHooks },
+    rules: { 'react-hooks/rules-of-hooks': 'error', 'react-hooks/exhaustive-deps': 'error' },
+  },
   {
     files: ['eslint.config.mjs'],
     ...tseslint.configs.disableTypeChecked,

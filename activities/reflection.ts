@@ -276,6 +276,8 @@ export function reflectionActivities(deps: ReflectionDeps) {
             baseVersion: memory.version,
             tier: input.tier,
             conversationIds,
+            // The workflow read its wait from these same settings (reflectionSettings) as its run began.
+            approvalWaitMs: s.approvalWaitMs,
           });
         if (input.answer.status !== 'ok') {
           await record('skipped', []);

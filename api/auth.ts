@@ -17,7 +17,8 @@ declare module 'fastify' {
 
 /**
  * Bearer tokens from KEEL_API_TOKENS (token=agentId, `*` for all). Without tokens (development, loopback only)
- * every request has every agent. /healthz and the OpenAPI pages need no token.
+ * every request has every agent. /healthz, the OpenAPI pages and the console's static files (the page then signs in)
+ * need no token.
  */
 export function registerAuth(app: FastifyInstance, tokens: Map<string, string> | undefined): void {
   app.decorateRequest('agentScope', '*');
@@ -30,6 +31,7 @@ export function registerAuth(app: FastifyInstance, tokens: Map<string, string> |
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (path === '/healthz' || path === '/docs' || path.startsWith('/docs/')) return;
+    if (path === '/console' || path.startsWith('/console/')) return;
     const header = req.headers.authorization ?? '';
     const m = /^Bearer\s+(\S+)$/i.exec(header);
     if (!m?.[1]) throw new ApiError(401, 'unauthorized', 'missing bearer token');

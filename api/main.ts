@@ -38,6 +38,7 @@ async function main(): Promise<void> {
     jobs: jobSettings(config),
     routines: config.routines,
     workerMetricsUrl: config.workerMetricsUrl,
+    temporalUiUrl: config.temporalUiUrl,
   });
   await app.listen({ host: config.api.host, port: config.api.port });
 

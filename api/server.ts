@@ -12,6 +12,7 @@ import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
+import { CONSOLE_DIST, consoleRoutes } from './console';
 import { ErrorResponse } from './schemas';
 import { errorBody, handleError, handleRouterError, notFound, shuttingDown } from './errors';
 import { createMetrics } from './metrics';
@@ -19,6 +20,7 @@ import { EventHub } from './events';
 import { eventRoutes } from './routes/events';
 import { agentRoutes } from './routes/agents';
 import { auditRoutes } from './routes/audit';
+import { approvalRoutes } from './routes/approvals';
 import { spendRoutes } from './routes/spend';
 import { conversationRoutes } from './routes/conversations';
 import { appRoutes } from './routes/apps';
@@ -44,6 +46,10 @@ export interface ApiDeps {
   routines?: Pick<RoutineSettings, 'floorMs'>;
   /** Where a worker serves the Temporal SDK's own Prometheus metrics, appended to /metrics. */
   workerMetricsUrl?: string;
+  /** The Temporal Web UI's base URL (KEEL_TEMPORAL_UI_URL), for the console's links to runs; null or unset: none. */
+  temporalUiUrl?: string | null;
+  /** Where the built console is (console/dist unless a test says otherwise). */
+  consoleDir?: string;
 }
 
 const COMMON_ERRORS = {
@@ -126,6 +132,13 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (req, reply) => {
     if (req.is404) await noRoute(req, reply);
   });
+  // The operator console's files, after auth and the 404 hook so that both apply to it.
+  const consoleDeps = {
+    distDir: deps.consoleDir ?? CONSOLE_DIST,
+    temporalUiUrl: deps.temporalUiUrl ?? null,
+    namespace: deps.temporal.options.namespace,
+  };
+  await app.register(consoleRoutes(consoleDeps), { prefix: '/console' });
 
   app.get(
     '/healthz',
@@ -166,6 +179,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(eventRoutes({ pool: deps.pool, hub }));
   await app.register(agentRoutes(deps.pool, deps.temporal));
   await app.register(auditRoutes(deps.pool));
+  await app.register(approvalRoutes(deps.pool));
   await app.register(spendRoutes(deps.pool));
   const temporalDeadlineMs = deps.temporalDeadlineMs ?? 15_000;
   const conversations = { ...deps, hub, temporalDeadlineMs, closing: closing.signal };

@@ -4,6 +4,7 @@ import type { InboundMessage, MessageMode } from '../domain/messages';
 import type { ContentBlock } from '../domain/model';
 import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
 import { ensureAgent } from './agents';
+import { exactInstant, type PageRequest } from './page';
 import { inTransaction, type Pool, type Queryable } from './pool';
 
 /** A conversation's row comes into being on first use; its agent's row must exist. */
@@ -389,4 +390,108 @@ export async function conversationStateFromDb(
     [conversationKey],
   );
   return { busy: Number(rows[0]?.running ?? 0) > 0, queued: Number(rows[0]?.queued ?? 0) };
+}
+
+/** A conversation as the list shows it: its activity, its number of turns and its last turn, in brief. */
+export interface ConversationSummary {
+  conversationId: string;
+  workflowId: string;
+  lastActivityAt: string;
+  turns: number;
+  lastTurn: {
+    turnId: string;
+    status: TurnStatus;
+    messageText: string;
+    replyText: string | null;
+    deliveryOutcome: string | null;
+    finishedAt: string | null;
+  } | null;
+  /** `lastActivityAt` to the microsecond: the list's sort key with `conversationId`. */
+  sortAt: string;
+}
+
+/** `text` as a LIKE pattern that matches it literally anywhere (`\` is the escape character). */
+const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * An agent's conversations, most recent activity first (ties by id), those whose id contains `q` (ignoring case) when
+ * given. Activity is the latest of the conversation's creation, its transcript's messages and its turns' starts and
+ * ends. The last turn's texts are cut to `previewChars` characters: the message that started it (the user's, or a
+ * retrigger turn's synthetic message) and its reply.
+ */
+export async function listConversations(
+  db: Queryable,
+  agentId: string,
+  filter: { q?: string; previewChars: number },
+  page: PageRequest<{ at: string; conversationId: string }>,
+): Promise<ConversationSummary[]> {
+  const { rows } = await db.query<{
+    key: string;
+    conversation_id: string;
+    last_activity_at: Date;
+    sort_at: string;
+    turns: string;
+    turn_id: string | null;
+    status: TurnStatus | null;
+    message_text: string | null;
+    reply_text: string | null;
+    outcome: string | null;
+    finished_at: Date | null;
+  }>(
+    `SELECT c.key, c.conversation_id, w.last_activity_at, ${exactInstant('w.last_activity_at')} AS sort_at, w.turns,
+            lt.turn_id, lt.status, lt.message_text, lt.reply_text, lt.outcome, lt.finished_at
+       FROM conversations c
+       CROSS JOIN LATERAL (
+         SELECT greatest(
+                  c.created_at,
+                  (SELECT max(m.created_at) FROM messages m WHERE m.conversation_key = c.key),
+                  (SELECT max(greatest(t.created_at, t.started_at, t.finished_at)) FROM turns t
+                    WHERE t.conversation_key = c.key)
+                ) AS last_activity_at,
+                (SELECT count(*) FROM turns t WHERE t.conversation_key = c.key) AS turns
+       ) w
+       LEFT JOIN LATERAL (
+         SELECT t.turn_id, t.status, left(coalesce(i.text, sm.text, ''), $6) AS message_text,
+                left(rm.text, $6) AS reply_text, d.outcome, t.finished_at
+           FROM turns t
+           LEFT JOIN inbound_messages i ON i.conversation_key = t.conversation_key AND i.message_id = t.message_id
+           LEFT JOIN messages sm ON sm.conversation_key = t.conversation_key AND sm.origin = t.message_id
+           LEFT JOIN messages rm ON rm.conversation_key = t.conversation_key AND rm.seq = t.reply_seq
+           LEFT JOIN LATERAL (
+             SELECT outcome FROM deliveries WHERE turn_id = t.turn_id ORDER BY created_at DESC LIMIT 1
+           ) d ON true
+          WHERE t.conversation_key = c.key ORDER BY t.accepted_order DESC LIMIT 1
+       ) lt ON true
+      WHERE c.agent_id = $1 AND ($2::text IS NULL OR c.conversation_id ILIKE $2 ESCAPE '\\')
+        AND ($3::timestamptz IS NULL OR w.last_activity_at < $3::timestamptz
+             OR (w.last_activity_at = $3::timestamptz AND c.conversation_id > $4::text))
+      ORDER BY w.last_activity_at DESC, c.conversation_id
+      LIMIT $5`,
+    [
+      agentId,
+      filter.q === undefined ? null : containing(filter.q),
+      page.after?.at ?? null,
+      page.after?.conversationId ?? null,
+      page.limit,
+      filter.previewChars,
+    ],
+  );
+  return rows.map((r) => ({
+    conversationId: r.conversation_id,
+    workflowId: r.key,
+    lastActivityAt: r.last_activity_at.toISOString(),
+    turns: Number(r.turns),
+    lastTurn:
+      r.turn_id === null
+        ? null
+        : {
+            turnId: r.turn_id,
+            status: r.status!,
+            messageText: r.message_text ?? '',
+            replyText: r.reply_text,
+            deliveryOutcome: r.outcome,
+            finishedAt: r.finished_at?.toISOString() ?? null,
+          },
+    sortAt: r.sort_at,
+  }));
 }

@@ -1,5 +1,6 @@
 import type { CommittedOutcome, HistoryMode, OutcomeKind, TerminalOwner } from '../domain/delegation';
 import { DELEGATION, taskRefusal, taskStatusAfter, terminalLifecycle } from '../domain/delegation';
+import { exactInstant, type PageRequest } from './page';
 import { inTransaction, type Pool, type Queryable } from './pool';
 import { findSkill, getTask, lockTask, skillNames } from './tasks';
 
@@ -267,36 +268,32 @@ export async function budgetBlockedDelegates(db: Queryable, agentId: string): Pr
   return rows.map((r) => r.delegate_id);
 }
 
-export async function getDelegate(
-  db: Queryable,
-  agentId: string,
-  delegateId: string,
-): Promise<DelegateView | undefined> {
-  const { rows } = await db.query<{
-    delegate_id: string;
-    conversation_key: string;
-    task_number: number | null;
-    lifecycle: string;
-    outcome_kind: OutcomeKind | null;
-    result: string | null;
-    outcome_version: number;
-    transcript_version: number;
-    terminal_owner: TerminalOwner | null;
-    admitted_at: Date | null;
-    relay: string | null;
-    budget_blocked: string | null;
-    conversation_id: string;
-  }>(
-    `SELECT d.*, c.conversation_id FROM delegates d JOIN conversations c ON c.key = d.conversation_key
-      WHERE d.agent_id = $1 AND d.delegate_id = $2`,
-    [agentId, delegateId],
-  );
-  const d = rows[0];
-  if (!d) return undefined;
-  const admissions = await db.query<{ outcome_version: number; decision: string; via: string; at: Date }>(
-    'SELECT outcome_version, decision, via, at FROM delegate_admissions WHERE delegate_id = $1 ORDER BY id',
-    [delegateId],
-  );
+interface DelegateDbRow {
+  delegate_id: string;
+  conversation_key: string;
+  task_number: number | null;
+  lifecycle: string;
+  outcome_kind: OutcomeKind | null;
+  result: string | null;
+  outcome_version: number;
+  transcript_version: number;
+  terminal_owner: TerminalOwner | null;
+  admitted_at: Date | null;
+  relay: string | null;
+  budget_blocked: string | null;
+  conversation_id: string;
+}
+
+interface AdmissionDbRow {
+  delegate_id: string;
+  outcome_version: number;
+  decision: string;
+  via: string;
+  at: Date;
+}
+
+/** The one view of a delegate, for its own GET and for the list alike. */
+function delegateViewOf(d: DelegateDbRow, admissions: readonly AdmissionDbRow[]): DelegateView {
   const outcome = d.outcome_kind && {
     kind: d.outcome_kind,
     result: d.result ?? '',
@@ -313,11 +310,65 @@ export async function getDelegate(
     ...(d.admitted_at ? { admittedAt: d.admitted_at.toISOString() } : {}),
     ...(d.relay ? { relay: d.relay } : {}),
     ...(d.budget_blocked && !d.outcome_kind ? { budgetBlocked: d.budget_blocked } : {}),
-    admissions: admissions.rows.map((a) => ({
+    admissions: admissions.map((a) => ({
       outcomeVersion: a.outcome_version,
       decision: a.decision,
       via: a.via,
       at: a.at.toISOString(),
     })),
   };
+}
+
+/** The admission decisions of these delegates, in the order they were made, by delegate. */
+async function admissionsOf(db: Queryable, delegateIds: readonly string[]): Promise<Map<string, AdmissionDbRow[]>> {
+  const { rows } = await db.query<AdmissionDbRow>(
+    `SELECT delegate_id, outcome_version, decision, via, at FROM delegate_admissions
+      WHERE delegate_id = ANY($1) ORDER BY id`,
+    [delegateIds],
+  );
+  const by = new Map<string, AdmissionDbRow[]>();
+  for (const a of rows) by.set(a.delegate_id, [...(by.get(a.delegate_id) ?? []), a]);
+  return by;
+}
+
+export async function getDelegate(
+  db: Queryable,
+  agentId: string,
+  delegateId: string,
+): Promise<DelegateView | undefined> {
+  const { rows } = await db.query<DelegateDbRow>(
+    `SELECT d.*, c.conversation_id FROM delegates d JOIN conversations c ON c.key = d.conversation_key
+      WHERE d.agent_id = $1 AND d.delegate_id = $2`,
+    [agentId, delegateId],
+  );
+  const d = rows[0];
+  if (!d) return undefined;
+  return delegateViewOf(d, (await admissionsOf(db, [delegateId])).get(delegateId) ?? []);
+}
+
+/** Which delegates a list shows: `live` (not completed), `completed`, or those that ended with one outcome kind. */
+export type DelegateFilter = 'live' | 'completed' | OutcomeKind;
+
+/** An agent's delegates, newest first (ties by id, descending), each as getDelegate shows it. */
+export async function listDelegates(
+  db: Queryable,
+  agentId: string,
+  filter: { status?: DelegateFilter },
+  page: PageRequest<{ at: string; delegateId: string }>,
+): Promise<(DelegateView & { sortAt: string })[]> {
+  const { rows } = await db.query<DelegateDbRow & { sort_at: string }>(
+    `SELECT d.*, c.conversation_id, ${exactInstant('d.created_at')} AS sort_at
+       FROM delegates d JOIN conversations c ON c.key = d.conversation_key
+      WHERE d.agent_id = $1
+        AND ($2::text IS NULL OR ($2 = 'live' AND d.completed_at IS NULL)
+             OR ($2 = 'completed' AND d.completed_at IS NOT NULL) OR d.outcome_kind = $2)
+        AND ($3::timestamptz IS NULL OR (d.created_at, d.delegate_id) < ($3::timestamptz, $4::text))
+      ORDER BY d.created_at DESC, d.delegate_id DESC LIMIT $5`,
+    [agentId, filter.status ?? null, page.after?.at ?? null, page.after?.delegateId ?? null, page.limit],
+  );
+  const admissions = await admissionsOf(
+    db,
+    rows.map((d) => d.delegate_id),
+  );
+  return rows.map((d) => ({ ...delegateViewOf(d, admissions.get(d.delegate_id) ?? []), sortAt: d.sort_at }));
 }

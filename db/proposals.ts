@@ -18,6 +18,8 @@ export interface ProposalRow {
   decision: { approved: boolean; note?: string } | null;
   createdAt: string;
   decidedAt: string | null;
+  /** While awaiting approval: when the wait ends (null: began waiting before it was kept). It began at createdAt. */
+  approvalExpiresAt: string | null;
 }
 
 interface Row {
@@ -34,6 +36,7 @@ interface Row {
   decision: ProposalRow['decision'];
   created_at: Date;
   decided_at: Date | null;
+  approval_expires_at: Date | null;
 }
 
 const proposalOf = (r: Row): ProposalRow => ({
@@ -50,9 +53,14 @@ const proposalOf = (r: Row): ProposalRow => ({
   decision: r.decision,
   createdAt: r.created_at.toISOString(),
   decidedAt: r.decided_at?.toISOString() ?? null,
+  approvalExpiresAt: r.approval_expires_at?.toISOString() ?? null,
 });
 
-/** Records a proposal once (a retried activity finds the first record). */
+/**
+ * Records a proposal once (a retried activity finds the first record). One awaiting approval waits from now for
+ * `approvalWaitMs`: its workflow's timer starts as the activity returns, so the wait ends moments after the recorded
+ * instant, never before it.
+ */
 export async function insertProposal(
   db: Queryable,
   p: {
@@ -65,12 +73,14 @@ export async function insertProposal(
     baseVersion: number;
     tier: string;
     conversationIds: string[];
+    approvalWaitMs: number;
   },
 ): Promise<ProposalRow> {
   await db.query(
     `INSERT INTO proposals (id, agent_id, workflow_id, status, answer, checks, base_version, tier, conversation_ids,
-                           decided_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $4 = 'awaiting_approval' THEN NULL ELSE now() END)
+                           decided_at, approval_expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $4 = 'awaiting_approval' THEN NULL ELSE now() END,
+             CASE WHEN $4 = 'awaiting_approval' THEN now() + $10::bigint * interval '1 millisecond' END)
      ON CONFLICT (id) DO NOTHING`,
     [
       p.id,
@@ -82,6 +92,7 @@ export async function insertProposal(
       p.baseVersion,
       p.tier,
       JSON.stringify(p.conversationIds),
+      p.approvalWaitMs,
     ],
   );
   return (await getProposal(db, p.id))!;
@@ -90,6 +101,11 @@ export async function insertProposal(
 export async function getProposal(db: Queryable, id: string): Promise<ProposalRow | undefined> {
   const { rows } = await db.query<Row>('SELECT * FROM proposals WHERE id = $1', [id]);
   return rows[0] && proposalOf(rows[0]);
+}
+
+export async function proposalsByIds(db: Queryable, ids: readonly string[]): Promise<ProposalRow[]> {
+  const { rows } = await db.query<Row>('SELECT * FROM proposals WHERE id = ANY($1)', [ids]);
+  return rows.map(proposalOf);
 }
 
 export async function listProposals(db: Queryable, agentId: string, limit = 100): Promise<ProposalRow[]> {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Delivery } from '../domain/delivery';
 import type { AuthoredTool, Gate, RoutineDefinition, RoutineRunStatus, RoutineStatus } from '../domain/routines';
+import type { PageRequest } from './page';
 import type { Queryable } from './pool';
 
 export interface RoutineRow {
@@ -98,6 +99,38 @@ export async function getRoutine(
   );
   return rows[0] && routineOf(rows[0]);
 }
+
+/** An app's routines by slug, a page at a time (`after`: the last slug of the page before). */
+export async function listRoutines(
+  db: Queryable,
+  agentId: string,
+  appId: string,
+  page: PageRequest<string>,
+): Promise<RoutineRow[]> {
+  const { rows } = await db.query<RoutineDbRow>(
+    `SELECT * FROM routines WHERE agent_id = $1 AND app_id = $2 AND ($3::text IS NULL OR slug > $3)
+      ORDER BY slug LIMIT $4`,
+    [agentId, appId, page.after ?? null, page.limit],
+  );
+  return rows.map(routineOf);
+}
+
+/** The labels of these routines, by `agentId/appId/slug` (a routine deleted since is absent). */
+export async function routineLabels(
+  db: Queryable,
+  refs: readonly { agentId: string; appId: string; slug: string }[],
+): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ agent_id: string; app_id: string; slug: string; label: string }>(
+    `SELECT r.agent_id, r.app_id, r.slug, r.label FROM routines r
+       JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (agent_id, app_id, slug)
+         ON (r.agent_id, r.app_id, r.slug) = (k.agent_id, k.app_id, k.slug)`,
+    [refs.map((r) => r.agentId), refs.map((r) => r.appId), refs.map((r) => r.slug)],
+  );
+  return new Map(rows.map((r) => [routineRef({ agentId: r.agent_id, appId: r.app_id, slug: r.slug }), r.label]));
+}
+
+/** A routine's key in routineLabels' answer. */
+export const routineRef = (r: { agentId: string; appId: string; slug: string }) => `${r.agentId}/${r.appId}/${r.slug}`;
 
 export async function setRoutineStatus(
   db: Queryable,
@@ -226,6 +259,11 @@ export interface RoutineRunRow {
   decision: { approved: boolean; note?: string; at: string } | null;
   artifactId: string | null;
   finishedAt: string | null;
+  /** The approval wait the run's workflow was handed as it began (null: begun before it was recorded). */
+  approvalWaitMs: number | null;
+  /** While it waits for approval: since when, and when the wait ends (null: began waiting before they were kept). */
+  waitingSince: string | null;
+  approvalExpiresAt: string | null;
 }
 
 interface RunDbRow {
@@ -246,6 +284,9 @@ interface RunDbRow {
   decision: RoutineRunRow['decision'];
   artifact_id: string | null;
   finished_at: Date | null;
+  approval_wait_ms: string | null;
+  waiting_since: Date | null;
+  approval_expires_at: Date | null;
 }
 
 const runOf = (r: RunDbRow): RoutineRunRow => ({
@@ -266,11 +307,17 @@ const runOf = (r: RunDbRow): RoutineRunRow => ({
   decision: r.decision,
   artifactId: r.artifact_id,
   finishedAt: r.finished_at?.toISOString() ?? null,
+  approvalWaitMs: r.approval_wait_ms === null ? null : Number(r.approval_wait_ms),
+  waitingSince: r.waiting_since?.toISOString() ?? null,
+  approvalExpiresAt: r.approval_expires_at?.toISOString() ?? null,
 });
 
 export type BeginRun = { kind: 'begun'; run: RoutineRunRow } | { kind: 'busy'; running: RoutineRunRow };
 
-/** Opens a run; refused while another run of the routine is in flight (running or waiting for approval). */
+/**
+ * Opens a run; refused while another run of the routine is in flight (running or waiting for approval). The run
+ * keeps the approval wait it is handed, so that each stop at a gate records when that wait ends.
+ */
 export async function beginRun(
   db: Queryable,
   r: {
@@ -282,15 +329,17 @@ export async function beginRun(
     firedAt: Date;
     prompt: string | null;
     sessionId: string;
+    approvalWaitMs?: number;
   },
 ): Promise<BeginRun> {
   const existing = await getRun(db, r.runId);
   if (existing) return { kind: 'begun', run: existing };
   const { rows } = await db.query<RunDbRow>(
-    `INSERT INTO routine_runs (run_id, workflow_id, agent_id, app_id, slug, fired_at, status, prompt, session_id)
-     VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8)
+    `INSERT INTO routine_runs (run_id, workflow_id, agent_id, app_id, slug, fired_at, status, prompt, session_id,
+                               approval_wait_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9)
      ON CONFLICT DO NOTHING RETURNING *`,
-    [r.runId, r.workflowId, r.agentId, r.appId, r.slug, r.firedAt, r.prompt, r.sessionId],
+    [r.runId, r.workflowId, r.agentId, r.appId, r.slug, r.firedAt, r.prompt, r.sessionId, r.approvalWaitMs ?? null],
   );
   if (rows[0]) return { kind: 'begun', run: runOf(rows[0]) };
   const again = await getRun(db, r.runId);
@@ -317,6 +366,11 @@ export async function runInFlight(
 export async function getRun(db: Queryable, runId: string): Promise<RoutineRunRow | undefined> {
   const { rows } = await db.query<RunDbRow>('SELECT * FROM routine_runs WHERE run_id = $1', [runId]);
   return rows[0] && runOf(rows[0]);
+}
+
+export async function runsByIds(db: Queryable, runIds: readonly string[]): Promise<RoutineRunRow[]> {
+  const { rows } = await db.query<RunDbRow>('SELECT * FROM routine_runs WHERE run_id = ANY($1)', [runIds]);
+  return rows.map(runOf);
 }
 
 export async function listRuns(
@@ -347,11 +401,26 @@ export async function setRunTool(
   ]);
 }
 
-export async function markNeedsApproval(db: Queryable, runId: string, gate: Gate, digest: string): Promise<void> {
+/**
+ * The run stops at a gate and waits: since now, until now + its approval wait (`fallbackWaitMs` for a run begun before
+ * runs kept theirs). The workflow's timer starts as the activity that calls this returns, so the wait ends moments
+ * after the recorded instant, never before it. A retried call keeps the first instants.
+ */
+export async function markNeedsApproval(
+  db: Queryable,
+  runId: string,
+  gate: Gate,
+  digest: string,
+  fallbackWaitMs: number,
+): Promise<void> {
   await db.query(
-    `UPDATE routine_runs SET status = 'needs_approval', gate = $2, digest = $3
+    `UPDATE routine_runs SET status = 'needs_approval', gate = $2, digest = $3,
+            waiting_since = CASE WHEN status = 'needs_approval' THEN coalesce(waiting_since, now()) ELSE now() END,
+            approval_expires_at = CASE WHEN status = 'needs_approval' AND approval_expires_at IS NOT NULL
+              THEN approval_expires_at
+              ELSE now() + coalesce(approval_wait_ms, $4::bigint) * interval '1 millisecond' END
       WHERE run_id = $1 AND status IN ('running', 'needs_approval')`,
-    [runId, JSON.stringify(gate), digest],
+    [runId, JSON.stringify(gate), digest, fallbackWaitMs],
   );
 }
 
@@ -389,6 +458,19 @@ export interface JournalEntry {
   /** As jsonb hands it back, like `args`. */
   result: unknown;
   error: string | null;
+}
+
+/**
+ * Where each run's waiting gate would send: the target its gated journal entry was shown with (and that its approved
+ * execution sends to). Runs without one (a gate that has no target) are absent.
+ */
+export async function gatedTargets(db: Queryable, runIds: readonly string[]): Promise<Map<string, Delivery>> {
+  const { rows } = await db.query<{ run_id: string; target: Delivery | null }>(
+    `SELECT DISTINCT ON (run_id) run_id, result -> 'target' AS target FROM routine_calls
+      WHERE run_id = ANY($1) AND outcome = 'gated' ORDER BY run_id, seq DESC`,
+    [runIds],
+  );
+  return new Map(rows.flatMap((r) => (r.target ? [[r.run_id, r.target] as const] : [])));
 }
 
 export async function loadJournal(db: Queryable, runId: string): Promise<JournalEntry[]> {

@@ -57,6 +57,19 @@ export async function createTask(pool: Pool, agentId: string, t: NewTask): Promi
   });
 }
 
+/** The agent's task board in number order: at most `limit` tasks, those after number `after`. */
+export async function listTasks(
+  db: Queryable,
+  agentId: string,
+  page: { after?: number; limit: number },
+): Promise<TaskRow[]> {
+  const { rows } = await db.query<TaskRecord>(
+    'SELECT * FROM tasks WHERE agent_id = $1 AND number > $2 ORDER BY number LIMIT $3',
+    [agentId, page.after ?? 0, page.limit],
+  );
+  return rows.map(toTask);
+}
+
 export async function getTask(db: Queryable, agentId: string, number: number): Promise<TaskRow | undefined> {
   const { rows } = await db.query<TaskRecord>('SELECT * FROM tasks WHERE agent_id = $1 AND number = $2', [
     agentId,

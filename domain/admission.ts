@@ -60,6 +60,23 @@ export function applyEdits(current: MemoryFiles, proposal: Proposal): MemoryFile
   return next;
 }
 
+/**
+ * Each file a proposal touches, in the order it first touches it, as `base` has it and as the proposal leaves it (null:
+ * absent): what a person deciding on the proposal reads, as a diff.
+ */
+export function fileChanges(
+  base: MemoryFiles,
+  proposal: Proposal,
+): { path: string; before: string | null; after: string | null }[] {
+  const after = applyEdits(base, proposal);
+  const at = (files: MemoryFiles, path: string) => (Object.hasOwn(files, path) ? (files[path] ?? null) : null);
+  return [...new Set(proposal.edits.map((e) => e.file))].map((path) => ({
+    path,
+    before: at(base, path),
+    after: at(after, path),
+  }));
+}
+
 /** Lines of `after` that `before` does not have (as a multiset): what the proposal adds. */
 function addedLines(before: string, after: string): string[] {
   const pool = new Map<string, number>();

@@ -72,6 +72,8 @@ const Env = z.object({
   KEEL_API_HOST: z.string().default('127.0.0.1'),
   KEEL_API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   KEEL_API_TOKENS: z.string().optional(),
+  /** The Temporal Web UI's base URL, for the console's links to runs (unset: the console shows no such link). */
+  KEEL_TEMPORAL_UI_URL: z.string().url().optional(),
   KEEL_MODEL: z.enum(['anthropic', 'scripted']).optional(),
   KEEL_ANTHROPIC_MODEL: z.string().default('claude-sonnet-4-5'),
   ANTHROPIC_API_KEY: z.string().optional(),
@@ -266,6 +268,8 @@ export interface KeelConfig {
   databaseUrl?: string;
   dataDir: string;
   api: { host: string; port: number; tokens: Map<string, string> | undefined };
+  /** The Temporal Web UI's base URL, for links to runs; null when unknown. */
+  temporalUiUrl: string | null;
   model: {
     provider: 'anthropic' | 'scripted';
     anthropicModel: string;
@@ -316,6 +320,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     databaseUrl: e.DATABASE_URL,
     dataDir: e.KEEL_DATA_DIR,
     api: { host: e.KEEL_API_HOST, port: e.KEEL_API_PORT, tokens: parseTokens(e.KEEL_API_TOKENS) },
+    temporalUiUrl: e.KEEL_TEMPORAL_UI_URL ?? null,
     model: {
       // Anthropic when a key is present, the offline scripted model otherwise, unless KEEL_MODEL says.
       provider: e.KEEL_MODEL ?? (e.ANTHROPIC_API_KEY ? 'anthropic' : 'scripted'),

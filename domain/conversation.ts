@@ -10,8 +10,17 @@ export const CONVERSATION = {
   idleCloseMs: 5 * 60_000,
 } as const;
 
-/** How a turn ended, as the API reports it. */
-export type TurnStatus = 'queued' | 'running' | 'replied' | 'skipped' | 'error' | 'interrupted' | 'budget_exhausted';
+/** Where a turn is, or how it ended, as the API reports it. */
+export const TURN_STATUSES = [
+  'queued',
+  'running',
+  'replied',
+  'skipped',
+  'error',
+  'interrupted',
+  'budget_exhausted',
+] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
 export type FinishedTurnStatus = Exclude<TurnStatus, 'queued' | 'running'>;
 
 export function isFinished<T extends { status: TurnStatus }>(turn: T): turn is T & { status: FinishedTurnStatus } {

@@ -1,11 +1,13 @@
 /**
- * npm run screenshots: the Temporal UI pictures of docs/operators.md, taken by headless Chromium (Debian's
- * `chromium` package) against a Keel that this script starts with `npm start` on free ports and fills with a demo
- * agent: conversations, a delegate, a job whose runs fail, a routine run waiting for approval.
+ * npm run screenshots: the Temporal UI and console pictures of docs/operators.md, taken by headless Chromium (Debian's
+ * `chromium` package; the console's through playwright-core) against a Keel that this script starts with `npm start`
+ * on free ports and fills with a demo agent: conversations, a delegate, a job whose runs fail, a routine run waiting
+ * for approval.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { chromium } from 'playwright-core';
 import { startKeel } from './keel-process';
 import { REPO_ROOT } from './processes';
 
@@ -88,8 +90,33 @@ async function main(): Promise<void> {
     shoot('failed-job-runs.png', `KeelKind = "job" AND KeelOutcome = "failed"`);
     shoot('waiting-approval.png', `KeelOutcome = "needs_approval"`);
     shoot('one-conversation.png', `WorkflowId = "conv:${AGENT}:support"`);
+    await shootConsole(execFileSync('which', [chromium]).toString().trim(), api);
   } finally {
     await keel.stop();
+  }
+}
+
+/** The operator console's views (docs/operators.md), through playwright-core driving the same Chromium. */
+async function shootConsole(executablePath: string, api: string): Promise<void> {
+  const browser = await chromium.launch({ executablePath, headless: true, args: ['--no-sandbox'] });
+  try {
+    for (const [name, view, width, ready] of [
+      ['console-approvals.png', 'approvals', 1280, 'Greet leads (crm/greet)'],
+      ['console-approvals-narrow.png', 'approvals', 390, 'Greet leads (crm/greet)'],
+      ['console-conversation.png', 'conversations/support', 1280, 'hello'],
+      ['console-jobs.png', 'jobs', 1280, 'Nightly report'],
+    ] as const) {
+      const page = await browser.newPage({ viewport: { width, height: 900 } });
+      await page.goto(`${api}/console/#/${view}`);
+      await page.getByLabel('Agent').fill(AGENT);
+      await page.getByLabel('Agent').press('Enter');
+      await page.getByText(ready).first().waitFor({ timeout: 20_000 });
+      await page.screenshot({ path: path.join(OUT, name), fullPage: true });
+      await page.close();
+      console.log(`docs/img/${name}: the console's ${view} view, ${width} px wide`);
+    }
+  } finally {
+    await browser.close();
   }
 }
 

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { migrate } from '../db/migrate';
 import { isLoopbackHost, loadConfig } from '../domain/config';
 import { describeEgress, parseEgressAllow, withLoopback } from '../domain/egress';
+import { ensureConsoleBuilt } from './console-build';
 import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
@@ -11,8 +12,9 @@ import { Supervisor } from './supervisor';
 
 /**
  * `npm start`: everything a newcomer needs, in one command. A Temporal dev server (unless one already answers at
- * TEMPORAL_ADDRESS), PostgreSQL (DATABASE_URL, or an embedded one under the data folder), migrations, then the
- * worker and the API as child processes. Ctrl-C stops them all, in reverse order.
+ * TEMPORAL_ADDRESS), PostgreSQL (DATABASE_URL, or an embedded one under the data folder), migrations, the console's
+ * build when its sources changed, then the worker and the API as child processes. Ctrl-C stops them all, in reverse
+ * order.
  */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -31,7 +33,7 @@ async function main(): Promise<void> {
       )
     ) {
       console.log(`keel: using the Temporal server already at ${address}`);
-      uiUrl = `(the UI of your Temporal server at ${address})`;
+      uiUrl = config.temporalUiUrl ?? `(the UI of your Temporal server at ${address})`;
     } else if (!isLoopbackHost(address.split(':')[0] ?? '')) {
       throw new Error(
         `Temporal at ${address} does not answer; ` +
@@ -59,6 +61,8 @@ async function main(): Promise<void> {
       databaseUrl = pg.url;
     }
     await migrate(databaseUrl);
+    // The API serves the console at /console/; a build is needed only after its sources changed.
+    await ensureConsoleBuilt();
 
     // The worker serves the Temporal SDK's metrics on a free loopback port; the API appends them to its /metrics.
     const workerMetrics = config.workerMetricsAddress ?? `127.0.0.1:${await freePort()}`;
@@ -72,6 +76,8 @@ async function main(): Promise<void> {
       TEMPORAL_ADDRESS: address,
       KEEL_WORKER_METRICS_ADDRESS: workerMetrics,
       KEEL_WORKER_METRICS_URL: config.workerMetricsUrl ?? `http://${workerMetrics}/metrics`,
+      // The console links runs to the dev server's UI (a UI of your own is KEEL_TEMPORAL_UI_URL's, already in env).
+      ...(temporal && !config.temporalUiUrl ? { KEEL_TEMPORAL_UI_URL: uiUrl } : {}),
     };
     for (const [child, what] of [
       [spawnWorker(env), 'the worker'],
@@ -90,6 +96,7 @@ async function main(): Promise<void> {
         'Keel is running.',
         `  API          ${api}/v1`,
         `  OpenAPI      ${api}/docs`,
+        `  Console      ${api}/console/`,
         `  Temporal UI  ${uiUrl}`,
         `  PostgreSQL   ${pg ? describeEmbeddedPg(pg) : 'DATABASE_URL'}`,
         `  Egress       ${describeEgress(parseEgressAllow(egressAllow))} — loopback allowed by npm start`,

@@ -168,7 +168,8 @@ export function pauseJob(
     if (job.status !== 'active') return refused('not_active', `job ${job.name} is ${job.status}, not active`);
     // The Schedule first: if it cannot be paused, the row still says what is true.
     await client.schedule.getHandle(jobScheduleId(job.id)).pause(`paused by ${actor}`);
-    if (!(await jobsDb.moveJob(pool, job.id, 'active', 'paused'))) {
+    // A paused job has no next fire: resume computes it anew.
+    if (!(await jobsDb.moveJob(pool, job.id, 'active', 'paused', { nextRunAt: null }))) {
       return refused('not_active', `job ${job.name} changed meanwhile`);
     }
     await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'pause', actor });

@@ -12,6 +12,7 @@ import {
 } from '@temporalio/client';
 import { ROUTINE_RUN_WORKFLOW, type RoutineRunWorkflow } from '../contracts/routine-run';
 import { getApp } from '../db/apps';
+import type { PageRequest } from '../db/page';
 import { inTransaction, type Pool } from '../db/pool';
 import * as routinesDb from '../db/routines';
 import { routineScheduleId } from '../domain/ids';
@@ -87,6 +88,17 @@ export async function getRoutineView(
 ): Promise<RoutineView | undefined> {
   const r = await routinesDb.getRoutine(pool, agentId, appId, slug);
   return r && view(client, r);
+}
+
+/** An app's routines by slug, a page at a time, each with its next fire (its Schedules are asked at once). */
+export async function listRoutineViews(
+  pool: Pool,
+  client: Client,
+  agentId: string,
+  appId: string,
+  page: PageRequest<string>,
+): Promise<RoutineView[]> {
+  return Promise.all((await routinesDb.listRoutines(pool, agentId, appId, page)).map((r) => view(client, r)));
 }
 
 /**

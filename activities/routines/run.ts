@@ -104,13 +104,17 @@ export function routineRunActivities(deps: RoutineRunDeps) {
         firedAt: new Date(input.firedAt),
         prompt: 'prompt' in chosen ? chosen.prompt : null,
         sessionId,
+        approvalWaitMs: deps.routines.approvalWaitMs,
       };
       let begun = await routinesDb.beginRun(pool, row);
       if (begun.kind === 'busy' && (await abandonIfClosed(pool, Context.current().client, begun.running)))
         begun = await routinesDb.beginRun(pool, row);
       if (begun.kind === 'busy') return { kind: 'skipped', reason: `run ${begun.running.runId} is still in flight` };
       if ('error' in chosen) return { kind: 'no_prompt', reason: chosen.error, sessionId };
-      return { kind: 'run', prompt: chosen.prompt, sessionId, approvalWaitMs: deps.routines.approvalWaitMs };
+      // The wait the run recorded (a retried begin finds the first attempt's), so that what the workflow waits and
+      // what the run says it waits are one number.
+      const approvalWaitMs = begun.run.approvalWaitMs ?? deps.routines.approvalWaitMs;
+      return { kind: 'run', prompt: chosen.prompt, sessionId, approvalWaitMs };
     },
 
     /** A saved tool the prompt asks for (domain rule), recorded on the run; null → the run authors one. */
@@ -240,13 +244,17 @@ export function routineRunActivities(deps: RoutineRunDeps) {
       return ran;
     },
 
-    /** The run waits for a human: visible as needs_approval with the gate's capability and detail. */
+    /**
+     * The run waits for a human: visible as needs_approval with the gate's capability and detail, since when and until
+     * when (the wait it recorded as it began).
+     */
     holdRoutineRun: async (input: { runId: string; gate: Gate }): Promise<void> => {
       await routinesDb.markNeedsApproval(
         pool,
         input.runId,
         input.gate,
         `paused for your approval: ${input.gate.detail}`,
+        deps.routines.approvalWaitMs,
       );
     },
 

@@ -2,17 +2,27 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { conversationExists, conversationStateFromDb, listMessages } from '../../db/conversations';
+import { z } from 'zod';
+import {
+  conversationExists,
+  conversationStateFromDb,
+  listConversations,
+  listMessages,
+  type ConversationSummary,
+} from '../../db/conversations';
 import type { Pool } from '../../db/pool';
-import type { SubmitResult } from '../../domain/conversation';
+import { TURN_STATUSES, type SubmitResult } from '../../domain/conversation';
 import { conversationWorkflowId } from '../../domain/ids';
 import { SubmitMessageBody, type InboundMessage } from '../../domain/messages';
+import { storableString } from '../../domain/text';
 import { waitForTurnEnd, type FinishedTurn } from '../../services/conversation';
 import { assertAgentAccess } from '../auth';
 import { queryConversationState, submitToConversation } from '../conversation-client';
 import { notFound, shuttingDown } from '../errors';
 import { TurnEndWake, type EventHub } from '../events';
+import { CursorInstant, CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import {
+  AgentParams,
   ConversationParams,
   ConversationView,
   ErrorResponse,
@@ -23,6 +33,37 @@ import {
 
 /** A waiting submission reads its turn again this long after the last read, in case a NOTIFY was lost. */
 const FALLBACK_READ_MS = 5_000;
+
+/** How much of a last turn's message and reply the list shows (characters). */
+const PREVIEW_CHARS = 200;
+
+const ConversationListQuery = PageQuery.extend({
+  q: storableString().max(200).optional().describe('Only conversations whose id contains this, ignoring case'),
+}).strict();
+const ConversationItem = z.object({
+  conversationId: z.string(),
+  /** The conversation's workflow id, which is also its key in PostgreSQL. */
+  workflowId: z.string(),
+  lastActivityAt: z.string(),
+  turns: z.number(),
+  lastTurn: z
+    .object({
+      turnId: z.string(),
+      status: z.enum(TURN_STATUSES),
+      messageText: z
+        .string()
+        .describe(
+          `The message that started the turn (a retrigger turn's lists delegate results), its first ${PREVIEW_CHARS} ` +
+            'characters',
+        ),
+      replyText: z.string().nullable().describe(`The reply, its first ${PREVIEW_CHARS} characters`),
+      deliveryOutcome: z.string().nullable(),
+      finishedAt: z.string().nullable(),
+    })
+    .nullable(),
+});
+/** A conversation list's sort key: its last activity (to the microsecond) and its id. */
+const ConversationCursor = z.tuple([CursorInstant, CursorText]);
 
 export function conversationRoutes(deps: {
   pool: Pool;
@@ -127,6 +168,37 @@ export function conversationRoutes(deps: {
         waiting.delete(stopWaiting);
       }
     }
+
+    app.get(
+      '/v1/agents/:agentId/conversations',
+      {
+        schema: {
+          tags: ['conversations'],
+          summary: "The agent's conversations, most recent activity first (jobs' and routines' included)",
+          params: AgentParams,
+          querystring: ConversationListQuery,
+          response: { 200: Page(ConversationItem), 400: ErrorResponse, 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId } = req.params;
+        assertAgentAccess(req, agentId);
+        const { q, limit } = req.query;
+        const after = decodeCursor(req.query.cursor, ConversationCursor);
+        const rows = await listConversations(
+          pool,
+          agentId,
+          { ...(q ? { q } : {}), previewChars: PREVIEW_CHARS },
+          { ...(after ? { after: { at: after[0], conversationId: after[1] } } : {}), limit: limit + 1 },
+        );
+        return pageOf(
+          rows,
+          limit,
+          (c) => [c.sortAt, c.conversationId],
+          ({ sortAt: _sortAt, ...c }: ConversationSummary) => c,
+        );
+      },
+    );
 
     app.get(
       '/v1/agents/:agentId/conversations/:conversationId',

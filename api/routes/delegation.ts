@@ -2,15 +2,16 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { cancelDelegate } from '../../contracts/delegate';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getDelegate } from '../../db/delegates';
+import { getDelegate, listDelegates } from '../../db/delegates';
 import { recordAudit } from '../../db/audit';
-import { createTask, getTask, moveTask, putSkill, taskAttempts } from '../../db/tasks';
+import { createTask, getTask, listTasks, moveTask, putSkill, taskAttempts } from '../../db/tasks';
 import type { Pool } from '../../db/pool';
 import { NewTask, OUTCOME_KINDS, SkillName, TASK_STATUSES } from '../../domain/delegation';
 import { delegateWorkflowId } from '../../domain/ids';
 import { storableString } from '../../domain/text';
 import { assertAgentAccess } from '../auth';
 import { ApiError, notFound } from '../errors';
+import { CursorInstant, CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { AgentParams, ErrorResponse, Id } from '../schemas';
 
 const TaskParams = z.object({ agentId: Id, number: z.coerce.number().int().positive().max(2_147_483_647) });
@@ -37,6 +38,8 @@ const TaskWithAttempts = Task.extend({
     }),
   ),
 });
+/** A task board page's cursor: the last task's number. */
+const TaskCursor = z.tuple([z.number().int().positive()]);
 const DelegateParams = z.object({ agentId: Id, delegateId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/) });
 const Delegate = z.object({
   delegateId: z.string(),
@@ -61,6 +64,15 @@ const Delegate = z.object({
   admissions: z.array(z.object({ outcomeVersion: z.number(), decision: z.string(), via: z.string(), at: z.string() })),
 });
 
+const DelegateListQuery = PageQuery.extend({
+  status: z
+    .enum(['live', 'completed', ...OUTCOME_KINDS])
+    .optional()
+    .describe('live (not completed), completed, or the outcome kind it ended with'),
+}).strict();
+/** A delegate list's sort key: its creation (to the microsecond) and its id. */
+const DelegateCursor = z.tuple([CursorInstant, CursorText]);
+
 export function delegationRoutes(deps: { pool: Pool; temporal: Client }): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
   return async (app) => {
@@ -78,6 +90,32 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
       async (req, reply) => {
         assertAgentAccess(req, req.params.agentId);
         return reply.status(201).send(await createTask(pool, req.params.agentId, req.body));
+      },
+    );
+
+    app.get(
+      '/v1/agents/:agentId/tasks',
+      {
+        schema: {
+          tags: ['tasks'],
+          summary: "The agent's task board, in number order",
+          params: AgentParams,
+          querystring: PageQuery.strict(),
+          response: { 200: Page(Task), 400: ErrorResponse, 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId } = req.params;
+        assertAgentAccess(req, agentId);
+        const { limit } = req.query;
+        const after = decodeCursor(req.query.cursor, TaskCursor);
+        const rows = await listTasks(pool, agentId, { ...(after ? { after: after[0] } : {}), limit: limit + 1 });
+        return pageOf(
+          rows,
+          limit,
+          (t) => [t.number],
+          (t) => t,
+        );
       },
     );
 
@@ -147,6 +185,37 @@ export function delegationRoutes(deps: { pool: Pool; temporal: Client }): Fastif
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
         return putSkill(pool, req.params.agentId, req.params.name, req.body.body);
+      },
+    );
+
+    app.get(
+      '/v1/agents/:agentId/delegates',
+      {
+        schema: {
+          tags: ['delegates'],
+          summary: "The agent's delegates, newest first, each as GET …/delegates/:delegateId shows it",
+          params: AgentParams,
+          querystring: DelegateListQuery,
+          response: { 200: Page(Delegate), 400: ErrorResponse, 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId } = req.params;
+        assertAgentAccess(req, agentId);
+        const { status, limit } = req.query;
+        const after = decodeCursor(req.query.cursor, DelegateCursor);
+        const rows = await listDelegates(
+          pool,
+          agentId,
+          { ...(status ? { status } : {}) },
+          { ...(after ? { after: { at: after[0], delegateId: after[1] } } : {}), limit: limit + 1 },
+        );
+        return pageOf(
+          rows,
+          limit,
+          (d) => [d.sortAt, d.delegateId],
+          ({ sortAt: _sortAt, ...d }) => d,
+        );
       },
     );
 

@@ -15,7 +15,7 @@ import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
 
 const Files = z.record(z.string(), z.string());
-const Change = z.object({
+export const Change = z.object({
   file: z.string(),
   action: z.string(),
   summary: z.string(),
@@ -32,7 +32,7 @@ const VersionMeta = z.object({
   createdAt: z.string(),
 });
 const Memory = z.object({ version: z.number(), files: Files });
-const Check = z.object({
+export const Check = z.object({
   name: z.string(),
   kind: z.enum(['hard', 'soft']),
   passed: z.boolean(),
@@ -54,6 +54,10 @@ const Proposal = z.object({
 const ProposalParams = AgentParams.extend({ id: z.string().uuid() });
 const VersionParams = AgentParams.extend({ version: z.coerce.number().int().positive().max(2_147_483_647) });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse };
+
+/** The route of a person's decision on a proposal waiting for approval (the approvals list hands out its path). */
+export const proposalDecisionRoute = (verdict: 'approve' | 'reject') =>
+  `/v1/agents/:agentId/proposals/:id/${verdict}` as const;
 
 const proposalView = ({ agentId: _a, workflowId: _w, version, ...p }: ProposalRow) => ({
   ...p,
@@ -175,7 +179,7 @@ export function memoryRoutes(deps: {
 
     for (const verdict of ['approve', 'reject'] as const) {
       app.post(
-        `/v1/agents/:agentId/proposals/:id/${verdict}`,
+        proposalDecisionRoute(verdict),
         {
           schema: {
             tags: ['reflection'],

@@ -12,6 +12,7 @@ import { storableString } from '../../domain/text';
 import {
   deleteRoutine,
   getRoutineView,
+  listRoutineViews,
   pauseRoutine,
   putRoutine,
   resumeRoutine,
@@ -22,6 +23,7 @@ import {
 import { assertAgentAccess } from '../auth';
 import { sendDecision } from '../decisions';
 import { ApiError, notFound } from '../errors';
+import { decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { ErrorResponse, Id } from '../schemas';
 
 const AppParams = z.object({ agentId: Id, appId: Id });
@@ -47,7 +49,7 @@ const Routine = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-const Gate = z.object({ capability: z.string(), detail: z.string() });
+export const Gate = z.object({ capability: z.string(), detail: z.string() });
 const Run = z.object({
   runId: z.string(),
   /** The run's workflow in the Temporal UI (routine:<agentId>:<appId>:<slug>-<fire time>). */
@@ -88,6 +90,10 @@ const Decision = z.object({ note: storableString().max(2000).optional() }).stric
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
 const routineView = ({ agentId: _agentId, ...r }: RoutineView) => r;
+
+/** The route of a person's decision on a run waiting for approval (the approvals list hands out its path). */
+export const routineRunDecisionRoute = (verdict: 'approve' | 'reject') =>
+  `/v1/agents/:agentId/routine-runs/:runId/${verdict}` as const;
 
 function runView(r: RoutineRunRow): z.infer<typeof Run> {
   return {
@@ -140,6 +146,29 @@ export function routineRoutes(deps: {
         assertAgentAccess(req, agentId);
         const { routine, created } = unwrap(await putRoutine(pool, temporal, deps, agentId, appId, slug, req.body));
         return reply.status(created ? 201 : 200).send(routineView(routine));
+      },
+    );
+
+    app.get(
+      '/v1/agents/:agentId/apps/:appId/routines',
+      {
+        schema: {
+          tags: ['routines'],
+          summary: "The app's routines by slug, each with its next fire",
+          params: AppParams,
+          querystring: PageQuery.strict(),
+          response: { 200: Page(Routine), 400: ErrorResponse, 404: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { agentId, appId } = req.params;
+        assertAgentAccess(req, agentId);
+        const { limit } = req.query;
+        const after = decodeCursor(req.query.cursor, z.tuple([Id]));
+        if (!(await getApp(pool, agentId, appId))) throw notFound(`app ${appId}`);
+        const page = { ...(after ? { after: after[0] } : {}), limit: limit + 1 };
+        const routines = await listRoutineViews(pool, temporal, agentId, appId, page);
+        return pageOf(routines, limit, (r) => [r.slug], routineView);
       },
     );
 
@@ -303,7 +332,7 @@ export function routineRoutes(deps: {
 
     for (const verdict of ['approve', 'reject'] as const) {
       app.post(
-        `/v1/agents/:agentId/routine-runs/:runId/${verdict}`,
+        routineRunDecisionRoute(verdict),
         {
           schema: {
             tags: ['routines'],

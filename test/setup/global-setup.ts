@@ -7,6 +7,7 @@ import { startDevServer } from '../../scripts/dev-server';
 import { startPostgresOnFreePort } from '../../scripts/postgres-process';
 import { bundleWorkflows } from '../../worker/bundle';
 import { freePort } from '../../scripts/ports';
+import { ensureConsoleBuilt } from '../../scripts/console-build';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -19,7 +20,7 @@ declare module 'vitest' {
 
 /**
  * Real parts for the whole run: a Temporal dev server (the CLI the provisioning script finds or builds), an
- * embedded PostgreSQL in a process of its own, migrations, and the workflow bundle built once.
+ * embedded PostgreSQL in a process of its own, migrations, the workflow bundle built once, and the console built.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'keel-test-'));
@@ -40,6 +41,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (pg.status === 'rejected') throw pg.reason;
     if (temporal.status === 'rejected') throw temporal.reason;
     await migrate(pg.value.url);
+    // The operator console's files, which the API serves at /console (test/console.test.ts opens them).
+    await ensureConsoleBuilt();
     const code = await bundleWorkflows();
     const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');
     await writeFile(workflowBundlePath, code);

@@ -72,6 +72,8 @@ export interface TestKeelOptions {
   egress?: EgressGuard;
   /** How long a conversation stays open idle (the deployment's default otherwise). */
   conversationIdleMs?: number;
+  /** Where the console links runs in the Temporal UI (KEEL_TEMPORAL_UI_URL); no links when unset. */
+  temporalUiUrl?: string;
   /** Replaces some of the worker's activities (a test holding one at an instant it chooses). */
   activities?: (real: KeelActivities) => Partial<KeelActivities>;
 }
@@ -101,6 +103,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
     jobs,
     routines,
     conversationIdleMs,
+    ...(opts.temporalUiUrl ? { temporalUiUrl: opts.temporalUiUrl } : {}),
   });
 
   let worker: Worker | undefined;

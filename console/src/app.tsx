@@ -1,0 +1,111 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { ApiError, get, setUnauthorizedHandler, withQuery } from './api';
+import { AgentField } from './agent-field';
+import { loadConsoleConfig } from './console-config';
+import { ConsoleNav } from './console-nav';
+import { CurrentView } from './current-view';
+import { href, useRoute } from './routes';
+import { readAgent, readToken, saveAgent, saveToken } from './session';
+import { SignIn } from './sign-in';
+import { useLoad } from './use-load';
+import { ViewBoundary } from './view-boundary';
+
+type Auth = { state: 'checking' } | { state: 'signed-out'; error: string | null } | { state: 'signed-in' };
+
+/**
+ * Whether the API takes this tab's token (or none: a Keel without KEEL_API_TOKENS on loopback asks for none). Only a
+ * 401 means no: a 403 is a token of one agent, and any other failure is the views' to show.
+ */
+async function probe(): Promise<Auth> {
+  try {
+    await get(withQuery('/v1/approvals', { limit: 1 }));
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) return { state: 'signed-out', error: err.message };
+  }
+  return { state: 'signed-in' };
+}
+
+/** The console: sign-in when the API asks for a token, then the header, the places and the view the URL names. */
+export function App() {
+  const [auth, setAuth] = useState<Auth>({ state: 'checking' });
+  const signedIn = useRef(false);
+  signedIn.current = auth.state === 'signed-in';
+  const [agentId, setAgentId] = useState(readAgent);
+  const route = useRoute();
+  const config = useLoad('config', () => loadConsoleConfig());
+  const heading = useRef<HTMLHeadingElement>(null);
+
+  useEffect(() => {
+    // A token refused mid-session (revoked, the server restarted with others): forget it and ask again.
+    setUnauthorizedHandler((message) => {
+      if (!signedIn.current) return;
+      saveToken(null);
+      setAuth({ state: 'signed-out', error: `Signed out: ${message}` });
+    });
+    const hadToken = readToken() !== null;
+    void probe().then((a) => {
+      if (a.state === 'signed-out') saveToken(null);
+      // Without a token, being asked for one is no error; a stored token refused is worth saying.
+      setAuth(a.state === 'signed-out' && !hadToken ? { state: 'signed-out', error: null } : a);
+    });
+  }, []);
+
+  // A new place takes the focus to its heading, so keyboard and screen reader users start there.
+  const firstRoute = useRef(true);
+  useEffect(() => {
+    if (firstRoute.current) {
+      firstRoute.current = false;
+      return;
+    }
+    heading.current?.focus();
+  }, [route]);
+
+  const signIn = useCallback(async (token: string) => {
+    saveToken(token || null);
+    const a = await probe();
+    if (a.state === 'signed-out') saveToken(null);
+    setAuth(a.state === 'signed-out' ? { ...a, error: `The API refused this token: ${a.error}` } : a);
+  }, []);
+  const signOut = () => {
+    saveToken(null);
+    setAuth({ state: 'signed-out', error: null });
+  };
+  const chooseAgent = (next: string) => {
+    saveAgent(next);
+    setAgentId(next);
+  };
+
+  return (
+    <div className="app">
+      <header className="top">
+        <h1 className="brand">Keel console</h1>
+        {auth.state === 'signed-in' ? (
+          <>
+            <AgentField agentId={agentId} onChange={chooseAgent} />
+            <button type="button" className="button" onClick={signOut}>
+              Sign out
+            </button>
+          </>
+        ) : null}
+      </header>
+      {auth.state === 'signed-in' ? (
+        <div className="layout">
+          <ConsoleNav route={route} />
+          <main className="content">
+            <ViewBoundary resetKey={`${href(route)}\n${agentId}`}>
+              <CurrentView route={route} agentId={agentId} config={config.data} headingRef={heading} />
+            </ViewBoundary>
+          </main>
+        </div>
+      ) : (
+        <main className="content narrow">
+          {auth.state === 'checking' ? (
+            <p className="muted">Connecting to Keel…</p>
+          ) : (
+            <SignIn error={auth.error} onSignIn={signIn} />
+          )}
+        </main>
+      )}
+    </div>
+  );
+}

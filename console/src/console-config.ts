@@ -1,0 +1,21 @@
+import type { ConsoleConfig } from './api-types';
+
+/** What the server tells the page about its surroundings: where the Temporal UI is, and the namespace. */
+export async function loadConsoleConfig(): Promise<ConsoleConfig> {
+  const res = await fetch('/console/config.json', { cache: 'no-store' });
+  if (!res.ok) return { temporalUiUrl: null, namespace: 'default' };
+  return (await res.json()) as ConsoleConfig;
+}
+
+/** A workflow's page in the Temporal UI, or null when the server knows no UI. */
+export function temporalUiLink(config: ConsoleConfig | undefined, workflowId: string): string | null {
+  if (!config?.temporalUiUrl) return null;
+  const base = config.temporalUiUrl.replace(/\/+$/, '');
+  return `${base}/namespaces/${encodeURIComponent(config.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
+/**
+ * A conversation's workflow id (README: `conv:<agentId>:<conversationId>`), for a conversation opened by its id
+ * before the list said it.
+ */
+export const conversationWorkflowId = (agentId: string, conversationId: string) => `conv:${agentId}:${conversationId}`;

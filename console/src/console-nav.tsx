@@ -1,0 +1,30 @@
+import { href, type Route } from './routes';
+
+type Place = Exclude<Route, { view: 'conversation' }>;
+
+const PLACES: { route: Place; label: string }[] = [
+  { route: { view: 'approvals' }, label: 'Approvals' },
+  { route: { view: 'conversations' }, label: 'Conversations' },
+  { route: { view: 'delegates' }, label: 'Delegates' },
+  { route: { view: 'jobs' }, label: 'Jobs and routines' },
+  { route: { view: 'memory' }, label: 'Memory' },
+  { route: { view: 'usage' }, label: 'Usage and budgets' },
+];
+
+/** The console's places; the one shown is marked as the current page (a conversation is under Conversations). */
+export function ConsoleNav({ route }: { route: Route }) {
+  const shown = route.view === 'conversation' ? 'conversations' : route.view;
+  return (
+    <nav aria-label="Console" className="console-nav">
+      <ul>
+        {PLACES.map((p) => (
+          <li key={p.route.view}>
+            <a href={href(p.route)} aria-current={p.route.view === shown ? 'page' : undefined}>
+              {p.label}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}

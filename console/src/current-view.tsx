@@ -1,0 +1,33 @@
+import type { Route } from './routes';
+import type { ViewProps } from './view-props';
+import { ApprovalsView } from './views/approvals';
+import { ConversationDetail } from './views/conversation';
+import { ConversationsView } from './views/conversations';
+import { DelegatesView } from './views/delegates';
+import { JobsAndRoutinesView } from './views/jobs-and-routines';
+import { MemoryView } from './views/memory';
+import { UsageView } from './views/usage';
+
+/** The view a route names. */
+export function CurrentView({ route, ...props }: ViewProps & { route: Route }) {
+  switch (route.view) {
+    case 'approvals':
+      return <ApprovalsView {...props} />;
+    case 'conversations':
+      return <ConversationsView {...props} />;
+    case 'conversation':
+      return props.agentId ? (
+        <ConversationDetail {...props} conversationId={route.conversationId} />
+      ) : (
+        <ConversationsView {...props} />
+      );
+    case 'delegates':
+      return <DelegatesView {...props} />;
+    case 'jobs':
+      return <JobsAndRoutinesView {...props} />;
+    case 'memory':
+      return <MemoryView {...props} />;
+    case 'usage':
+      return <UsageView {...props} />;
+  }
+}

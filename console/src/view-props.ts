@@ -1,0 +1,9 @@
+import type { Ref } from 'react';
+import type { ConsoleConfig } from './api-types';
+
+/** What every view is given: the agent chosen, the server's config, and its heading (focused as it opens). */
+export interface ViewProps {
+  agentId: string;
+  config: ConsoleConfig | undefined;
+  headingRef: Ref<HTMLHeadingElement>;
+}

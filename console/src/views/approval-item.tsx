@@ -1,0 +1,179 @@
+import { useId, useState } from 'react';
+import type { Approval, DecisionLink, ProposalApproval } from '../api-types';
+import { post } from '../api';
+import { ConfirmDialog } from '../confirm-dialog';
+import { describeDelivery } from '../delivery';
+import { ErrorAlert } from '../error-alert';
+import { FileDiff } from '../file-diff';
+import { href } from '../routes';
+import { expiresIn, instant, waitingFor } from '../time';
+import { useAction } from '../use-action';
+
+type Verdict = 'approve' | 'reject';
+
+const ASK = {
+  approve: { title: 'Approve this?', confirm: 'Confirm approval', pending: 'Approving…', tone: 'primary' },
+  reject: { title: 'Reject this?', confirm: 'Confirm rejection', pending: 'Rejecting…', tone: 'danger' },
+} as const;
+
+export const approvalTitle = (item: Approval) =>
+  item.kind === 'routine_run' ? `${item.label} (${item.appId}/${item.slug})` : `Memory proposal ${item.id}`;
+
+/** The decision goes where the API said, and only to the API. */
+async function send(link: DecisionLink, note: string): Promise<void> {
+  if (!link.path.startsWith('/v1/')) throw new Error(`the API gave a decision path outside /v1: ${link.path}`);
+  await post(link.path, note.trim() ? { note } : {});
+}
+
+/**
+ * One thing waiting for a person: what it would do, how long it has waited and when it expires, and Approve and
+ * Reject, each confirmed in a dialog. `onDecided` hears of a decision the API took.
+ */
+export function ApprovalItem({ item, onDecided }: { item: Approval; onDecided: (id: string) => void }) {
+  const headingId = useId();
+  const noteId = useId();
+  const [note, setNote] = useState('');
+  const [asking, setAsking] = useState<Verdict | null>(null);
+  const decision = useAction();
+
+  const confirm = (verdict: Verdict) =>
+    void decision
+      .run(() => send(item[verdict], note))
+      .then((ok) => {
+        setAsking(null);
+        if (ok) onDecided(item.id);
+      });
+
+  const ask = asking ? ASK[asking] : ASK.approve;
+  return (
+    <article className="card" aria-labelledby={headingId}>
+      <h3 id={headingId}>{approvalTitle(item)}</h3>
+      <p className="meta">
+        <span>
+          Agent <strong>{item.agentId}</strong>
+        </span>
+        <span title={`since ${instant(item.waitingSince)}`}>{waitingFor(item.waitingSince)}</span>
+        <span title={instant(item.expiresAt)}>{expiresIn(item.expiresAt)}</span>
+      </p>
+      {item.kind === 'routine_run' ? (
+        <dl className="facts">
+          <div>
+            <dt>Capability</dt>
+            <dd>
+              <code>{item.gate.capability}</code>
+            </dd>
+          </div>
+          <div>
+            <dt>Detail</dt>
+            <dd className="text">{item.gate.detail}</dd>
+          </div>
+          {item.gate.target ? (
+            <div>
+              <dt>Target</dt>
+              <dd className="text">{describeDelivery(item.gate.target)}</dd>
+            </div>
+          ) : null}
+        </dl>
+      ) : (
+        <ProposalDetails item={item} />
+      )}
+      <div className="field">
+        <label htmlFor={noteId}>Note (optional)</label>
+        <textarea id={noteId} rows={2} maxLength={2000} value={note} onChange={(e) => setNote(e.target.value)} />
+      </div>
+      <div className="actions">
+        <button
+          type="button"
+          className="button primary"
+          disabled={decision.pending}
+          onClick={() => setAsking('approve')}
+        >
+          Approve
+        </button>
+        <button type="button" className="button danger" disabled={decision.pending} onClick={() => setAsking('reject')}>
+          Reject
+        </button>
+      </div>
+      <ErrorAlert error={decision.error} />
+      <ConfirmDialog
+        isOpen={asking !== null}
+        title={ask.title}
+        confirmLabel={ask.confirm}
+        pendingText={ask.pending}
+        tone={ask.tone}
+        pending={decision.pending}
+        onConfirm={() => asking && confirm(asking)}
+        onCancel={() => setAsking(null)}
+      >
+        <p>{approvalTitle(item)}</p>
+        <p className="text">
+          {item.kind === 'routine_run'
+            ? item.gate.detail
+            : `Changes ${item.files.map((f) => f.path).join(', ') || 'no file'} as shown.`}
+        </p>
+        {note.trim() ? <p className="text">Note: {note}</p> : null}
+      </ConfirmDialog>
+    </article>
+  );
+}
+
+function ProposalDetails({ item }: { item: ProposalApproval }) {
+  const why = [item.summary, item.reason, item.rationale].filter((t): t is string => Boolean(t));
+  return (
+    <>
+      {why.map((t, i) => (
+        <p key={i} className="text">
+          {t}
+        </p>
+      ))}
+      {item.changes?.length ? (
+        <ul className="changes">
+          {item.changes.map((c, i) => (
+            <li key={i}>
+              <code>{c.file}</code> ({c.action}){c.summary ? `: ${c.summary}` : ''}
+              {c.rationale ? <span className="muted"> — {c.rationale}</span> : null}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {item.files.map((f) => (
+        <FileDiff key={f.path} path={f.path} before={f.before} after={f.after} />
+      ))}
+      <ProposalChecks checks={item.checks} />
+      {item.conversationIds?.length ? (
+        <p className="learned">
+          Learned from{' '}
+          {item.conversationIds.map((c, i) => (
+            <span key={c}>
+              {i > 0 ? ', ' : ''}
+              <a href={href({ view: 'conversation', conversationId: c })}>{c}</a>
+            </span>
+          ))}
+        </p>
+      ) : null}
+    </>
+  );
+}
+
+/**
+ * The admission checks. A proposal waits only when every other hard check passed (its one failing check is the
+ * approval itself, which the reason above says); soft warnings are worth reading before deciding.
+ */
+function ProposalChecks({ checks }: { checks: ProposalApproval['checks'] }) {
+  if (!checks?.length) return null;
+  const warnings = checks.filter((c) => !c.passed && c.kind === 'soft');
+  const passed = checks.filter((c) => c.passed).length;
+  return (
+    <ul className="compact">
+      <li>
+        {passed} of {checks.length} admission checks passed
+      </li>
+      {warnings.map((c) => (
+        <li key={c.name} className="text">
+          Warning: {c.name}
+          {c.detail ? `: ${c.detail}` : ''}
+        </li>
+      ))}
+    </ul>
+  );
+}

@@ -1,0 +1,168 @@
+import type { TranscriptMessage } from '../api-types';
+import { apiPath } from '../api';
+import { conversationWorkflowId, temporalUiLink } from '../console-config';
+import { ErrorAlert } from '../error-alert';
+import { href } from '../routes';
+import { instant } from '../time';
+import { groupTurns, type TurnGroup, type TurnState } from '../transcript';
+import { useTranscript } from '../use-transcript';
+import type { ViewProps } from '../view-props';
+
+const groupKey = (g: TurnGroup) => `${g.turnId ?? 'note'}:${g.messages[0]!.seq}`;
+
+/**
+ * One conversation: its state, its transcript turn by turn, and the turn running now with its reply as it is
+ * written, live.
+ */
+export function ConversationDetail({
+  agentId,
+  conversationId,
+  config,
+  headingRef,
+}: ViewProps & { conversationId: string }) {
+  const t = useTranscript(apiPath('agents', agentId, 'conversations', conversationId));
+  const workflowId = conversationWorkflowId(agentId, conversationId);
+  const uiLink = temporalUiLink(config, workflowId);
+  const groups = groupTurns(t.messages);
+  // Running by its events, and the conversation busy: a finished turn replayed from the first event is never shown
+  // as running between its start and its end.
+  const isRunning = (g: TurnGroup) =>
+    g.turnId !== null && t.turns.get(g.turnId)?.status === 'running' && t.state?.busy !== false;
+  const done = groups.filter((g) => !isRunning(g));
+  const running = groups.filter(isRunning);
+
+  return (
+    <section aria-labelledby="view-heading">
+      <div className="view-head">
+        <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
+          Conversation {conversationId}
+        </h2>
+        <a href={href({ view: 'conversations' })}>Back to the list</a>
+      </div>
+      <p className="meta">
+        <span>
+          Agent <strong>{agentId}</strong>
+        </span>
+        <span>
+          Workflow <code>{workflowId}</code>
+        </span>
+        {uiLink ? (
+          <a href={uiLink} target="_blank" rel="noreferrer">
+            Open in Temporal UI
+          </a>
+        ) : (
+          <span>Temporal UI link: set KEEL_TEMPORAL_UI_URL</span>
+        )}
+      </p>
+      {t.state ? (
+        <p className="meta">
+          <span>{t.state.busy ? 'a turn is running' : 'idle'}</span>
+          <span>{t.state.queued} queued</span>
+          <span>
+            live delegates:{' '}
+            {t.state.liveDelegates.length ? t.state.liveDelegates.map((d) => <code key={d}>{d} </code>) : 'none'}
+          </span>
+        </p>
+      ) : null}
+      <ErrorAlert error={t.error} />
+      {t.streamProblem ? <p className="muted">{t.streamProblem}</p> : null}
+      <section aria-label="Transcript" className="transcript">
+        {t.loading ? <p className="muted">Loading…</p> : null}
+        {!t.loading && done.length === 0 && !t.error ? <p className="notice">No finished turn yet.</p> : null}
+        <ol className="turns">
+          {done.map((g) => (
+            <Turn key={groupKey(g)} group={g} state={g.turnId ? t.turns.get(g.turnId) : undefined} />
+          ))}
+        </ol>
+      </section>
+      {/* The turn running now, apart: it joins the transcript when it ends, with its reply as recorded. */}
+      <section aria-labelledby="now-heading" className="now">
+        <h3 id="now-heading">Turn in progress</h3>
+        {running.length === 0 && !t.live ? <p className="muted">No turn is running.</p> : null}
+        <ol className="turns">
+          {running.map((g) => (
+            <Turn key={groupKey(g)} group={g} state={g.turnId ? t.turns.get(g.turnId) : undefined} />
+          ))}
+        </ol>
+        {/* The one live region of the page: the reply as it is written, read out politely. */}
+        <div aria-live="polite" className="live">
+          {t.live ? (
+            <div className="msg assistant streaming">
+              <p className="who">Reply, as it is written</p>
+              <p className="text">{t.live.text}</p>
+            </div>
+          ) : null}
+        </div>
+      </section>
+    </section>
+  );
+}
+
+function Turn({ group, state }: { group: TurnGroup; state: TurnState | undefined }) {
+  const first = group.messages[0]!;
+  const isTurn = group.turnId !== null && group.turnId !== 'delegation';
+  return (
+    <li className="turn">
+      <p className="turn-head">
+        {isTurn ? (
+          <>
+            Turn <code>{group.turnId!.slice(0, 8)}</code> ·{' '}
+          </>
+        ) : null}
+        <time dateTime={first.at}>{instant(first.at)}</time>
+      </p>
+      {group.messages.map((m) => (
+        <Entry key={m.seq} m={m} />
+      ))}
+      {isTurn && (state?.status || state?.delivery) ? (
+        <p className="turn-status">
+          Status: <strong>{state.status ?? 'unknown'}</strong>
+          {state.delivery ? (
+            <>
+              {' '}
+              · Delivery: <code>{state.delivery}</code>
+            </>
+          ) : null}
+        </p>
+      ) : null}
+    </li>
+  );
+}
+
+/** The transcript does not say which tool a result answers unless the server records it. */
+const toolName = (m: TranscriptMessage) => m.toolName ?? '(name not recorded)';
+
+function Entry({ m }: { m: TranscriptMessage }) {
+  switch (m.role) {
+    case 'tool':
+      return (
+        <details className="tool">
+          <summary>Tool call: {toolName(m)}</summary>
+          <pre className="text">{m.text}</pre>
+        </details>
+      );
+    case 'assistant':
+      // A model call that only called tools has no text of its own.
+      if (!m.text) return null;
+      return (
+        <div className="msg assistant">
+          <p className="who">Reply</p>
+          <p className="text">{m.text}</p>
+        </div>
+      );
+    case 'user':
+      return (
+        <div className="msg user">
+          <p className="who">User</p>
+          <p className="text">{m.text}</p>
+        </div>
+      );
+    case 'system':
+      return (
+        <div className="msg system">
+          <p className="who">Note</p>
+          <p className="text">{m.text}</p>
+        </div>
+      );
+  }
+}

@@ -1,0 +1,70 @@
+import { useState } from 'react';
+import type { Artifact, RoutineRun } from '../api-types';
+import { apiPath, get } from '../api';
+import { ErrorAlert } from '../error-alert';
+import { duration, instant } from '../time';
+import { useLoad } from '../use-load';
+
+/** A routine's runs, newest first: status, digest, the gate it waits at, the tool it used and its artifact. */
+export function RoutineRuns(props: { agentId: string; appId: string; slug: string; round: number }) {
+  const { agentId, appId, slug } = props;
+  const runs = useLoad(
+    `${agentId}\n${appId}\n${slug}`,
+    (signal) => get<RoutineRun[]>(apiPath('agents', agentId, 'apps', appId, 'routines', slug, 'runs'), signal),
+    props.round,
+  );
+  return (
+    <>
+      <ErrorAlert error={runs.error} />
+      {runs.loading && !runs.data ? <p className="muted">Loading…</p> : null}
+      {runs.data?.length === 0 ? <p className="notice">No runs yet.</p> : null}
+      <ul className="compact">
+        {runs.data?.map((r) => (
+          <li key={r.runId}>
+            <strong>{r.status}</strong> · fired {instant(r.firedAt)}
+            {r.finishedAt ? ` · took ${duration(Date.parse(r.finishedAt) - Date.parse(r.firedAt))}` : ''}
+            {r.tool ? ` · tool ${r.tool.name} v${r.tool.version}` : ''}
+            {r.tool?.authored ? ' (authored in this run)' : ''}
+            {r.gate ? (
+              <span className="text">
+                {' '}
+                · gate: {r.gate.capability}: {r.gate.detail}
+              </span>
+            ) : null}
+            {r.decision ? (
+              <span className="text">
+                {' '}
+                · {r.decision.approved ? 'approved' : 'rejected'}
+                {r.decision.note ? `: ${r.decision.note}` : ''}
+              </span>
+            ) : null}
+            {r.digest ? <span className="preview text">{r.digest}</span> : null}
+            {r.artifactId ? <ArtifactView agentId={agentId} appId={appId} artifactId={r.artifactId} /> : null}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+/** A run's Markdown artifact, read when it is opened; shown as text. */
+function ArtifactView({ agentId, appId, artifactId }: { agentId: string; appId: string; artifactId: string }) {
+  const [open, setOpen] = useState(false);
+  const artifact = useLoad(open ? `${agentId}\n${appId}\n${artifactId}` : null, (signal) =>
+    get<Artifact>(apiPath('agents', agentId, 'apps', appId, 'artifacts', artifactId), signal),
+  );
+  return (
+    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Artifact {artifactId}</summary>
+      <ErrorAlert error={artifact.error} />
+      {artifact.data ? (
+        <>
+          <p>
+            <strong>{artifact.data.title}</strong> · {instant(artifact.data.createdAt)}
+          </p>
+          <pre className="text">{artifact.data.content}</pre>
+        </>
+      ) : null}
+    </details>
+  );
+}
