@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Delivery, Destinations } from '../domain/delivery';
-import { ID_PATTERN } from '../domain/limits';
+import { ID_PATTERN, READABLE_CONVERSATION_ID_PATTERN } from '../domain/limits';
 import { BudgetsSchema } from '../domain/spend';
 import { storableString } from '../domain/text';
 
@@ -8,6 +8,13 @@ import { storableString } from '../domain/text';
 export const Id = z.string().regex(ID_PATTERN, '1–128 characters of [A-Za-z0-9._-]');
 export const AgentParams = z.object({ agentId: Id });
 export const ConversationParams = z.object({ agentId: Id, conversationId: Id });
+/** A conversation to read, which may be one Keel runs for a job or a routine (`sched:…`, `routine:…:…`). */
+export const ReadableConversationParams = z.object({
+  agentId: Id,
+  conversationId: z
+    .string()
+    .regex(READABLE_CONVERSATION_ID_PATTERN, "an id of [A-Za-z0-9._-], or Keel's own sched:… or routine:…:…"),
+});
 
 export const ErrorResponse = z.object({
   error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }),

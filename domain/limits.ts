@@ -22,3 +22,8 @@ export const LIMITS = {
 
 /** Ids in paths: agentId, conversationId, appId, routine slug. */
 export const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+/**
+ * A conversation as it can be read: one a client names (ID_PATTERN), or one Keel runs for a job or a routine, whose
+ * id joins up to three such parts with `:` (`sched:<jobId>`, `routine:<appId>:<slug>`). Only reading takes those.
+ */
+export const READABLE_CONVERSATION_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}(:[A-Za-z0-9._-]{1,128}){0,2}$/;

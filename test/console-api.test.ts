@@ -354,6 +354,38 @@ describe('pending approvals', () => {
   });
 });
 
+describe("a job's conversation, from the list", () => {
+  it('opens by its sched: id, and a client still cannot post to it', async () => {
+    const a = uniqueId('j');
+    const job = await api<{ id: string }>('POST', `/v1/agents/${a}/jobs`, {
+      body: { name: 'digest', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'digest' },
+    });
+    expect(job.status).toBe(201);
+    expect((await api('POST', `/v1/agents/${a}/jobs/${job.body.id}/run`)).status).toBe(202);
+    const listed = await eventually(
+      async () =>
+        (
+          await get<Page<{ conversationId: string; lastTurn: { status: string } | null }>>(
+            `/v1/agents/${a}/conversations`,
+          )
+        ).body.items.find((c) => c.lastTurn?.status === 'replied'),
+      60_000,
+      "the job's turn",
+    );
+    expect(listed.conversationId).toBe(`sched:${job.body.id}`);
+    const opened = await get<{ conversationId: string; messages: unknown[] }>(
+      `/v1/agents/${a}/conversations/${listed.conversationId}`,
+    );
+    expect(opened.status).toBe(200);
+    expect(opened.body.conversationId).toBe(listed.conversationId);
+    expect(opened.body.messages.length).toBeGreaterThan(0);
+    const posted = await api<ApiError>('POST', `/v1/agents/${a}/conversations/${listed.conversationId}/messages`, {
+      body: { text: 'hi' },
+    });
+    expect([posted.status, posted.body.error.code]).toEqual([400, 'invalid_request']);
+  });
+});
+
 describe('GET /v1/agents/:agentId/tasks', () => {
   it("lists the agent's task board in number order, two a page; a cursor it did not give is 400", async () => {
     const a = uniqueId('t');

@@ -24,6 +24,7 @@ import { CursorInstant, CursorText, decodeCursor, Page, PageQuery, pageOf } from
 import {
   AgentParams,
   ConversationParams,
+  ReadableConversationParams,
   ConversationView,
   ErrorResponse,
   SubmitQuery,
@@ -206,7 +207,7 @@ export function conversationRoutes(deps: {
         schema: {
           tags: ['conversations'],
           summary: 'Conversation state and transcript',
-          params: ConversationParams,
+          params: ReadableConversationParams,
           querystring: TranscriptQuery,
           response: { 200: ConversationView, 404: ErrorResponse },
         },

@@ -39,7 +39,7 @@ const TaskWithAttempts = Task.extend({
   ),
 });
 /** A task board page's cursor: the last task's number. */
-const TaskCursor = z.tuple([z.number().int().positive()]);
+const TaskCursor = z.tuple([z.number().int().positive().max(2_147_483_647)]);
 const DelegateParams = z.object({ agentId: Id, delegateId: z.string().regex(/^[A-Za-z0-9-]{1,64}$/) });
 const Delegate = z.object({
   delegateId: z.string(),
