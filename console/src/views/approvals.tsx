@@ -6,6 +6,7 @@ import { LoadMore } from '../load-more';
 import { usePagedList } from '../use-paged-list';
 import type { ViewProps } from '../view-props';
 import { ApprovalItem } from './approval-item';
+import { ViewHead } from '../view-head';
 
 /** The inbox reads itself again this often while it is one page long: new waits appear without a reload. */
 const REFRESH_MS = 15_000;
@@ -52,14 +53,7 @@ export function ApprovalsView({ agentId, headingRef }: ViewProps) {
 
   return (
     <section aria-labelledby="view-heading">
-      <div className="view-head">
-        <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
-          Approvals
-        </h2>
-        <button type="button" className="button" onClick={reload} disabled={list.loading}>
-          Refresh
-        </button>
-      </div>
+      <ViewHead title="Approvals" headingRef={headingRef} onRefresh={reload} loading={list.loading} />
       <ErrorAlert error={list.error} />
       {needsAgent ? (
         <p className="notice">

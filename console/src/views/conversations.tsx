@@ -8,6 +8,7 @@ import { href } from '../routes';
 import { instant, relative } from '../time';
 import { usePagedList } from '../use-paged-list';
 import type { ViewProps } from '../view-props';
+import { ViewHead } from '../view-head';
 
 /** Typing pauses this long before the list is asked again. */
 const SEARCH_DELAY_MS = 300;
@@ -27,16 +28,12 @@ export function ConversationsView({ agentId, headingRef }: ViewProps) {
 
   return (
     <section aria-labelledby="view-heading">
-      <div className="view-head">
-        <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
-          Conversations
-        </h2>
-        {agentId ? (
-          <button type="button" className="button" onClick={list.reload} disabled={list.loading}>
-            Refresh
-          </button>
-        ) : null}
-      </div>
+      <ViewHead
+        title="Conversations"
+        headingRef={headingRef}
+        {...(agentId ? { onRefresh: list.reload } : {})}
+        loading={list.loading}
+      />
       {!agentId ? (
         <AgentNeeded what="conversations" />
       ) : (

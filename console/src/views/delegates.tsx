@@ -8,6 +8,7 @@ import { usePagedList } from '../use-paged-list';
 import type { ViewProps } from '../view-props';
 import { DelegateItem } from './delegate-item';
 import { TaskBoard } from './task-board';
+import { ViewHead } from '../view-head';
 
 const STATUSES = ['live', 'completed', ...OUTCOME_KINDS] as const;
 
@@ -26,16 +27,12 @@ export function DelegatesView({ agentId, headingRef }: ViewProps) {
 
   return (
     <section aria-labelledby="view-heading">
-      <div className="view-head">
-        <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
-          Delegates
-        </h2>
-        {agentId ? (
-          <button type="button" className="button" onClick={list.reload} disabled={list.loading}>
-            Refresh
-          </button>
-        ) : null}
-      </div>
+      <ViewHead
+        title="Delegates"
+        headingRef={headingRef}
+        {...(agentId ? { onRefresh: list.reload } : {})}
+        loading={list.loading}
+      />
       {!agentId ? (
         <AgentNeeded what="delegates and tasks" />
       ) : (

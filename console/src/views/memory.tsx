@@ -8,6 +8,7 @@ import type { ViewProps } from '../view-props';
 import { MemoryCompare } from './memory-compare';
 import { MemoryVersions } from './memory-versions';
 import { ReflectionStateView } from './reflection-state';
+import { ViewHead } from '../view-head';
 
 /** An agent's memory: its versions, a diff between any two, rollback, and reflection's state. */
 export function MemoryView({ agentId, headingRef }: ViewProps) {
@@ -19,16 +20,12 @@ export function MemoryView({ agentId, headingRef }: ViewProps) {
   );
   return (
     <section aria-labelledby="view-heading">
-      <div className="view-head">
-        <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
-          Memory
-        </h2>
-        {agentId ? (
-          <button type="button" className="button" onClick={() => setRound((r) => r + 1)} disabled={versions.loading}>
-            Refresh
-          </button>
-        ) : null}
-      </div>
+      <ViewHead
+        title="Memory"
+        headingRef={headingRef}
+        {...(agentId ? { onRefresh: () => setRound((r) => r + 1) } : {})}
+        loading={versions.loading}
+      />
       {!agentId ? (
         <AgentNeeded what="memory" />
       ) : (
