@@ -5,7 +5,7 @@ import { migrate } from '../db/migrate';
 import type { WorkerDeployment } from '../domain/config';
 import { withLoopback } from '../domain/egress';
 import { ensureGoTool } from './go-tools';
-import { freePort, portOpen } from './ports';
+import { freePort, freePortBlock, portOpen } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { spawnTs, spawnWorker, stopProcess } from './processes';
 import { waitForReady } from './ready';
@@ -83,13 +83,16 @@ export interface ClusterStack {
   stop(): Promise<void>;
 }
 
-/** Free ports for the server: a frontend port, and a membership base below 32768, with the ports derived from them. */
+/**
+ * Free ports for the server: a frontend block (frontend … frontend + 10) and a membership block, both below the
+ * kernel's ephemeral range. The server binds each service's ports only as that service starts, seconds after they
+ * were chosen: a port in the ephemeral range could meanwhile become the local port of some outgoing connection, and
+ * the server would exit with "address already in use" (CI met it now and then).
+ */
 export async function freeTemporalPorts(): Promise<TemporalServerPorts> {
-  for (;;) {
-    const ports = { frontend: await freePort(), membership: 20_000 + Math.floor(Math.random() * 12_000) };
-    const taken = await Promise.all(temporalServerPorts(ports).map((p) => portOpen(p)));
-    if (!taken.some(Boolean)) return ports;
-  }
+  const frontend = await freePortBlock(11);
+  const frontendBlock = new Set(Array.from({ length: 11 }, (_, i) => frontend + i));
+  return { frontend, membership: await freePortBlock(7, frontendBlock) };
 }
 
 /**

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { stopProcess } from './processes';
+import { exitedEarly, spawnKeepingTail, stopProcess } from './processes';
 import { ensureTemporalCli } from './temporal-cli';
 
 export interface DevServerOptions {
@@ -46,10 +46,10 @@ export function devServerArgs(o: DevServerOptions): string[] {
 export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
   const cli = ensureTemporalCli();
   if (o.dbFile) mkdirSync(path.dirname(o.dbFile), { recursive: true });
-  const child = spawn(cli, devServerArgs(o), { stdio: ['ignore', o.stdio ?? 'inherit', o.stdio ?? 'inherit'] });
+  const { child, tail } = spawnKeepingTail(cli, devServerArgs(o), { stdio: o.stdio ?? 'inherit' });
   const address = `127.0.0.1:${o.port}`;
   const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code) => reject(new Error(`temporal dev server exited early (code ${code})`))),
+    child.once('exit', (code, signal) => reject(exitedEarly('the Temporal dev server', code, signal, tail))),
   );
   exited.catch(() => undefined);
   const stop = () => stopProcess(child, 15_000);

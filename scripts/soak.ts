@@ -31,6 +31,7 @@ import { soakConfig, type SoakConfig } from '../bench/soak/config';
 import { CpuSampler } from '../bench/soak/cpu';
 import { describeFault, FaultInjector, planFaults, type FaultRecord } from '../bench/soak/faults';
 import { checksTable, crashMessages, machine, markdown, verdictLine, type SoakReport } from '../bench/soak/report';
+import { replayEverything, replaySection, type ReplayCheck } from '../bench/soak/replay';
 import { fromKeelStack, startSoakCluster, type SoakStack } from '../bench/soak/stack';
 import {
   conversationIdOf,
@@ -263,6 +264,10 @@ async function main(): Promise<number> {
         error: err instanceof Error ? err.message : String(err),
       }));
       const idle = idleStats(runs, shape, idleMs, loadEnd);
+      log('replaying every history the soak produced against the code the workers ran (check f)');
+      const replay = await replayEverything(client, bundlePath, path.join(BENCH, 'soak-histories'));
+      checks.rows.push(replay.row);
+      log(`replayed ${replay.replayed} histories in ${replay.seconds} s: ${replay.failures.length} failed`);
       const stuck = await stuckRuns(client, pool, runs, LOG_FILE).catch((err: unknown): StuckRun[] => {
         log(`reading the stuck runs failed: ${err instanceof Error ? err.message : String(err)}`);
         return [];
@@ -272,7 +277,7 @@ async function main(): Promise<number> {
       for (const m of messages)
         for (const tr of m.tries.slice(0, -1)) failedTries[String(tr)] = (failedTries[String(tr)] ?? 0) + 1;
       const unaccepted = checks.findings.filter((f) => f.kind === 'unaccepted').length;
-      const report: SoakReport & { idle: IdleStats; latency: LatencyStats; stuck: StuckRun[] } = {
+      const report: SoakReport & { idle: IdleStats; latency: LatencyStats; stuck: StuckRun[]; replay: ReplayCheck } = {
         startedAt: startedAt.toISOString(),
         finishedAt: new Date().toISOString(),
         machine: { ...machine(), loadAvgStart, loadAvgEnd: os.loadavg() },
@@ -313,13 +318,20 @@ async function main(): Promise<number> {
           lost: checks.lost,
           duplicated: checks.duplicated,
           unaccepted,
-          // Issue 16's acceptance: nothing lost or duplicated while conversations close idle and wake.
-          pass: checks.lost === 0 && checks.duplicated === 0 && unaccepted === 0 && idle.demonstrated,
+          nondeterministic: replay.failures.length,
+          // Nothing lost or duplicated while conversations close idle and wake, and every history replays.
+          pass:
+            checks.lost === 0 &&
+            checks.duplicated === 0 &&
+            unaccepted === 0 &&
+            replay.failures.length === 0 &&
+            idle.demonstrated,
         },
         logFile: rel(LOG_FILE),
         idle,
         latency,
         stuck,
+        replay,
       };
       await writeFile(OPTIONS.reportFile, soakMarkdown(report));
       await writeFile(OPTIONS.resultsFile, `${JSON.stringify(report, null, 2)}\n`);
@@ -341,6 +353,8 @@ async function main(): Promise<number> {
       }
       for (const m of report.crashMessages) console.log(`  from the log: ${m}`);
       for (const line of idleSummary(idle)) console.log(line);
+      for (const f of replay.failures)
+        console.log(`NONDETERMINISTIC [replay] ${f.workflowType} ${f.workflowId} ${f.runId}: at ${f.firstDifference}`);
       for (const r of stuck) console.log(`STUCK ${r.workflowId} (${r.openTurns.length} open turns): ${r.history}`);
       console.log(
         `turn latency p50 ${latency.accepted.p50} s, p95 ${latency.accepted.p95} s, max ${latency.accepted.max} s ` +
@@ -1080,7 +1094,9 @@ function latencySection(l: LatencyStats): string[] {
 }
 
 /** bench/soak/report.ts's report, with the idle and latency sections, and its timeouts brought up to date. */
-function soakMarkdown(r: SoakReport & { idle: IdleStats; latency: LatencyStats; stuck: StuckRun[] }): string {
+function soakMarkdown(
+  r: SoakReport & { idle: IdleStats; latency: LatencyStats; stuck: StuckRun[]; replay: ReplayCheck },
+): string {
   const reading =
     'Reading the latencies and skips: after a kill -9, what the dead worker held waits for a Temporal timeout ' +
     'before another worker takes it: a workflow task, and the PostgreSQL steps that run as local activities ' +
@@ -1097,7 +1113,7 @@ function soakMarkdown(r: SoakReport & { idle: IdleStats; latency: LatencyStats; 
   const anchor = '\n## Faults injected\n';
   const withExtra = md.includes(anchor) ? md.replace(anchor, () => `\n${extra}${anchor}`) : `${md}\n${extra}`;
   // After the losses: what holds the conversations whose messages were lost.
-  const stuck = stuckSection(r.stuck).join('\n');
+  const stuck = [...replaySection(r.replay), ...stuckSection(r.stuck)].join('\n');
   const notes = '\n## Other observations\n';
   return withExtra.includes(notes) ? withExtra.replace(notes, () => `\n${stuck}${notes}`) : `${withExtra}\n${stuck}`;
 }

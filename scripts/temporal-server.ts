@@ -7,7 +7,7 @@ import { createDatabasesIfMissing } from '../db/databases';
 import { waitForTemporal } from './dev-server';
 import { ensureSearchAttributes } from '../services/temporal-namespace';
 import type { GoTool } from './go-tools';
-import { stopProcess, REPO_ROOT } from './processes';
+import { exitedEarly, spawnKeepingTail, stopProcess, REPO_ROOT } from './processes';
 
 /**
  * A real Temporal server (not the dev server): every service in one process, history and visibility in PostgreSQL,
@@ -134,7 +134,7 @@ export async function startTemporalServer(o: {
     throw new Error(`membership ports must stay below 32768 (Temporal stores them as smallint): ${o.ports.membership}`);
   }
   const config = path.join(REPO_ROOT, 'deploy', 'temporal');
-  const child = spawn(
+  const { child, tail } = spawnKeepingTail(
     o.binary,
     ['-r', REPO_ROOT, '-c', 'deploy/temporal', '-e', 'keel-postgres', '--allow-no-auth', 'start'],
     {
@@ -154,7 +154,7 @@ export async function startTemporalServer(o: {
   );
   const address = `127.0.0.1:${o.ports.frontend}`;
   const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code) => reject(new Error(`the Temporal server exited early (code ${code})`))),
+    child.once('exit', (code, signal) => reject(exitedEarly('the Temporal server', code, signal, tail))),
   );
   exited.catch(() => undefined);
   const stop = () => stopProcess(child, 20_000);

@@ -54,7 +54,7 @@ export interface SoakReport {
   /** CPU over the load phase: the whole machine's busy share, and the CPU seconds of Keel's processes and its parts. */
   cpu: CpuUsed;
   checks: CheckResults;
-  verdict: { lost: number; duplicated: number; unaccepted: number; pass: boolean };
+  verdict: { lost: number; duplicated: number; unaccepted: number; nondeterministic: number; pass: boolean };
   logFile: string;
 }
 
@@ -92,6 +92,7 @@ export function verdictLine(r: SoakReport): string {
   return (
     `${r.verdict.pass ? 'PASS' : 'FAIL'} — lost ${r.verdict.lost}, duplicated ${r.verdict.duplicated}` +
     `${r.verdict.unaccepted ? `, never accepted ${r.verdict.unaccepted}` : ''}` +
+    `${r.verdict.nondeterministic ? `, ${r.verdict.nondeterministic} histories do not replay` : ''}` +
     (crashes
       ? `; but ${crashes} Keel process${crashes > 1 ? 'es' : ''} crashed by itself ` +
         '(see "Processes that exited by themselves")'
