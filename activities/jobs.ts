@@ -10,6 +10,7 @@ import {
   jobDeliveryEffectKey,
   jobFailedNoticeEffectKey,
   jobScheduleId,
+  stuckConversationNoticeEffectKey,
 } from '../domain/ids';
 import { NewJob, nextFire, type JobSchedule } from '../domain/jobs';
 import type { SubmitResult } from '../domain/conversation';
@@ -24,7 +25,7 @@ import {
   runJobNow,
   type JobResult,
 } from '../services/jobs';
-import { workflowIsOpen } from '../services/workflow-state';
+import { describeProgress, workflowIsOpen, workflowProgress } from '../services/workflow-state';
 import { deliverOnce, type DeliveryReport, type Transports } from './delivery/deliver-reply';
 import { noticeToOwner } from './delivery/owner-notice';
 
@@ -130,7 +131,9 @@ export type TurnResult =
   | { status: 'error'; error: string }
   /** A budget stopped the turn: not the job's failure (docs/spend.md). */
   | { status: 'budget'; error: string };
-type BegunRun = { kind: 'run'; job: jobsDb.JobRow; backoffMs: number[] } | { kind: 'skipped'; reason: string };
+type BegunRun =
+  | { kind: 'run'; job: jobsDb.JobRow; backoffMs: number[]; turnDeadlineMs: number }
+  | { kind: 'skipped'; reason: string };
 type RunErrorCount = { errors: number; status: jobsDb.JobStatus | null; untilNextFireMs: number | null };
 
 /** What a job's run learns from its finished turn: the outcome comes from the turn's status, never from its text. */
@@ -138,6 +141,11 @@ function turnResult(turn: FinishedTurn): TurnResult {
   if (turn.status === 'replied' || turn.status === 'skipped') return { status: 'ok', text: turn.reply?.text ?? '' };
   if (turn.status === 'budget_exhausted') return { status: 'budget', error: `budget: ${turn.error?.message ?? ''}` };
   return { status: 'error', error: turn.error ? `${turn.error.code}: ${turn.error.message}` : turn.status };
+}
+
+/** "15 min", "90 s": how long a run waited, for its booked error. */
+function waitedFor(ms: number): string {
+  return ms >= 120_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.round(ms / 1000)} s`;
 }
 
 interface JobTurnAsk {
@@ -169,7 +177,9 @@ export function jobRunActivities(deps: {
       const firedAt = new Date(input.firedAt);
       for (let tries = 0; ; tries++) {
         const begun = await jobsDb.beginRun(pool, input.runId, input.jobId, firedAt);
-        if (begun.kind === 'run') return { ...begun, backoffMs: [...deps.jobs.backoffMs] };
+        if (begun.kind === 'run') {
+          return { ...begun, backoffMs: [...deps.jobs.backoffMs], turnDeadlineMs: deps.jobs.turnDeadlineMs };
+        }
         if (begun.kind === 'skipped') {
           // A Schedule whose job is gone is removed, so that it stops firing.
           if (begun.reason === 'the job was deleted') {
@@ -207,6 +217,26 @@ export function jobRunActivities(deps: {
       const key = conversationWorkflowId(input.agentId, jobConversationId(input.jobId));
       const turn = await finishedTurnOf(pool, key, input.messageId);
       return turn ? turnResult(turn) : null;
+    },
+
+    /**
+     * A run whose turn did not end within its deadline: why (from the conversation's workflow), told once per
+     * conversation run to the agent's owner. Answers the error the run books.
+     */
+    reportStuckJobTurn: async (input: JobTurnAsk & { waitedMs: number }): Promise<{ error: string }> => {
+      const conversationKey = conversationWorkflowId(input.agentId, jobConversationId(input.jobId));
+      const progress = await workflowProgress(Context.current().client, conversationKey);
+      const error = `turn did not finish in ${waitedFor(input.waitedMs)}: ${describeProgress(progress)}`;
+      if (progress.kind === 'failing') {
+        await noticeToOwner(pool, transports, {
+          agentId: input.agentId,
+          effectKey: stuckConversationNoticeEffectKey(conversationKey, progress.runId),
+          text:
+            `The conversation of scheduled job ${input.jobId} is stuck: its ${describeProgress(progress)}: ` +
+            `${progress.message}. Its runs are booked as errors until it is reset (docs/operators.md).`,
+        });
+      }
+      return { error };
     },
 
     /**

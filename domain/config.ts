@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CONVERSATION } from './conversation';
 import { parseEgressAllow, type EgressAllow } from './egress';
+import { JOBS } from './jobs';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflection';
 import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
 import { MODEL_PRICES, ModelPriceSchema, type PriceTable } from './spend';
@@ -103,6 +104,8 @@ const Env = z.object({
   KEEL_JOB_CATCHUP_WINDOW_MS: z.coerce.number().int().positive().default(600_000),
   /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
   KEEL_JOB_BACKOFF_MS: z.string().optional(),
+  /** How long a job run waits for its turn before it books an error that says why (default 15 min). */
+  KEEL_JOB_TURN_DEADLINE_MS: z.coerce.number().int().min(1000).default(JOBS.turnDeadlineMs),
   KEEL_ROUTINE_FLOOR_MS: z.coerce.number().int().min(0).default(DEFAULT_ROUTINE_SETTINGS.floorMs),
   KEEL_ROUTINE_RUN_LIMIT_MS: z.coerce
     .number()
@@ -290,7 +293,7 @@ export interface KeelConfig {
   worker: WorkerCapacity;
   /** The Worker Deployment version this worker runs as, when versioned (KEEL_BUILD_ID). */
   deployment?: WorkerDeployment;
-  jobs: { everyFloorMs: number; catchupWindowMs: number; backoffMs?: number[] };
+  jobs: { everyFloorMs: number; catchupWindowMs: number; turnDeadlineMs: number; backoffMs?: number[] };
   routines: RoutineSettings;
   reflection: ReflectionSettings;
   /** USD per million tokens per model: the built-in table with KEEL_MODEL_PRICES over it. */
@@ -349,6 +352,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     jobs: {
       everyFloorMs: e.KEEL_JOB_EVERY_FLOOR_MS,
       catchupWindowMs: e.KEEL_JOB_CATCHUP_WINDOW_MS,
+      turnDeadlineMs: e.KEEL_JOB_TURN_DEADLINE_MS,
       ...(e.KEEL_JOB_BACKOFF_MS
         ? {
             backoffMs: e.KEEL_JOB_BACKOFF_MS.split(',')

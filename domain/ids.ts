@@ -81,6 +81,11 @@ export function jobFailedNoticeEffectKey(jobId: string, runId: string): string {
   return `job:${jobId}/failed-notice/${runId}`;
 }
 
+/** The owner hears once of a conversation run whose turns cannot finish, however many runs wait on it. */
+export function stuckConversationNoticeEffectKey(conversationKey: string, conversationRunId: string): string {
+  return `${conversationKey}/stuck-notice/${conversationRunId}`;
+}
+
 /** Transcript rows carry an origin so that an activity retried after a crash appends nothing twice. */
 export const transcriptOrigin = {
   userMessage: (messageId: string) => `msg:${messageId}`,

@@ -32,6 +32,11 @@ export const JOBS = {
    * whose conversation was terminated outside Keel is taken up by the next run, which has no one to tell.
    */
   turnRecheckMs: 120_000,
+  /**
+   * How long a run waits for its turn before it books an error naming why (the conversation's workflow task failing,
+   * the conversation gone): no run waits forever on another workflow.
+   */
+  turnDeadlineMs: 900_000,
 } as const;
 
 export const JobSchedule = z.discriminatedUnion('kind', [

@@ -8,12 +8,15 @@ export interface JobSettings {
   catchupWindowMs: number;
   /** Retry delays of a failed run (tests shorten them). */
   backoffMs: readonly number[];
+  /** How long a run waits for its turn before it books an error (JOBS.turnDeadlineMs). */
+  turnDeadlineMs: number;
 }
 
 export const DEFAULT_JOB_SETTINGS: Omit<JobSettings, 'taskQueue'> = {
   everyFloorMs: JOBS.defaultEveryFloorMs,
   catchupWindowMs: JOBS.defaultCatchupWindowMs,
   backoffMs: JOBS.backoffMs,
+  turnDeadlineMs: JOBS.turnDeadlineMs,
 };
 
 /** The scheduling settings from the environment (the task queue comes from the Temporal settings). */
@@ -22,5 +25,6 @@ export function jobSettings(config: KeelConfig): Omit<JobSettings, 'taskQueue'> 
     everyFloorMs: config.jobs.everyFloorMs,
     catchupWindowMs: config.jobs.catchupWindowMs,
     backoffMs: config.jobs.backoffMs ?? DEFAULT_JOB_SETTINGS.backoffMs,
+    turnDeadlineMs: config.jobs.turnDeadlineMs,
   };
 }

@@ -1,4 +1,5 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionStatusName } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 
 /**
  * Whether a workflow is open, or how it closed; NOT_FOUND when Temporal does not know it (it never started, or it
@@ -36,4 +37,48 @@ export async function workflowIsOpen(
   firstExecutionRunId?: string,
 ): Promise<boolean> {
   return (await workflowState(client, workflowId, firstExecutionRunId)).open;
+}
+
+/** Why a workflow's tasks fail, as Temporal records the cause of a failed workflow task. */
+export type WorkflowTaskTroubleCause = 'nondeterminism' | 'error';
+
+/** Where a workflow stands when something waited on it too long: what a booking or a notice says of it. */
+export type WorkflowProgress =
+  | { kind: 'failing'; cause: WorkflowTaskTroubleCause; attempt: number; runId: string; message: string }
+  | { kind: 'running'; runId: string }
+  | { kind: 'closed'; status: string };
+
+/**
+ * The latest run of a workflow id: closed, running, or running with a workflow task that keeps failing (its attempt
+ * count, and the cause and message of the last failure its history records).
+ */
+export async function workflowProgress(client: Client, workflowId: string): Promise<WorkflowProgress> {
+  const handle = client.workflow.getHandle(workflowId);
+  let described;
+  try {
+    described = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return { kind: 'closed', status: 'NOT_FOUND' };
+    throw err;
+  }
+  if (described.status.name !== 'RUNNING') return { kind: 'closed', status: described.status.name };
+  const attempt = described.raw.pendingWorkflowTask?.attempt ?? 0;
+  if (attempt < 2) return { kind: 'running', runId: described.runId };
+  // Temporal keeps the first failure of a run of failed attempts in history; later ones only count the attempts.
+  const history = await client.workflow.getHandle(workflowId, described.runId).fetchHistory();
+  const failed = [...(history.events ?? [])].reverse().find((e) => e.workflowTaskFailedEventAttributes);
+  const attrs = failed?.workflowTaskFailedEventAttributes;
+  const NONDETERMINISTIC =
+    temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR;
+  const message = attrs?.failure?.message ?? 'no failure recorded';
+  const cause =
+    attrs?.cause === NONDETERMINISTIC || /Nondeterminism|TMPRL1100/.test(message) ? 'nondeterminism' : 'error';
+  return { kind: 'failing', cause, attempt, runId: described.runId, message: message.slice(0, 300) };
+}
+
+/** One line for a person: "workflow task failing (nondeterminism, attempt 9)", "still running", "closed (…)". */
+export function describeProgress(p: WorkflowProgress): string {
+  if (p.kind === 'failing') return `workflow task failing (${p.cause}, attempt ${p.attempt})`;
+  if (p.kind === 'running') return 'still running';
+  return p.status === 'NOT_FOUND' ? 'not running' : `closed (${p.status.toLowerCase()})`;
 }

@@ -13,12 +13,11 @@ export const store = proxyActivities<KeelActivities>({
 });
 
 /**
- * The same short PostgreSQL steps as local activities: run by the worker inside the workflow task that asks for them,
- * so a turn's bookkeeping adds a marker to history instead of a scheduled activity and two more workflow tasks. They
- * are idempotent (keyed by ids that history holds), so a run after a lost workflow task repeats no effect. Only a
- * workflow's main loop awaits them, one at a time: local activities awaited by two coroutines at once (an update
- * handler's and the loop's) may resolve in another order on replay than they did at first. Retried without limit
- * too; past the local threshold each retry waits on a durable timer.
+ * The same short PostgreSQL steps as local activities, for runs begun before the conversation's and the job run's
+ * patches that retired them (NO_LOCAL_STEPS_PATCH, JOB_TURN_DEADLINE_PATCH). A local activity that outlives its
+ * workflow task resolves in an activation of its own in the live run but beside other resolutions on replay, so a
+ * coroutine running beside it (an update handler) may emit its commands in another order on replay: a workflow with
+ * handlers must not use them. Retried without limit; past the local threshold each retry waits on a durable timer.
  */
 export const steps = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '10 seconds',

@@ -62,6 +62,18 @@ class RunningTurn {
 export const IDLE_CLOSE_PATCH = 'conversation-idle-close-local-steps';
 
 /**
+ * The patch after which the conversation's PostgreSQL steps are ordinary activities again, never local ones. A local
+ * activity still running when the submitMessage handler completes its update (the first workflow task heartbeated
+ * without the activity's marker, the worker was killed, another ran it again beside the handler's acceptMessage) is
+ * resolved in the same activation as acceptMessage on replay, but in an activation of its own in the live run: the
+ * loop's next command then overtakes the update's completion and the run's every later task fails with
+ * "[TMPRL1100] Activity machine does not handle this event: WorkflowExecutionUpdateCompleted" (issue 24; a harsher
+ * soak lost a job run to it). Ordinary activities resolve from history events, in one order live and on replay.
+ * Runs begun before keep their local steps.
+ */
+export const NO_LOCAL_STEPS_PATCH = 'conversation-steps-as-activities';
+
+/**
  * One workflow per conversation while it has work. Messages arrive by the `submitMessage` Update (update-with-start);
  * each becomes a turn of at most five model calls whose transcript lives in PostgreSQL. The workflow carries only
  * small state, so its history grows by a constant per turn, and continues as new when Temporal suggests it. With
@@ -78,7 +90,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   const idleMs = input.idleMs ?? CONVERSATION.idleCloseMs;
   // Asked at each point where the shapes differ; once true (a marker in history), true for the rest of the run.
   const lean = () => patched(IDLE_CLOSE_PATCH);
-  const db = () => (lean() ? steps : store);
+  const db = () => (lean() && !patched(NO_LOCAL_STEPS_PATCH) ? steps : store);
   const turns = new ConversationQueue(input.carried?.queue);
   const relay = new DelegateRelay(input.carried, () => sleep(DELEGATION.retriggerDebounceMs));
   let turnsCompleted = input.carried?.turnsCompleted ?? 0;
@@ -194,7 +206,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
    */
   async function closesIdle(): Promise<boolean> {
     if (!idle()) return false;
-    await steps.conversationIdle({ conversationKey, runId: workflowInfo().runId, idleMs });
+    await db().conversationIdle({ conversationKey, runId: workflowInfo().runId, idleMs });
     await condition(allHandlersFinished);
     return idle();
   }

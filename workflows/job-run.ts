@@ -1,5 +1,7 @@
 import {
+  CancellationScope,
   condition,
+  isCancellation,
   patched,
   proxyActivities,
   setHandler,
@@ -29,6 +31,11 @@ export const KEEP_UNDELIVERED_PATCH = 'job-kept-when-undelivered';
 export const JOB_TURN_SIGNAL_PATCH = 'job-turn-by-signal';
 /** The patch after which a run a budget stopped waits for the budgets to change (before it, it was booked at once). */
 export const JOB_BUDGET_WAIT_PATCH = 'job-waits-for-budget';
+/** The patch after which a run waits for its turn until a deadline, then books an error that says why. */
+export const JOB_TURN_DEADLINE_PATCH = 'job-turn-deadline';
+
+/** A turn that did not end within the run's deadline: its conversation cannot finish it (stuck, failing, gone). */
+type TurnOutcome = TurnResult | { status: 'stuck'; error: string };
 
 /**
  * One fire of a scheduled job (started by its Temporal Schedule): the task runs as a turn of the job's own
@@ -47,7 +54,7 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
     upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
     return;
   }
-  const { job, backoffMs } = begun;
+  const { job, backoffMs, turnDeadlineMs } = begun;
   const started = Date.now();
   const book = (b: {
     status: 'ok' | 'error';
@@ -71,7 +78,7 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
 
   for (let attempt = 1; ; attempt++) {
     const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: `${runId}#${attempt}` };
-    const turn = patched(JOB_TURN_SIGNAL_PATCH) ? await turnOf(ask) : await turns.runJobTurn(ask);
+    const turn: TurnOutcome = patched(JOB_TURN_SIGNAL_PATCH) ? await turnOf(ask) : await turns.runJobTurn(ask);
     if (turn.status === 'ok') {
       const sent = turn.text
         ? await delivery.deliverJobResult({
@@ -119,8 +126,13 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
       return;
     }
     const delay = retryDelayMs(attempt, counted.untilNextFireMs ?? undefined, backoffMs);
-    // No retry when the job was paused or deleted meanwhile, or when its next fire comes first (it takes over).
-    if (counted.status !== 'active' || (counted.untilNextFireMs !== null && delay >= counted.untilNextFireMs)) {
+    // No retry when the turn could not finish (a retry would wait on the same conversation), when the job was paused
+    // or deleted meanwhile, or when its next fire comes first (it takes over).
+    if (
+      turn.status === 'stuck' ||
+      counted.status !== 'active' ||
+      (counted.untilNextFireMs !== null && delay >= counted.untilNextFireMs)
+    ) {
       await book({ status: 'error', error: turn.error });
       upsertSearchAttributes([{ key: SA.outcome, value: 'error' }]);
       return;
@@ -145,13 +157,41 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
    * The task as a turn of the job's own conversation: asked for (idempotent by messageId), then awaited without
    * holding an activity. The conversation signals when the turn's end is committed; the end is read from PostgreSQL.
    */
-  async function turnOf(ask: { agentId: string; jobId: string; task: string; messageId: string }): Promise<TurnResult> {
+  async function turnOf(ask: {
+    agentId: string;
+    jobId: string;
+    task: string;
+    messageId: string;
+  }): Promise<TurnOutcome> {
+    // Runs begun before the deadline wait as they did: without one.
+    const deadlineMs = patched(JOB_TURN_DEADLINE_PATCH) ? (turnDeadlineMs ?? JOBS.turnDeadlineMs) : undefined;
+    const askedAt = Date.now();
+    const stuck = async (): Promise<TurnOutcome> => ({
+      status: 'stuck',
+      error: (await store.reportStuckJobTurn({ ...ask, waitedMs: deadlineMs ?? 0 })).error,
+    });
     // The signal is matched by the messageId the conversation took (recorded in history, so a replay matches it too).
-    const { messageId } = await store.askForJobTurn({ ...ask, notify: runId });
+    // A conversation whose every workflow task fails never takes it: the asking counts toward the deadline too.
+    const taken =
+      deadlineMs === undefined
+        ? await store.askForJobTurn({ ...ask, notify: runId })
+        : await CancellationScope.withTimeout(deadlineMs, () => store.askForJobTurn({ ...ask, notify: runId })).catch(
+            (err: unknown) => {
+              if (isCancellation(err)) return undefined;
+              throw err;
+            },
+          );
+    if (!taken) return stuck();
+    const { messageId } = taken;
     for (;;) {
-      await condition(() => ended.has(messageId), JOBS.turnRecheckMs, { summary: 'wait for the turn' });
-      const turn = await steps.jobTurnResult(ask);
+      const left = deadlineMs === undefined ? JOBS.turnRecheckMs : askedAt + deadlineMs - Date.now();
+      const wait = Math.min(JOBS.turnRecheckMs, left);
+      if (wait > 0) await condition(() => ended.has(messageId), wait, { summary: 'wait for the turn' });
+      // Runs with a deadline read it as an ordinary activity: a local one resolves in another activation on replay
+      // than live when it outlives a workflow task, and the turn's signal may arrive meanwhile (conversation.ts).
+      const turn = await (deadlineMs === undefined ? steps : store).jobTurnResult(ask);
       if (turn) return turn;
+      if (deadlineMs !== undefined && Date.now() - askedAt >= deadlineMs) return stuck();
     }
   }
 }
