@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { Pool } from '../db/pool';
 import { budgetStatus } from '../db/spend';
+import { WORKFLOW_TASK_FAILURE_TOTALS_SQL } from '../db/workflow-task-failures';
 import { budgetsFor, type Budgets } from '../domain/spend';
 
 /**
@@ -83,6 +84,13 @@ export function createMetrics(pool: Pool, opts: { workerMetricsUrl?: string } = 
     'Reflection proposals by status',
     ['status'],
     'SELECT status, count(*) AS n FROM proposals GROUP BY status',
+  );
+
+  totals(
+    'keel_workflow_task_failures_total',
+    'Workflow tasks that failed, by workflow type and cause (nondeterminism, error), as the workers saw them',
+    ['type', 'cause'],
+    WORKFLOW_TASK_FAILURE_TOTALS_SQL,
   );
 
   return {

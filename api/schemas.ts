@@ -47,6 +47,25 @@ export const Agent = z.object({
   updatedAt: z.string(),
 });
 
+/** Runs whose workflow task keeps failing (GET …/failing-runs): the console warns of each. */
+export const FailingRuns = z.object({
+  runs: z.array(
+    z.object({
+      runId: z.string(),
+      workflowId: z.string(),
+      workflowType: z.string(),
+      agentId: z.string().nullable(),
+      cause: z.enum(['nondeterminism', 'error']),
+      /** Failed tasks the workers reported. */
+      failures: z.number().int(),
+      /** Temporal's attempt count of its pending workflow task. */
+      attempt: z.number().int(),
+      lastMessage: z.string(),
+      lastAt: z.string(),
+    }),
+  ),
+});
+
 export const SubmitQuery = z.object({ wait: z.coerce.number().int().min(0).max(120).default(0) }).strict();
 
 export const SubmitResponse = z.object({

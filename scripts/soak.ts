@@ -465,8 +465,13 @@ interface RunsSeen {
   error?: string;
 }
 
-/** The local activity a marker records (the core SDK writes its type into the marker's payload). */
-function localActivityOf(e: HistoryEvent): string | undefined {
+/**
+ * The step an event begins: an activity scheduled, or a local activity's marker (the core SDK writes its type into
+ * the marker's payload; conversations begun before NO_LOCAL_STEPS_PATCH took their steps as local activities).
+ */
+function stepOf(e: HistoryEvent): string | undefined {
+  const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+  if (scheduled) return scheduled;
   const a = e.markerRecordedEventAttributes;
   const data = a?.markerName === 'core_local_activity' ? a.details?.data?.payloads?.[0]?.data : undefined;
   if (!data) return undefined;
@@ -565,7 +570,7 @@ async function conversationRuns(
 
   await eachLimited(runs, 8, async (r) => {
     r.events = (await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory()).events ?? [];
-    r.idleAttempts = r.events.filter((e) => localActivityOf(e) === 'conversationIdle').length;
+    r.idleAttempts = r.events.filter((e) => stepOf(e) === 'conversationIdle').length;
   });
   return { runs, unplacedMessages, strayIdleEvents };
 }

@@ -53,19 +53,12 @@ export type WorkflowProgress =
  * count, and the cause and message of the last failure its history records).
  */
 export async function workflowProgress(client: Client, workflowId: string): Promise<WorkflowProgress> {
-  const handle = client.workflow.getHandle(workflowId);
-  let described;
-  try {
-    described = await handle.describe();
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return { kind: 'closed', status: 'NOT_FOUND' };
-    throw err;
-  }
-  if (described.status.name !== 'RUNNING') return { kind: 'closed', status: described.status.name };
-  const attempt = described.raw.pendingWorkflowTask?.attempt ?? 0;
-  if (attempt < 2) return { kind: 'running', runId: described.runId };
+  const task = await pendingTask(client, workflowId);
+  if (task.kind === 'closed') return task;
+  const { runId, attempt } = task;
+  if (attempt < 2) return { kind: 'running', runId };
   // Temporal keeps the first failure of a run of failed attempts in history; later ones only count the attempts.
-  const history = await client.workflow.getHandle(workflowId, described.runId).fetchHistory();
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   const failed = [...(history.events ?? [])].reverse().find((e) => e.workflowTaskFailedEventAttributes);
   const attrs = failed?.workflowTaskFailedEventAttributes;
   const NONDETERMINISTIC =
@@ -73,7 +66,22 @@ export async function workflowProgress(client: Client, workflowId: string): Prom
   const message = attrs?.failure?.message ?? 'no failure recorded';
   const cause =
     attrs?.cause === NONDETERMINISTIC || /Nondeterminism|TMPRL1100/.test(message) ? 'nondeterminism' : 'error';
-  return { kind: 'failing', cause, attempt, runId: described.runId, message: message.slice(0, 300) };
+  return { kind: 'failing', cause, attempt, runId, message: message.slice(0, 300) };
+}
+
+/** The latest run's workflow task attempt (1 when none is failing), or how the workflow closed. */
+export async function pendingTask(
+  client: Client,
+  workflowId: string,
+): Promise<{ kind: 'open'; runId: string; attempt: number } | { kind: 'closed'; status: string }> {
+  try {
+    const described = await client.workflow.getHandle(workflowId).describe();
+    if (described.status.name !== 'RUNNING') return { kind: 'closed', status: described.status.name };
+    return { kind: 'open', runId: described.runId, attempt: described.raw.pendingWorkflowTask?.attempt ?? 1 };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return { kind: 'closed', status: 'NOT_FOUND' };
+    throw err;
+  }
 }
 
 /** One line for a person: "workflow task failing (nondeterminism, attempt 9)", "still running", "closed (…)". */

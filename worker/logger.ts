@@ -1,4 +1,4 @@
-import { DefaultLogger, type LogEntry, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, type LogEntry, type LogLevel, type LogMetadata, type Logger } from '@temporalio/worker';
 import pino from 'pino';
 
 const LEVELS: Record<LogLevel, pino.Level> = {
@@ -20,4 +20,55 @@ export function workerLogger(level: string, destination: pino.DestinationStream 
     const { meta, message } = entry;
     log[LEVELS[entry.level]]({ ...meta }, message);
   });
+}
+
+/** A failed workflow task, as the SDK's core logs it: the run, and the failure in core's rendering. */
+export interface FailedWorkflowTask {
+  runId: string;
+  failure: string;
+}
+
+const failedTaskListeners = new Set<(failed: FailedWorkflowTask) => void>();
+
+/** Calls `listener` for every workflow task a worker of this process fails; answers the unsubscribe. */
+export function onFailedWorkflowTask(listener: (failed: FailedWorkflowTask) => void): () => void {
+  failedTaskListeners.add(listener);
+  return () => failedTaskListeners.delete(listener);
+}
+
+/** Core's logs, forwarded to the Runtime's logger from WARN up (a failed workflow task is a WARN). */
+export const FORWARD_CORE_LOGS = { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } as const;
+
+/**
+ * The Runtime's logger, tapped: core's "Failing workflow task" entries reach the failed-task listeners whatever the
+ * log level, and every entry goes on to `inner`.
+ */
+export function tapFailedWorkflowTasks(inner: Logger): Logger {
+  const tap = (message: string, meta?: LogMetadata) => {
+    if (!message.startsWith('Failing workflow task') || typeof meta?.runId !== 'string') return;
+    const failed = { runId: meta.runId, failure: typeof meta.failure === 'string' ? meta.failure : '' };
+    for (const listener of failedTaskListeners) listener(failed);
+  };
+  return {
+    log: (level, message, meta) => {
+      tap(message, meta);
+      inner.log(level, message, meta);
+    },
+    trace: (message, meta) => {
+      inner.trace(message, meta);
+    },
+    debug: (message, meta) => {
+      inner.debug(message, meta);
+    },
+    info: (message, meta) => {
+      inner.info(message, meta);
+    },
+    warn: (message, meta) => {
+      tap(message, meta);
+      inner.warn(message, meta);
+    },
+    error: (message, meta) => {
+      inner.error(message, meta);
+    },
+  };
 }

@@ -5,7 +5,7 @@ import { loadConfig } from '../domain/config';
 import { jobSettings } from '../services/job-settings';
 import { ensureSearchAttributes, MissingSearchAttributesError } from '../services/temporal-namespace';
 import { bundleInChildProcess, type WorkflowSource } from './bundle';
-import { workerLogger } from './logger';
+import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks, workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
 import { defaultModelName, egressFromConfig, providerFromConfig, transportsFromConfig } from './wiring';
 import { promoteIfFirst } from './deployment';
@@ -21,11 +21,13 @@ async function main(): Promise<void> {
   if (!config.databaseUrl)
     throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
   Runtime.install({
-    logger: workerLogger(config.logLevel),
+    // Core's logs come to the worker's own log, and a failed workflow task is recorded (worker/worker.ts).
+    logger: tapFailedWorkflowTasks(workerLogger(config.logLevel)),
     shutdownSignals: ['SIGINT', 'SIGTERM'],
-    ...(config.workerMetricsAddress
-      ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.workerMetricsAddress } } } }
-      : {}),
+    telemetryOptions: {
+      logging: FORWARD_CORE_LOGS,
+      ...(config.workerMetricsAddress ? { metrics: { prometheus: { bindAddress: config.workerMetricsAddress } } } : {}),
+    },
   });
   await migrate(config.databaseUrl);
   const connection = await NativeConnection.connect(temporalConnectionOptions(config.temporal));

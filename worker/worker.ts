@@ -1,7 +1,9 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import type { WorkerCapacity, WorkerDeployment } from '../domain/config';
+import { noteWorkflowTaskFailure } from '../services/workflow-task-failures';
 import { WORKFLOWS_PATH, type WorkflowSource } from './bundle';
+import { onFailedWorkflowTask } from './logger';
 
 export async function createKeelWorker(opts: {
   connection: NativeConnection;
@@ -16,7 +18,7 @@ export async function createKeelWorker(opts: {
   extra?: Partial<WorkerOptions>;
 }): Promise<Worker> {
   const capacity = opts.capacity;
-  return Worker.create({
+  const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
@@ -48,4 +50,14 @@ export async function createKeelWorker(opts: {
       : {}),
     ...opts.extra,
   });
+  // Each workflow task this worker fails is recorded for /metrics and the console, for as long as it runs.
+  const where = { namespace: opts.namespace, taskQueue: opts.taskQueue };
+  const stop = onFailedWorkflowTask((failed) => {
+    noteWorkflowTaskFailure(opts.deps.pool, opts.connection.workflowService, where, failed).catch((err: unknown) =>
+      console.error(`keel worker: could not record a failed workflow task of run ${failed.runId}:`, err),
+    );
+  });
+  const run = worker.run.bind(worker);
+  worker.run = () => run().finally(stop);
+  return worker;
 }

@@ -6,10 +6,11 @@ import { inTransaction, type Pool } from '../../db/pool';
 import { destinationChange } from '../../domain/audit';
 import type { EgressAllow } from '../../domain/egress';
 import { tellBudgetsChanged } from '../../services/budgets';
+import { failingRuns } from '../../services/workflow-task-failures';
 import { assertAgentAccess } from '../auth';
 import { assertReachable, envEgressAllow } from '../egress-check';
 import { notFound } from '../errors';
-import { Agent, AgentBody, AgentParams, ErrorResponse } from '../schemas';
+import { Agent, AgentBody, AgentParams, ErrorResponse, FailingRuns } from '../schemas';
 
 const view = (a: AgentRow) => ({
   agentId: a.id,
@@ -87,6 +88,26 @@ export function agentRoutes(
         const agent = await getAgent(pool, req.params.agentId);
         if (!agent) throw notFound(`agent ${req.params.agentId}`);
         return view(agent);
+      },
+    );
+
+    app.get(
+      '/v1/agents/:agentId/failing-runs',
+      {
+        schema: {
+          tags: ['agents'],
+          summary: "The agent's workflow runs whose workflow task keeps failing (a nondeterminism error, or any error)",
+          description:
+            'Runs whose workflow task failed and failed again on retry (Temporal is at its third attempt or later), ' +
+            'the latest failure first. Such a run makes no progress until it is reset (docs/operators.md); the ' +
+            'console shows a warning for each.',
+          params: AgentParams,
+          response: { 200: FailingRuns, 403: ErrorResponse },
+        },
+      },
+      async (req) => {
+        assertAgentAccess(req, req.params.agentId);
+        return { runs: await failingRuns(pool, temporal, req.params.agentId) };
       },
     );
   };

@@ -252,3 +252,15 @@ export interface ConsoleConfig {
   temporalUiUrl: string | null;
   namespace: string;
 }
+
+/** A run whose workflow task keeps failing (GET …/failing-runs): it makes no progress until reset. */
+export interface FailingRun {
+  runId: string;
+  workflowId: string;
+  workflowType: string;
+  cause: 'nondeterminism' | 'error';
+  failures: number;
+  attempt: number;
+  lastMessage: string;
+  lastAt: string;
+}

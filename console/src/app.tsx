@@ -4,6 +4,7 @@ import { AgentField } from './agent-field';
 import { loadConsoleConfig } from './console-config';
 import { ConsoleNav } from './console-nav';
 import { CurrentView } from './current-view';
+import { FailingRunsWarning } from './failing-runs';
 import { href, useRoute } from './routes';
 import { readAgent, readToken, saveAgent, saveToken } from './session';
 import { SignIn } from './sign-in';
@@ -92,6 +93,7 @@ export function App() {
         <div className="layout">
           <ConsoleNav route={route} />
           <main className="content">
+            <FailingRunsWarning agentId={agentId} config={config.data} />
             <ViewBoundary resetKey={`${href(route)}\n${agentId}`}>
               <CurrentView route={route} agentId={agentId} config={config.data} headingRef={heading} />
             </ViewBoundary>

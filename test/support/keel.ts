@@ -23,6 +23,7 @@ import { createEgressGuard, type EgressGuard } from '../../services/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../services/job-settings';
 import { defaultModelName } from '../../worker/wiring';
 import { createKeelWorker } from '../../worker/worker';
+import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks } from '../../worker/logger';
 
 let runtimeInstalled = false;
 
@@ -81,7 +82,11 @@ export interface TestKeelOptions {
 /** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
 export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKeel> {
   if (!runtimeInstalled) {
-    Runtime.install({ logger: new DefaultLogger(process.env.KEEL_TEST_LOG === 'warn' ? 'WARN' : 'ERROR') });
+    // As the worker process does: core's logs forwarded, a failed workflow task recorded (worker/worker.ts).
+    Runtime.install({
+      logger: tapFailedWorkflowTasks(new DefaultLogger(process.env.KEEL_TEST_LOG === 'warn' ? 'WARN' : 'ERROR')),
+      telemetryOptions: { logging: FORWARD_CORE_LOGS },
+    });
     runtimeInstalled = true;
   }
   const databaseUrl = opts.databaseUrl ?? inject('databaseUrl');
