@@ -29,11 +29,6 @@ export async function createKeelWorker(opts: {
     maxHeartbeatThrottleInterval: '1 second',
     // A killed worker's cached workflows move to another worker after this (the SDK's default is 10 s).
     stickyQueueScheduleToStartTimeout: '3 seconds',
-    // Pollers follow the backlog: a worker started after a kill finds every open workflow's task on the shared
-    // queue, where a fixed 10 pollers keep only 2 (the sticky queue has the rest), and turns waited for a poller for
-    // most of their time in the soak (bench/SOAK.md). Autoscaling opens more polls while the server reports a backlog.
-    workflowTaskPollerBehavior: { type: 'autoscaling' },
-    activityTaskPollerBehavior: { type: 'autoscaling' },
     ...(capacity
       ? {
           maxCachedWorkflows: capacity.cachedWorkflows,
