@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { Pool } from 'pg';
 import { reserve } from '../db/spend';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
@@ -138,9 +139,12 @@ describe('a daily budget, from the REST API alone (the README sequence)', () => 
     // Each model call's result, as the Temporal UI shows it, carries its tokens and cost.
     const history = await keel.client.workflow.getHandle(conversationWorkflowId(a, 'c1')).fetchHistory();
     const results = (history.events ?? []).flatMap((e) => {
-      const data = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
-      const value = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { spend?: { costUsd: number } }) : {};
-      return value.spend ? [value.spend.costUsd] : [];
+      // Every completed activity: the conversation's steps too, some of which answer nothing (a null payload).
+      const payload = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
+      const value = payload
+        ? defaultPayloadConverter.fromPayload<{ spend?: { costUsd: number } } | null>(payload)
+        : null;
+      return value?.spend ? [value.spend.costUsd] : [];
     });
     expect(results).toHaveLength(4);
     expect(results.reduce((x, y) => x + y, 0)).toBeCloseTo(after.costUsd, 12);
