@@ -8,6 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
 import { freePort, portOpen } from '../scripts/ports';
+import { eventually } from './support/keel';
 
 describe('npm start', () => {
   it('starts Temporal, PostgreSQL, worker and API at once; the README request answers; Ctrl-C stops all', async () => {
@@ -81,10 +82,16 @@ describe('npm start', () => {
       await connection.close();
       expect(ids).toEqual(['conv:a1:c1']);
 
-      // The turn's log line names its workflow; /metrics has Keel's totals and the Temporal worker's own series.
-      const turnLog = output
-        .map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {}))
-        .find((l) => l.msg === 'turn finished');
+      // The turn's log line names its workflow; /metrics has Keel's totals and the Temporal worker's own series. The
+      // worker's log comes through the SDK's collector, which orders its lines with core's (up to 200 ms later).
+      const turnLog = await eventually(
+        async () =>
+          output
+            .map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {}))
+            .find((l) => l.msg === 'turn finished'),
+        10_000,
+        'the worker to log the finished turn',
+      );
       expect(turnLog).toMatchObject({
         workflowId: 'conv:a1:c1',
         workflowType: 'conversationWorkflow',
