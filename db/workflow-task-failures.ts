@@ -1,6 +1,5 @@
+import type { WorkflowTaskFailureCause } from '../domain/failures';
 import type { Pool } from './pool';
-
-export type WorkflowTaskFailureCause = 'nondeterminism' | 'error';
 
 export interface WorkflowTaskFailure {
   runId: string;
@@ -31,14 +30,14 @@ export async function recordWorkflowTaskFailure(
 export const WORKFLOW_TASK_FAILURE_TOTALS_SQL = `SELECT workflow_type AS type, cause, sum(failures) AS n
   FROM workflow_task_failures GROUP BY 1, 2`;
 
-/** An agent's runs whose task failed at least `minFailures` times, the latest failing first. */
-export async function failingRunsOf(pool: Pool, agentId: string, minFailures: number): Promise<WorkflowTaskFailure[]> {
+/** An agent's runs whose task failed, as the workers recorded them, the latest failing first. */
+export async function failingRunsOf(pool: Pool, agentId: string): Promise<WorkflowTaskFailure[]> {
   const { rows } = await pool.query<WorkflowTaskFailure>(
     `SELECT run_id AS "runId", workflow_id AS "workflowId", workflow_type AS "workflowType", agent_id AS "agentId",
        cause, failures, last_message AS "lastMessage", to_char(last_at AT TIME ZONE 'UTC',
        'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastAt"
-     FROM workflow_task_failures WHERE agent_id = $1 AND failures >= $2 ORDER BY last_at DESC LIMIT 50`,
-    [agentId, minFailures],
+     FROM workflow_task_failures WHERE agent_id = $1 ORDER BY last_at DESC LIMIT 50`,
+    [agentId],
   );
   return rows;
 }

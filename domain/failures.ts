@@ -23,3 +23,11 @@ export const NON_RETRYABLE_MODEL_FAILURES: string[] = [
   FAILURE.modelTurnError,
   FAILURE.budgetExhausted,
 ];
+
+/** Why a workflow's task fails: a nondeterminism error (code and history disagree), or any other error. */
+export type WorkflowTaskFailureCause = 'nondeterminism' | 'error';
+
+/** The cause, from a failure's text: core's TMPRL1100 message, or its debug rendering's NonDeterministicError. */
+export function workflowTaskFailureCause(failure: string): WorkflowTaskFailureCause {
+  return /TMPRL1100|Nondeterminism|NonDeterministicError/.test(failure) ? 'nondeterminism' : 'error';
+}

@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionStatusName } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { workflowTaskFailureCause, type WorkflowTaskFailureCause } from '../domain/failures';
 
 /**
  * Whether a workflow is open, or how it closed; NOT_FOUND when Temporal does not know it (it never started, or it
@@ -39,12 +40,9 @@ export async function workflowIsOpen(
   return (await workflowState(client, workflowId, firstExecutionRunId)).open;
 }
 
-/** Why a workflow's tasks fail, as Temporal records the cause of a failed workflow task. */
-export type WorkflowTaskTroubleCause = 'nondeterminism' | 'error';
-
 /** Where a workflow stands when something waited on it too long: what a booking or a notice says of it. */
 export type WorkflowProgress =
-  | { kind: 'failing'; cause: WorkflowTaskTroubleCause; attempt: number; runId: string; message: string }
+  | { kind: 'failing'; cause: WorkflowTaskFailureCause; attempt: number; runId: string; message: string }
   | { kind: 'running'; runId: string }
   | { kind: 'closed'; status: string };
 
@@ -64,8 +62,7 @@ export async function workflowProgress(client: Client, workflowId: string): Prom
   const NONDETERMINISTIC =
     temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR;
   const message = attrs?.failure?.message ?? 'no failure recorded';
-  const cause =
-    attrs?.cause === NONDETERMINISTIC || /Nondeterminism|TMPRL1100/.test(message) ? 'nondeterminism' : 'error';
+  const cause = attrs?.cause === NONDETERMINISTIC ? 'nondeterminism' : workflowTaskFailureCause(message);
   return { kind: 'failing', cause, attempt, runId, message: message.slice(0, 300) };
 }
 

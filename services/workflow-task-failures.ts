@@ -6,12 +6,8 @@
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import type { Pool } from '../db/pool';
-import {
-  failingRunsOf,
-  recordWorkflowTaskFailure,
-  type WorkflowTaskFailure,
-  type WorkflowTaskFailureCause,
-} from '../db/workflow-task-failures';
+import { failingRunsOf, recordWorkflowTaskFailure, type WorkflowTaskFailure } from '../db/workflow-task-failures';
+import { workflowTaskFailureCause } from '../domain/failures';
 import { SA } from '../domain/search-attributes';
 import { pendingTask } from './workflow-state';
 
@@ -20,11 +16,6 @@ import { pendingTask } from './workflow-state';
  * retried (a task lost with a killed worker succeeds on its next attempt).
  */
 export const FAILING_FROM_ATTEMPT = 3;
-
-/** The cause of a failed task, from the failure core logs: a nondeterminism error, or any other error. */
-export function taskFailureCause(failure: string): WorkflowTaskFailureCause {
-  return /TMPRL1100|Nondeterminism|NonDeterministicError/.test(failure) ? 'nondeterminism' : 'error';
-}
 
 /** The failure's own message, out of core's debug rendering (`Failure { message: "…", … }`). */
 export function taskFailureMessage(failure: string): string {
@@ -57,7 +48,7 @@ export async function noteWorkflowTaskFailure(
     workflowId: run?.execution?.workflowId ?? 'unknown',
     workflowType: run?.type?.name ?? 'unknown',
     agentId: agent ? (JSON.parse(Buffer.from(agent).toString('utf8')) as string) : null,
-    cause: taskFailureCause(failed.failure),
+    cause: workflowTaskFailureCause(failed.failure),
     lastMessage: taskFailureMessage(failed.failure),
   });
 }
@@ -70,7 +61,7 @@ export type FailingRun = WorkflowTaskFailure & { attempt: number };
  * first: the runs the workers recorded a failure of, each asked of Temporal (a run reset or ended is no longer one).
  */
 export async function failingRuns(pool: Pool, client: Client, agentId: string): Promise<FailingRun[]> {
-  const recorded = await failingRunsOf(pool, agentId, 1);
+  const recorded = await failingRunsOf(pool, agentId);
   const now = await Promise.all(recorded.map((r) => pendingTask(client, r.workflowId)));
   return recorded.flatMap((r, i) => {
     const task = now[i]!;
