@@ -12,7 +12,7 @@ import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { MODEL_PRICES, type PriceTable } from '../domain/spend';
 import type { RateLimits } from '../domain/rate-limits';
-import type { EgressGuard } from '../services/egress';
+import type { EgressGuard } from '../adapters/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
 export interface ActivityDeps {
@@ -27,8 +27,8 @@ export interface ActivityDeps {
   routines?: RoutineSettings;
   /** Reflection cadence, tiers, gates and the daily cost ceiling. */
   reflection?: ReflectionSettings;
-  /** The egress guard of routine integrations (the process's KEEL_EGRESS_ALLOW when unset). */
-  egress?: EgressGuard;
+  /** The egress guard of routine integrations. */
+  egress: EgressGuard;
   /** How long a conversation this worker starts (a job's) stays open idle; CONVERSATION.idleCloseMs when unset. */
   conversationIdleMs?: number;
   /** USD per million tokens per model (KEEL_MODEL_PRICES over domain/spend.ts MODEL_PRICES when unset). */

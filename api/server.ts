@@ -10,6 +10,7 @@ import {
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
+import type { EgressAllow } from '../domain/egress';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
 import { CONSOLE_DIST, consoleRoutes } from './console';
@@ -48,6 +49,8 @@ export interface ApiDeps {
   workerMetricsUrl?: string;
   /** The Temporal Web UI's base URL (KEEL_TEMPORAL_UI_URL), for the console's links to runs; null or unset: none. */
   temporalUiUrl?: string | null;
+  /** The egress guard's allow list (KEEL_EGRESS_ALLOW), which configured webhook URLs are checked against. */
+  egressAllow: EgressAllow;
   /** Where the built console is (console/dist unless a test says otherwise). */
   consoleDir?: string;
 }
@@ -177,7 +180,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // preClose: fastify waits for the requests in flight before onClose, and a live stream never ends by itself.
   app.addHook('preClose', () => hub.close());
   await app.register(eventRoutes({ pool: deps.pool, hub }));
-  await app.register(agentRoutes(deps.pool, deps.temporal));
+  await app.register(agentRoutes(deps.pool, deps.temporal, deps.egressAllow));
   await app.register(auditRoutes(deps.pool));
   await app.register(approvalRoutes(deps.pool));
   await app.register(spendRoutes(deps.pool));

@@ -3,7 +3,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelActivities, type CallModelInput, type ModelStep } from '../activities/model/call-model';
-import { createScriptedProvider } from '../activities/model/scripted';
+import { scriptedProvider } from '../worker/wiring';
 import { acceptInbound, appendTranscriptTx } from '../db/conversations';
 import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
@@ -40,7 +40,7 @@ async function seed(text: string): Promise<CallModelInput> {
 const activities = () =>
   modelActivities({
     pool: keel.pool,
-    provider: createScriptedProvider(keel.pool),
+    provider: scriptedProvider(keel.pool),
     defaultModel: 'scripted',
     prices: MODEL_PRICES,
   });

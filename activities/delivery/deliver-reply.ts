@@ -9,7 +9,7 @@ import type { Pool } from '../../db/pool';
 import type { Delivery, DeliveryOutcome, SendResult } from '../../domain/delivery';
 import { FAILURE } from '../../domain/failures';
 import { LIMITS } from '../../domain/limits';
-import type { OutboundMessage, Transport } from './transport';
+import type { OutboundMessage, Transport } from '../../adapters/delivery/transport';
 import { heartbeatWhile } from '../heartbeat';
 
 export interface DeliverReplyInput {

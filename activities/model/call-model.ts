@@ -23,7 +23,7 @@ import { delegateSystemPrompt, taskMessage } from '../../domain/delegation';
 import { delegateBrief } from '../../db/delegates';
 import { toolDefinitions } from '../../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../../domain/transcript';
-import { ScriptedTurnError } from './scripted';
+import { ScriptedTurnError } from '../../adapters/model/scripted';
 import { heartbeatWhile } from '../heartbeat';
 import { BudgetStop, reserveCall, type SpendDeps } from './metered';
 import { callSpend, type CallSpend } from '../../db/spend';

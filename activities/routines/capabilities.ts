@@ -23,8 +23,8 @@ import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domai
 import { deliverOnce, type Transports } from '../delivery/deliver-reply';
 import { askModel } from '../model/ask';
 import { BudgetStop, reserveCall, type SpendDeps } from '../model/metered';
-import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
-import { CapabilityError, RunStop, type CapabilityHost } from './sandbox';
+import { egressFailureOf, type EgressGuard } from '../../adapters/egress';
+import { CapabilityError, RunStop, type CapabilityHost } from '../../adapters/sandbox';
 
 export const BROWSER_UNAVAILABLE = 'browser is not available on this deployment: no browser is connected to Keel';
 const notConnected = (name: string) => `integration "${name}" is not connected: configure it in KEEL_INTEGRATIONS`;
@@ -104,8 +104,8 @@ export interface RealCapabilityDeps {
   transports: Transports;
   /** Configured HTTP integrations: name → URL that takes a JSON POST. */
   integrations: Record<string, string>;
-  /** The egress guard integration calls go through (the process's KEEL_EGRESS_ALLOW when unset). */
-  egress?: EgressGuard;
+  /** The egress guard integration calls go through. */
+  egress: EgressGuard;
   /** What `ai.*` calls cost, for the agent's budgets (docs/spend.md). */
   prices: PriceTable;
   rates?: SpendDeps['rates'];
@@ -392,7 +392,7 @@ async function callIntegration(
   });
   let answer = effect.status === 'pending' ? undefined : effect.result;
   if (!answer) {
-    answer = await postToIntegration(deps.egress ?? defaultEgressGuard(), name, url, key, payload, scope.signal);
+    answer = await postToIntegration(deps.egress, name, url, key, payload, scope.signal);
     await settleEffect(deps.pool, key, answer.ok ? 'done' : 'failed', answer);
   }
   if (!answer.ok) throw new CapabilityError(answer.error ?? `integration "${name}" failed`);

@@ -27,8 +27,8 @@ import { askFromActivity } from '../model/ask';
 import type { SpendDeps } from '../model/metered';
 import { runCapabilities, simulatedCapabilities } from './capabilities';
 import { abandonIfClosed } from '../../services/routines';
-import type { EgressGuard } from '../../services/egress';
-import { runInSandbox } from './sandbox';
+import type { EgressGuard } from '../../adapters/egress';
+import { runInSandbox } from '../../adapters/sandbox';
 import { heartbeatWhile } from '../heartbeat';
 import { findSecret, secretNotice } from '../../domain/secret-scan';
 import type { PriceTable } from '../../domain/spend';
@@ -39,7 +39,7 @@ export interface RoutineRunDeps {
   defaultModel: string;
   transports: Transports;
   routines: RoutineSettings;
-  egress?: EgressGuard;
+  egress: EgressGuard;
   /** What `ai.*` calls cost, for the agent's budgets (docs/spend.md). */
   prices: PriceTable;
   rates?: SpendDeps['rates'];

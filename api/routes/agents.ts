@@ -8,7 +8,7 @@ import type { EgressAllow } from '../../domain/egress';
 import { tellBudgetsChanged } from '../../services/budgets';
 import { failingRuns } from '../../services/workflow-task-failures';
 import { assertAgentAccess } from '../auth';
-import { assertReachable, envEgressAllow } from '../egress-check';
+import { assertReachable } from '../egress-check';
 import { notFound } from '../errors';
 import { Agent, AgentBody, AgentParams, ErrorResponse, FailingRuns } from '../schemas';
 
@@ -25,11 +25,7 @@ const view = (a: AgentRow) => ({
   updatedAt: a.updatedAt,
 });
 
-export function agentRoutes(
-  pool: Pool,
-  temporal: Client,
-  egressAllow: EgressAllow = envEgressAllow(),
-): FastifyPluginAsyncZod {
+export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAllow): FastifyPluginAsyncZod {
   return async (app) => {
     app.put(
       '/v1/agents/:agentId',

@@ -9,7 +9,7 @@ import { NewJob } from '../../domain/jobs';
 import type { JobSettings } from '../../services/job-settings';
 import { createJob, deleteJob, pauseJob, resumeJob, runJobNow, type JobResult } from '../../services/jobs';
 import { assertAgentAccess } from '../auth';
-import { assertReachable, envEgressAllow } from '../egress-check';
+import { assertReachable } from '../egress-check';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
 
@@ -63,10 +63,9 @@ export function jobRoutes(deps: {
   pool: Pool;
   temporal: Client;
   jobs: JobSettings;
-  egressAllow?: EgressAllow;
+  egressAllow: EgressAllow;
 }): FastifyPluginAsyncZod {
-  const { pool, temporal } = deps;
-  const egressAllow = deps.egressAllow ?? envEgressAllow();
+  const { pool, temporal, egressAllow } = deps;
   return async (app) => {
     app.post(
       '/v1/agents/:agentId/jobs',

@@ -1,6 +1,6 @@
 import ivm from 'isolated-vm';
-import type { Gate } from '../../domain/routines';
-import { scrub } from '../../domain/text';
+import type { Gate } from '../domain/routines';
+import { scrub } from '../domain/text';
 
 /** The limits of one tool run. */
 export interface SandboxLimits {

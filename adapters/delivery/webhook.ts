@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import type { Delivery, SendResult } from '../../domain/delivery';
 import { WHSEC_PREFIX } from '../../domain/webhook-secret';
-import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
+import { egressFailureOf, type EgressGuard } from '../egress';
 import type { OutboundMessage, Transport } from './transport';
 
 type WebhookDelivery = Extract<Delivery, { channel: 'webhook' }>;
@@ -40,9 +40,9 @@ function isRetryableStatus(status: number): boolean {
 }
 
 /** POSTs the reply as JSON to the target URL, signed when the target has a secret. One attempt per call. */
-export function webhookTransport(opts: { timeoutMs?: number; egress?: EgressGuard } = {}): Transport<WebhookDelivery> {
+export function webhookTransport(opts: { timeoutMs?: number; egress: EgressGuard }): Transport<WebhookDelivery> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const egress = opts.egress ?? defaultEgressGuard();
+  const { egress } = opts;
   return {
     channel: 'webhook',
     async send(target: WebhookDelivery, message: OutboundMessage, signal: AbortSignal): Promise<SendResult> {

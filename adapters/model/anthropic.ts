@@ -16,14 +16,14 @@ import {
   type ModelResponse,
   type StopReason,
 } from '../../domain/model';
-import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
+import { egressFailureOf, type EgressGuard } from '../egress';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
   baseURL?: string;
   defaultModel: string;
   /** The egress guard the API calls go through (the base URL is checked like any outbound request). */
-  egress?: EgressGuard;
+  egress: EgressGuard;
 }
 
 const EPHEMERAL: CacheControlEphemeral = { type: 'ephemeral' };
@@ -35,7 +35,7 @@ export function createAnthropicProvider(opts: AnthropicProviderOptions): ModelPr
     apiKey: opts.apiKey,
     baseURL: opts.baseURL,
     maxRetries: 0,
-    fetch: (opts.egress ?? defaultEgressGuard()).fetch,
+    fetch: opts.egress.fetch,
   });
 
   return {

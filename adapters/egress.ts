@@ -3,7 +3,6 @@ import { Agent, buildConnector, fetch as undiciFetch, type RequestInit as Undici
 import {
   checkAddress,
   describeEgress,
-  parseEgressAllow,
   type AddressClass,
   type EgressAllow,
   type EgressRefusal,
@@ -129,14 +128,3 @@ async function pinnedAddress(hostname: string, resolve: Resolver, allow: EgressA
 }
 
 const isAddress = (host: string) => /^[\d.]+$/.test(host) || host.includes(':');
-
-let processGuard: EgressGuard | undefined;
-
-/**
- * The guard for this process's `KEEL_EGRESS_ALLOW`, for transports built without one (the worker passes the guard
- * from its configuration explicitly; tests and scripts rely on this, with the allow list their environment sets).
- */
-export function defaultEgressGuard(): EgressGuard {
-  processGuard ??= createEgressGuard({ allow: parseEgressAllow(process.env.KEEL_EGRESS_ALLOW) });
-  return processGuard;
-}

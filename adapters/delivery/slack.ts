@@ -8,7 +8,7 @@ import {
   type FetchFunction,
 } from '@slack/web-api';
 import type { Delivery, SendResult } from '../../domain/delivery';
-import { defaultEgressGuard, egressFailureOf, type EgressGuard } from '../../services/egress';
+import { egressFailureOf, type EgressGuard } from '../egress';
 import type { OutboundMessage, Transport } from './transport';
 
 type SlackDelivery = Extract<Delivery, { channel: 'slack' }>;
@@ -34,13 +34,13 @@ export function slackTransport(opts: {
   token?: string;
   apiUrl?: string;
   owner?: string;
-  egress?: EgressGuard;
+  egress: EgressGuard;
 }): Transport<SlackDelivery> {
   const token = opts.token === '' ? undefined : opts.token;
   // The SDK concatenates the method name onto the base URL, so it must end with '/'.
   const base = opts.apiUrl ?? DEFAULT_API_URL;
   const slackApiUrl = base.endsWith('/') ? base : `${base}/`;
-  const egress = opts.egress ?? defaultEgressGuard();
+  const { egress } = opts;
 
   return {
     channel: 'slack',

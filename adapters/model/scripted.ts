@@ -1,6 +1,4 @@
-import { takeScriptedResponse } from '../../db/scripted-responses';
-import type { Pool } from '../../db/pool';
-import { scriptedDelegatePlan, scriptedPlan, type ScriptedPlan } from '../../domain/scripted-model';
+import { scriptedDelegatePlan, scriptedPlan, type ScriptedPlan, type ScriptedQueue } from '../../domain/scripted-model';
 import { scriptedReflectionAnswer } from '../../domain/reflection';
 import { scriptedRoutineAnswer } from '../../domain/tool-authoring';
 import {
@@ -23,12 +21,12 @@ export class ScriptedTurnError extends Error {
  * The scripted model: deterministic and offline. It answers queued exact responses first (per conversation), then
  * follows the command language of domain/scripted-model.ts. Shipped for demos and used by every test.
  */
-export function createScriptedProvider(pool: Pool): ModelProvider {
+export function createScriptedProvider(queue: ScriptedQueue): ModelProvider {
   return {
     name: 'scripted',
     async call(request: ModelRequest, ctx: ModelCallContext): Promise<ModelResponse> {
       const callKey = `${ctx.conversationKey}/${ctx.turnId}/${ctx.callIndex}`;
-      const queued = await takeScriptedResponse(pool, ctx.conversationKey, callKey);
+      const queued = await queue.take(ctx.conversationKey, callKey);
       if (queued) {
         const { delayMs, ...response } = queued;
         if (delayMs) await streamSlowly(replyText(response.content), delayMs, ctx);
