@@ -1,12 +1,13 @@
-import { publishDelta } from '../db/events';
 import type { Pool } from '../db/pool';
+import { textDeltaPublisher } from '../services/streamed-text';
 import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
 import { delegationActivities } from './delegation';
-import { jobRunActivities } from './jobs';
-import { deliveryActivities, type Transports } from './delivery/deliver-reply';
-import { modelActivities, type ModelDeps } from './model/call-model';
-import { routineRunActivities } from './routines/run';
+import { jobRunActivities } from './job-run';
+import type { Transports } from '../adapters/delivery/transport';
+import { deliveryActivities } from './delivery';
+import { modelActivities, type ModelActivityDeps } from './model';
+import { routineRunActivities } from './routine-run';
 import { reflectionActivities } from './reflection';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
@@ -20,7 +21,7 @@ export interface ActivityDeps {
   provider: ModelProvider;
   defaultModel: string;
   transports: Transports;
-  onTextDelta?: ModelDeps['onTextDelta'];
+  onTextDelta?: ModelActivityDeps['onTextDelta'];
   /** Scheduling settings of the run activities (retry backoff, floors). */
   jobs?: Omit<JobSettings, 'taskQueue'>;
   /** Routine limits (sandbox memory and time, approval wait) and integrations. */
@@ -39,18 +40,7 @@ export interface ActivityDeps {
 
 /** Every activity the worker registers; workflows import only its type. */
 export function createActivities(deps: ActivityDeps) {
-  // Streamed text goes to live event streams by NOTIFY, never into workflow history; a lost delta is only a delta.
-  // One NOTIFY at a time per conversation, so deltas arrive in order and a fast stream holds one connection at most.
-  const sending = new Map<string, Promise<void>>();
-  const onTextDelta =
-    deps.onTextDelta ??
-    ((key: string, turnId: string, delta: string) => {
-      const next = (sending.get(key) ?? Promise.resolve())
-        .then(() => publishDelta(deps.pool, key, turnId, delta))
-        .catch(() => undefined);
-      sending.set(key, next);
-      void next.then(() => sending.get(key) === next && sending.delete(key));
-    });
+  const onTextDelta = deps.onTextDelta ?? textDeltaPublisher(deps.pool);
   const prices = deps.prices ?? MODEL_PRICES;
   const rates = deps.rateLimits && { provider: deps.provider.name, limits: deps.rateLimits };
   return {

@@ -1,4 +1,4 @@
-import type { ModelUsage } from '../domain/model';
+import type { CallSpend, ModelUsage } from '../domain/model';
 import {
   RESERVATION_HOLD_MS,
   type BudgetLimit,
@@ -132,16 +132,6 @@ export async function settle(
 }
 
 /** One call's tokens and cost, settled so far. */
-export interface CallSpend {
-  model: string;
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  costUsd: number;
-  reservedUsd: number;
-}
-
 export async function callSpend(db: Queryable, callKey: string): Promise<CallSpend | undefined> {
   const { rows } = await db.query<Record<string, string>>(
     `SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, reserved_usd

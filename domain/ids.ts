@@ -71,12 +71,12 @@ export function jobDeliveryEffectKey(runId: string): string {
   return `${runId}/delivery`;
 }
 
-/** Idempotency key of the notice to a job's owner that the job failed for good. */
 /** The owner's notice that a budget stopped a model call: once per agent, budget and period. */
 export function budgetNoticeEffectKey(agentId: string, periodKey: string): string {
   return `budget-notice:${agentId}:${periodKey}`;
 }
 
+/** Idempotency key of the notice to a job's owner that the job failed for good. */
 export function jobFailedNoticeEffectKey(jobId: string, runId: string): string {
   return `job:${jobId}/failed-notice/${runId}`;
 }
@@ -92,4 +92,20 @@ export const transcriptOrigin = {
   modelCall: (turnId: string, call: number) => `turn:${turnId}:call:${call}`,
   toolResults: (turnId: string, call: number) => `turn:${turnId}:results:${call}`,
   note: (turnId: string, what: string) => `turn:${turnId}:note:${what}`,
+};
+
+/** Reflection's model calls, each booked under its key in reflection's cost ledger and, prefixed, in spend's. */
+export const reflectionCallKey = {
+  gate: (turnId: string) => `gate:${turnId}`,
+  tier: (proposalId: string, tier: number) => `${proposalId}:tier${tier}`,
+  judge: (proposalId: string, judge: number) => `${proposalId}:judge${judge}`,
+  spend: (callKey: string) => `reflect:${callKey}`,
+};
+
+/** Keys of a routine run's calls: its capabilities' effects (upsert, send, integration), `ai.*` and authoring. */
+export const routineCallKey = {
+  effect: (runId: string, at: number, effect: 'upsert' | 'send' | 'integration') => `${runId}/call/${at}/${effect}`,
+  ai: (runId: string, at: number) => `${runId}/ai/${at}`,
+  /** The model call that writes the run's tool: 1, or 2 for its repair. */
+  authoring: (runId: string, call: number) => `${runId}/authoring/${call}`,
 };

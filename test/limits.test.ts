@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliverOnce } from '../activities/delivery/deliver-reply';
+import { deliverOnce } from '../services/delivery';
 import { noneTransport } from '../adapters/delivery/none';
 import { slackTransport } from '../adapters/delivery/slack';
 import { webhookTransport } from '../adapters/delivery/webhook';

@@ -2,7 +2,12 @@ import { ActivityCancellationDetails, CancelledFailure } from '@temporalio/commo
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelActivities, type CallModelInput, type ModelStep } from '../activities/model/call-model';
+import { modelActivities } from '../activities/model';
+import type { CallModelInput, ModelStep } from '../domain/model';
+import { noneTransport } from '../adapters/delivery/none';
+import { webhookTransport } from '../adapters/delivery/webhook';
+import { slackTransport } from '../adapters/delivery/slack';
+import { loopbackEgress } from './support/egress';
 import { scriptedProvider } from '../worker/wiring';
 import { acceptInbound, appendTranscriptTx } from '../db/conversations';
 import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
@@ -43,6 +48,11 @@ const activities = () =>
     provider: scriptedProvider(keel.pool),
     defaultModel: 'scripted',
     prices: MODEL_PRICES,
+    transports: {
+      none: noneTransport(),
+      webhook: webhookTransport({ egress: loopbackEgress }),
+      slack: slackTransport({ egress: loopbackEgress }),
+    },
   });
 
 async function assistantRows(key: string) {

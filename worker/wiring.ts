@@ -1,5 +1,5 @@
 /** The worker's wiring from the configuration: the model provider and the delivery transports its activities use. */
-import type { Transports } from '../activities/delivery/deliver-reply';
+import type { Transports } from '../adapters/delivery/transport';
 import { noneTransport } from '../adapters/delivery/none';
 import { slackTransport } from '../adapters/delivery/slack';
 import { webhookTransport } from '../adapters/delivery/webhook';

@@ -10,10 +10,9 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
-import type { DeliveryReport } from '../activities/delivery/deliver-reply';
-import type { TurnResult } from '../activities/jobs';
+import type { DeliveryReport } from '../domain/delivery';
 import { budgetsChanged } from '../contracts/budgets';
-import { jobTurnEnded, type JobRunInput } from '../contracts/job-run';
+import { jobTurnEnded, type JobRunInput, type TurnResult } from '../contracts/job-run';
 import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
 import { delivery, steps, store } from './activities';

@@ -17,3 +17,6 @@ export interface Transport<D extends Delivery = Delivery> {
   readonly channel: D['channel'];
   send(target: D, message: OutboundMessage, signal: AbortSignal): Promise<SendResult>;
 }
+
+/** One transport per delivery channel. */
+export type Transports = { [C in Delivery['channel']]: Transport<Extract<Delivery, { channel: C }>> };

@@ -4,7 +4,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
-import type { Transports } from '../../activities/delivery/deliver-reply';
+import type { Transports } from '../../adapters/delivery/transport';
 import { noneTransport } from '../../adapters/delivery/none';
 import { slackTransport } from '../../adapters/delivery/slack';
 import { webhookTransport } from '../../adapters/delivery/webhook';

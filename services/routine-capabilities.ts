@@ -1,30 +1,31 @@
 import { randomUUID } from 'node:crypto';
-import { destinationBook, getAgent } from '../../db/agents';
-import { getRecord, listRecords, upsertRecord, type AppRecord } from '../../db/apps';
-import { beginEffect, settleEffect } from '../../db/effects';
-import { inTransaction, type Pool } from '../../db/pool';
-import { journalCall, type JournalEntry } from '../../db/routines';
-import { RecordId, unknownFields, type AppDefinition } from '../../domain/apps';
-import { canonicalJson, inCanonicalOrder, sameJson } from '../../domain/canonical-json';
+import { destinationBook, getAgent } from '../db/agents';
+import { getRecord, listRecords, upsertRecord, type AppRecord } from '../db/apps';
+import { beginEffect, settleEffect } from '../db/effects';
+import { inTransaction, type Pool } from '../db/pool';
+import { journalCall, type JournalEntry } from '../db/routines';
+import { RecordId, unknownFields, type AppDefinition } from '../domain/apps';
+import { canonicalJson, inCanonicalOrder, sameJson } from '../domain/canonical-json';
 import {
   destinationNames,
   NO_DELIVERY,
   resolveDestination,
   unknownDestination,
   type Delivery,
-} from '../../domain/delivery';
-import { ModelRequestError, type ModelProvider } from '../../domain/model';
-import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../../domain/routines';
-import { containsNul, scrub } from '../../domain/text';
-import { findSecret, secretNotice } from '../../domain/secret-scan';
-import type { PriceTable } from '../../domain/spend';
-import { textOf } from '../../domain/transcript';
-import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../../domain/tool-authoring';
-import { deliverOnce, type Transports } from '../delivery/deliver-reply';
-import { askModel } from '../model/ask';
-import { BudgetStop, reserveCall, type SpendDeps } from '../model/metered';
-import { egressFailureOf, type EgressGuard } from '../../adapters/egress';
-import { CapabilityError, RunStop, type CapabilityHost } from '../../adapters/sandbox';
+} from '../domain/delivery';
+import { ModelRequestError } from '../domain/model';
+import { GATED_CAPABILITIES, placeholderFor, type Capability, type Gate } from '../domain/routines';
+import { containsNul, scrub } from '../domain/text';
+import { findSecret, secretNotice } from '../domain/secret-scan';
+import { routineCallKey } from '../domain/ids';
+import { textOf } from '../domain/transcript';
+import { AI_SYSTEM, aiMessage, parseScore, type AiCapability } from '../domain/tool-authoring';
+import type { Transports } from '../adapters/delivery/transport';
+import { deliverOnce } from './delivery';
+import { askQuestion, BudgetStop, type ModelCallDeps } from './model-call';
+import { noticingBudgetStop } from './owner-notice';
+import { egressFailureOf, type EgressGuard } from '../adapters/egress';
+import { CapabilityError, RunStop, type CapabilityHost } from '../adapters/sandbox';
 
 export const BROWSER_UNAVAILABLE = 'browser is not available on this deployment: no browser is connected to Keel';
 const notConnected = (name: string) => `integration "${name}" is not connected: configure it in KEEL_INTEGRATIONS`;
@@ -97,18 +98,13 @@ export function simulatedCapabilities(tables: Tables): CapabilityHost {
   };
 }
 
-export interface RealCapabilityDeps {
-  pool: Pool;
-  provider: ModelProvider;
+export interface RealCapabilityDeps extends ModelCallDeps {
   defaultModel: string;
   transports: Transports;
   /** Configured HTTP integrations: name → URL that takes a JSON POST. */
   integrations: Record<string, string>;
   /** The egress guard integration calls go through. */
   egress: EgressGuard;
-  /** What `ai.*` calls cost, for the agent's budgets (docs/spend.md). */
-  prices: PriceTable;
-  rates?: SpendDeps['rates'];
 }
 
 export interface RunScope {
@@ -200,7 +196,7 @@ export function runCapabilities(deps: RealCapabilityDeps, scope: RunScope): Capa
       if (capability === 'data.upsert') {
         // The record, its effects-ledger entry and its journal entry commit together: once per call, whatever retries.
         return await inTransaction(deps.pool, async (db) => {
-          const key = `${scope.runId}/call/${at}/upsert`;
+          const key = routineCallKey.effect(scope.runId, at, 'upsert');
           const effect = await beginEffect<AppRecord>(db, key, 'data.upsert', {
             appId: scope.appId,
             table: args[0],
@@ -297,7 +293,7 @@ async function execute(
     case 'integrations.call':
       return callIntegration(deps, scope, str(args[0]), args[1], at);
     case 'send': {
-      const key = `${scope.runId}/call/${at}/send`;
+      const key = routineCallKey.effect(scope.runId, at, 'send');
       const target = approvedTarget ?? (await sendTarget(deps.pool, scope, args));
       const report = await deliverOnce(deps.pool, deps.transports, {
         effectKey: key,
@@ -339,35 +335,30 @@ async function answerAi(
   const agent = await getAgent(deps.pool, scope.agentId);
   const model = agent?.model ?? deps.defaultModel;
   const question = { model, system: AI_SYSTEM[kind], text: aiMessage(kind, args), maxTokens: 1024 };
-  const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: question.text }] }];
-  // Budgets first: a call they do not allow is the tool's error to catch, as a refusal is.
-  const reservation = await reserveCall(deps, {
-    callKey: `${scope.runId}/ai/${at}`,
+  const asker = {
     attempt: scope.attempt,
-    payer: {
-      agentId: scope.agentId,
-      kind: 'routine',
-      conversationKey: scope.conversationKey,
-      routineRunId: scope.runId,
-    },
-    request: { model, system: question.system, messages, tools: [], maxTokens: question.maxTokens },
-  }).catch((err: unknown) => {
-    throw err instanceof BudgetStop ? new CapabilityError(`ai.${kind}: ${err.message}`) : err;
-  });
+    conversationKey: scope.conversationKey,
+    turnId: scope.runId,
+    callIndex: at,
+    heartbeat: () => scope.heartbeat(),
+    signal: scope.signal,
+    sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)),
+  };
+  const payer = {
+    agentId: scope.agentId,
+    kind: 'routine' as const,
+    conversationKey: scope.conversationKey,
+    routineRunId: scope.runId,
+  };
+  // Budgets first: a call they do not allow is the tool's error to catch, as a refusal is.
   try {
-    const res = await askModel(deps.provider, question, {
-      attempt: scope.attempt,
-      conversationKey: scope.conversationKey,
-      turnId: scope.runId,
-      callIndex: at,
-      heartbeat: () => scope.heartbeat(),
-      signal: scope.signal,
-      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-    });
-    await reservation.settle(deps.pool, res);
+    const res = await noticingBudgetStop(
+      { pool: deps.pool, transports: deps.transports, agentId: scope.agentId, step: scope },
+      askQuestion(deps, question, { callKey: routineCallKey.ai(scope.runId, at), payer, asker }),
+    );
     return scrub(textOf(res.content));
   } catch (err) {
-    await reservation.release(err).catch(() => undefined);
+    if (err instanceof BudgetStop) throw new CapabilityError(`ai.${kind}: ${err.message}`);
     if (err instanceof ModelRequestError) {
       throw new CapabilityError(`ai.${kind}: the model refused the request: ${err.message}`);
     }
@@ -385,7 +376,7 @@ async function callIntegration(
 ): Promise<unknown> {
   const url = deps.integrations[name];
   if (!url) throw new CapabilityError(notConnected(name));
-  const key = `${scope.runId}/call/${at}/integration`;
+  const key = routineCallKey.effect(scope.runId, at, 'integration');
   const effect = await beginEffect<{ ok: boolean; value?: unknown; error?: string }>(deps.pool, key, 'integration', {
     name,
     payload,
