@@ -102,6 +102,13 @@ export default tseslint.config(
         'replayed, deterministic workflow sandbox.',
     },
     {
+      to: 'activities/.',
+      message:
+        "Layer rule (workflows → activities): a workflow may use the type of Keel's activities (`KeelActivities` " +
+        'from activities/) and nothing else of that folder. Payload types a workflow shares with its steps live in ' +
+        'contracts/ or domain/.',
+    },
+    {
       to: outside(['contracts', 'domain', 'workflows', 'activities']),
       message:
         'Layer rule (workflows): workflows import only contracts/, domain/, their own folder and activity types. ' +
@@ -131,6 +138,12 @@ export default tseslint.config(
         'Layer rule (api → activities): the API never imports activities/: that would load worker code ' +
         '(isolated-vm included) into the API process. What the API and activities both need lives in services/ ' +
         '(or domain/).',
+    },
+    {
+      to: 'db/(?!(pool|migrate)$)',
+      message:
+        "Layer rule (api → db): routes go through services/, which own each table's rules and queries. The API " +
+        'imports only db/pool (its Pool) and db/migrate (start-up) of db/.',
     },
     {
       to: into(['adapters']),

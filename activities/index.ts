@@ -9,6 +9,8 @@ import { deliveryActivities } from './delivery';
 import { modelActivities, type ModelActivityDeps } from './model';
 import { routineRunActivities } from './routine-run';
 import { reflectionActivities } from './reflection';
+import { replayActivities } from './replay';
+import type { WorkflowSource } from '../services/replay';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { MODEL_PRICES, type PriceTable } from '../domain/spend';
@@ -36,6 +38,8 @@ export interface ActivityDeps {
   prices?: PriceTable;
   /** Provider rate limits per model (KEEL_RATE_LIMITS), shared by every worker; none when unset. */
   rateLimits?: RateLimits;
+  /** The workflow code this worker runs, which an operator's replay checks a history against. */
+  workflows: WorkflowSource;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
@@ -51,6 +55,7 @@ export function createActivities(deps: ActivityDeps) {
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
     ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
     ...reflectionActivities({ ...deps, prices, rates, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
+    ...replayActivities(deps),
   };
 }
 

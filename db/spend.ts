@@ -8,6 +8,7 @@ import {
   type Payer,
 } from '../domain/spend';
 import { inTransaction, type Pool, type Queryable } from './pool';
+import { spendLockKey } from '../domain/ids';
 
 /** A budget that the call's worst case would overrun: which one, its limit, and what is already counted against it. */
 export interface Overrun {
@@ -63,7 +64,7 @@ export async function reserve(
   r: { callKey: string; payer: Payer; model: string; worstUsd: number; budgets: BudgetLimit[] },
 ): Promise<Overrun | undefined> {
   return inTransaction(pool, async (db) => {
-    await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`spend:${r.payer.agentId}`]);
+    await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [spendLockKey(r.payer.agentId)]);
     for (const b of r.budgets) {
       const { spentUsd, heldUsd } = await counted(db, r.payer.agentId, b.scope, r.callKey);
       if (spentUsd + heldUsd + r.worstUsd > b.limitUsd) {

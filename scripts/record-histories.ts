@@ -21,7 +21,7 @@ import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from
 import { DEFAULT_REFLECTION_SETTINGS } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
-import { historyJson } from '../worker/replay';
+import { historyJson } from '../services/run-history';
 import { createKeelWorker } from '../worker/worker';
 import { startDevServer } from './dev-server';
 import { freePort } from './ports';

@@ -114,7 +114,7 @@ export async function callConversationModel(
             role: 'assistant',
             content: [{ type: 'text', text: partial }],
             text: `${partial} [interrupted]`,
-            origin: `${origin}:partial`,
+            origin: transcriptOrigin.partialModelCall(input.turnId, input.callIndex),
           },
         ]);
       }

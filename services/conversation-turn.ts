@@ -13,7 +13,7 @@ import {
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { queueTurnForReflection } from './reflection';
-import { publishEvent } from '../db/events';
+import { publishEvent, publishEventNow } from '../db/events';
 import { admittedResults, markRelay } from '../db/admissions';
 import { isDataError } from '../db/errors';
 import { inTransaction, type Pool } from '../db/pool';
@@ -60,11 +60,9 @@ export async function conversationIdle(
   input: { conversationKey: string; runId: string; idleMs: number },
 ): Promise<void> {
   const { pool } = deps;
-  await inTransaction(pool, (db) =>
-    publishEvent(db, input.conversationKey, 'conversation.idle', `conversation.idle:${input.runId}`, {
-      idleMs: input.idleMs,
-    }),
-  );
+  await publishEventNow(pool, input.conversationKey, 'conversation.idle', [input.runId], {
+    idleMs: input.idleMs,
+  });
 }
 
 /** Turns PostgreSQL has queued or running for the conversation, oldest first. */
@@ -90,7 +88,7 @@ export async function startTurn(
       await userEntries(db, input.conversationKey, input.messageIds),
     );
     await markTurnRunning(db, input.turnId);
-    await publishEvent(db, input.conversationKey, 'turn.started', `turn.started:${input.turnId}`, {
+    await publishEvent(db, input.conversationKey, 'turn.started', [input.turnId], {
       turnId: input.turnId,
       messageIds: input.messageIds,
     });
@@ -115,7 +113,7 @@ export async function appendToTranscript(deps: ConversationTurnDeps, input: Appe
     ];
     if (input.toolResults) {
       const { callIndex, results } = input.toolResults;
-      await publishEvent(db, input.conversationKey, 'tool.called', `tool.called:${input.turnId}:${callIndex}`, {
+      await publishEvent(db, input.conversationKey, 'tool.called', [input.turnId, callIndex], {
         turnId: input.turnId,
         callIndex,
         results: results.map((r) => ({ toolUseId: r.tool_use_id, isError: r.is_error ?? false })),
@@ -139,7 +137,7 @@ export async function startRetrigger(
     await createRetriggerTurn(db, input.conversationKey, input.turnId);
     const text = retriggerText(await admittedResults(db, input.delegateIds));
     return appendTranscript(db, input.conversationKey, input.turnId, [
-      { role: 'system', content: [{ type: 'text', text }], text, origin: `retrigger:${input.turnId}` },
+      { role: 'system', content: [{ type: 'text', text }], text, origin: transcriptOrigin.retrigger(input.turnId) },
     ]);
   });
 }
@@ -174,12 +172,10 @@ export async function finishTurn(
       ),
     );
   await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
-  await inTransaction(pool, (db) =>
-    publishEvent(db, input.conversationKey, 'turn.finished', `turn.finished:${input.turnId}`, {
-      turnId: input.turnId,
-      status: input.end.status,
-    }),
-  );
+  await publishEventNow(pool, input.conversationKey, 'turn.finished', [input.turnId], {
+    turnId: input.turnId,
+    status: input.end.status,
+  });
   // The activity's logger adds the workflow id and run id to the line.
   log.info('turn finished', { turnId: input.turnId, status: input.end.status, modelCalls: input.modelCalls });
   // Committed first: reflection reads the turn from PostgreSQL by reference.

@@ -43,7 +43,7 @@ import {
   type OutcomeKind,
   type TerminalOwner,
 } from '../domain/delegation';
-import { delegateConversationId, delegateWorkflowId } from '../domain/ids';
+import { delegateConversationId, delegateWorkflowId, transcriptOrigin } from '../domain/ids';
 import type { AdmissionDecision } from '../domain/outcome-admission';
 import { TRANSCRIPT_WINDOW, withoutUnansweredToolCalls } from '../domain/transcript';
 import { workflowState } from './workflow-state';
@@ -71,7 +71,6 @@ async function sweepVanishedDelegates(pool: Pool, client: Client, conversationKe
 }
 
 /** The origin of a delegate's task message: what comes after it is the delegate's own work. */
-const TASK_ORIGIN = 'task';
 
 /** Every seq of a transcript. */
 const ALL_SEQ = 2_147_483_647;
@@ -132,12 +131,13 @@ export async function prepareDelegate(deps: DelegationDeps, input: { delegateId:
           role: 'system',
           content: [{ type: 'text', text: forkNote(removed) }],
           text: forkNote(removed),
-          origin: 'fork:note',
+          origin: transcriptOrigin.forkNote,
         });
-      for (const m of kept) entries.push({ role: m.role, content: m.content, text: '', origin: `fork:${m.seq}` });
+      for (const m of kept)
+        entries.push({ role: m.role, content: m.content, text: '', origin: transcriptOrigin.fork(m.seq) });
     }
     const task = taskMessage(brief.title, brief.description);
-    entries.push({ role: 'user', content: [{ type: 'text', text: task }], text: task, origin: TASK_ORIGIN });
+    entries.push({ role: 'user', content: [{ type: 'text', text: task }], text: task, origin: transcriptOrigin.task });
     return appendTranscript(db, key, brief.delegateId, entries);
   });
 }
@@ -192,7 +192,7 @@ export async function commitDelegateOutcome(deps: DelegationDeps, end: DelegateE
   const transcript = await transcriptAfterOrigin(
     pool,
     delegateWorkflowId(brief.agentId, end.delegateId),
-    TASK_ORIGIN,
+    transcriptOrigin.task,
     TRANSCRIPT_WINDOW,
   );
   const hasTranscript = transcript.some((m) => m.role === 'assistant');
@@ -253,16 +253,13 @@ export async function admitDelegateOutcomes(
             role: 'system',
             content: [{ type: 'text', text: note }],
             text: note,
-            origin: `delegate-finished:${r.delegateId}:${claim.outcomeVersion}`,
+            origin: transcriptOrigin.delegateFinished(r.delegateId, claim.outcomeVersion),
           },
         ]);
-        await publishEvent(
-          db,
-          input.conversationKey,
-          'delegate.finished',
-          `delegate.finished:${r.delegateId}:${claim.outcomeVersion}`,
-          { delegateId: r.delegateId, kind: r.kind },
-        );
+        await publishEvent(db, input.conversationKey, 'delegate.finished', [r.delegateId, claim.outcomeVersion], {
+          delegateId: r.delegateId,
+          kind: r.kind,
+        });
       },
     );
     decisions.push({ delegateId: claim.delegateId, decision });
@@ -294,7 +291,7 @@ export async function noteBackgroundResults(
         role: 'system',
         content: [{ type: 'text', text: backgroundNote(r) }],
         text: backgroundNote(r),
-        origin: `background:${r.delegateId}`,
+        origin: transcriptOrigin.backgroundResult(r.delegateId),
       })),
     );
     await markRelay(db, input.delegateIds, 'noted');

@@ -3,8 +3,8 @@ import type { OutboundMessage, Transport, Transports } from '../adapters/deliver
 import { getTurn, setMessageText } from '../db/conversations';
 import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../db/deliveries';
 import { beginEffect, settleEffect } from '../db/effects';
-import { publishEvent } from '../db/events';
-import { inTransaction, type Pool } from '../db/pool';
+import { publishEventNow } from '../db/events';
+import type { Pool } from '../db/pool';
 import type { DeliverReplyInput, Delivery, DeliveryOutcome, DeliveryReport, SendResult } from '../domain/delivery';
 import { FAILURE } from '../domain/failures';
 import { LIMITS } from '../domain/limits';
@@ -41,13 +41,11 @@ export async function deliverReply(
     },
     ...step,
   });
-  await inTransaction(pool, (db) =>
-    publishEvent(db, input.conversationKey, 'reply.delivered', `reply.delivered:${input.effectKey}`, {
-      turnId: input.turnId,
-      outcome: report.outcome,
-      attempts: report.attempts,
-    }),
-  );
+  await publishEventNow(pool, input.conversationKey, 'reply.delivered', [input.effectKey], {
+    turnId: input.turnId,
+    outcome: report.outcome,
+    attempts: report.attempts,
+  });
   return report;
 }
 

@@ -25,6 +25,9 @@ import { SA } from '../domain/search-attributes';
 import type { JobSettings } from './job-settings';
 import { startScheduleActionNow } from './run-now';
 
+// Reads the API serves as they are.
+export { getJob, listJobs, type JobRow } from '../db/jobs';
+
 type JobRefusal = { code: 'not_found' | 'not_active' | 'not_paused'; message: string; status: 404 | 409 };
 export type JobResult<T> = { ok: true; value: T } | { ok: false; error: JobRuleError | JobRefusal };
 
@@ -237,6 +240,11 @@ export function deleteJob(
     });
     return { ok: true, value: { id: job.id } };
   });
+}
+
+/** A job's runs, skipped fires included. */
+export function listJobRuns(pool: Pool, agentId: string, jobId: string): Promise<JobResult<jobsDb.RunView[]>> {
+  return withJob(pool, agentId, jobId, async () => ({ ok: true, value: await jobsDb.listRuns(pool, jobId) }));
 }
 
 /** The Schedule's own next fire, or null (none, or the Schedule is gone). */

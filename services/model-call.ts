@@ -3,14 +3,8 @@ import { pauseBucket, settleBucket, takeTurn } from '../db/rate-limits';
 import { agentBudgets, ownRunBudgetUsd, release, reserve, settle, type Overrun } from '../db/spend';
 import { inTransaction, type Pool, type Queryable } from '../db/pool';
 import { FAILURE } from '../domain/failures';
-import {
-  ModelRequestError,
-  ModelRetryableError,
-  type ModelCallContext,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelResponse,
-} from '../domain/model';
+import { ModelRequestError, ModelRetryableError } from '../domain/model';
+import type { ModelCallContext, ModelProvider, ModelRequest, ModelResponse } from '../domain/model';
 import { rateLimitFor, type RateLimits } from '../domain/rate-limits';
 import {
   budgetPeriodKey,

@@ -3,7 +3,7 @@ import { destinationBook, getAgent } from '../db/agents';
 import { getRecord, listRecords, upsertRecord, type AppRecord } from '../db/apps';
 import { beginEffect, settleEffect } from '../db/effects';
 import { inTransaction, type Pool } from '../db/pool';
-import { journalCall, type JournalEntry } from '../db/routines';
+import { journalCall, type JournalEntry } from '../db/routine-journal';
 import { RecordId, unknownFields, type AppDefinition } from '../domain/apps';
 import { canonicalJson, inCanonicalOrder, sameJson } from '../domain/canonical-json';
 import {

@@ -3,8 +3,12 @@ import { getAgent } from '../db/agents';
 import { getApp } from '../db/apps';
 import { appendTranscript, ensureConversation } from '../db/conversations';
 import { inTransaction } from '../db/pool';
+import * as artifactsDb from '../db/artifacts';
+import * as routineJournalDb from '../db/routine-journal';
+import * as routineRunsDb from '../db/routine-runs';
+import * as routineToolsDb from '../db/routine-tools';
 import * as routinesDb from '../db/routines';
-import { conversationWorkflowId, routineCallKey, routineConversationId } from '../domain/ids';
+import { conversationWorkflowId, routineCallKey, routineConversationId, transcriptOrigin } from '../domain/ids';
 import {
   artifactTitle,
   isCrash,
@@ -100,9 +104,9 @@ export async function beginRoutineRun(
     sessionId,
     approvalWaitMs: deps.routines.approvalWaitMs,
   };
-  let begun = await routinesDb.beginRun(pool, row);
+  let begun = await routineRunsDb.beginRun(pool, row);
   if (begun.kind === 'busy' && (await abandonIfClosed(pool, Context.current().client, begun.running)))
-    begun = await routinesDb.beginRun(pool, row);
+    begun = await routineRunsDb.beginRun(pool, row);
   if (begun.kind === 'busy') return { kind: 'skipped', reason: `run ${begun.running.runId} is still in flight` };
   if ('error' in chosen) return { kind: 'no_prompt', reason: chosen.error, sessionId };
   // The wait the run recorded (a retried begin finds the first attempt's), so that what the workflow waits and
@@ -117,9 +121,9 @@ export async function findRoutineTool(
   input: RunIds & { prompt: string },
 ): Promise<ToolRef | null> {
   const { pool } = deps;
-  const tool = selectTool(input.prompt, await routinesDb.listTools(pool, input.agentId, input.appId));
+  const tool = selectTool(input.prompt, await routineToolsDb.listTools(pool, input.agentId, input.appId));
   if (!tool) return null;
-  await routinesDb.setRunTool(pool, input.runId, { name: tool.name, version: tool.version, authored: false });
+  await routineRunsDb.setRunTool(pool, input.runId, { name: tool.name, version: tool.version, authored: false });
   return { name: tool.name, version: tool.version };
 }
 
@@ -185,8 +189,8 @@ export async function draftRoutineTool(
 export async function saveRoutineTool(deps: RoutineRunDeps, input: RunIds & { tool: AuthoredTool }): Promise<ToolRef> {
   const { pool } = deps;
   const saved = await inTransaction(pool, async (db) => {
-    const t = await routinesDb.saveTool(db, input.agentId, input.appId, input.tool, 'model', input.runId);
-    await routinesDb.setRunTool(db, input.runId, { name: t.name, version: t.version, authored: true });
+    const t = await routineToolsDb.saveTool(db, input.agentId, input.appId, input.tool, 'model', input.runId);
+    await routineRunsDb.setRunTool(db, input.runId, { name: t.name, version: t.version, authored: true });
     return t;
   });
   return { name: saved.name, version: saved.version };
@@ -202,12 +206,12 @@ export async function runRoutineTool(
 ): Promise<ToolRunResult> {
   const { pool } = deps;
   const ctx = Context.current();
-  const tool = await routinesDb.getTool(pool, input.agentId, input.appId, input.tool.name, input.tool.version);
+  const tool = await routineToolsDb.getTool(pool, input.agentId, input.appId, input.tool.name, input.tool.version);
   if (!tool) return { status: 'error', detail: `tool ${input.tool.name} v${input.tool.version} no longer exists` };
   const [app, routine, journal] = await Promise.all([
     getApp(pool, input.agentId, input.appId),
     routinesDb.getRoutine(pool, input.agentId, input.appId, input.slug),
-    routinesDb.loadJournal(pool, input.runId),
+    routineJournalDb.loadJournal(pool, input.runId),
   ]);
   // Aborted when the run ends (a time limit, a gate): a host call still in flight must not land afterwards.
   const stopped = new AbortController();
@@ -252,7 +256,7 @@ export async function runRoutineTool(
  */
 export async function holdRoutineRun(deps: RoutineRunDeps, input: { runId: string; gate: Gate }): Promise<void> {
   const { pool } = deps;
-  await routinesDb.markNeedsApproval(
+  await routineRunsDb.markNeedsApproval(
     pool,
     input.runId,
     input.gate,
@@ -266,7 +270,7 @@ export async function recordRoutineDecision(
   input: { runId: string; approved: boolean; note?: string },
 ): Promise<void> {
   const { pool } = deps;
-  await routinesDb.recordDecision(pool, input.runId, {
+  await routineRunsDb.recordDecision(pool, input.runId, {
     approved: input.approved,
     ...(input.note ? { note: input.note } : {}),
   });
@@ -283,7 +287,7 @@ export async function finishRoutineRun(
   const { pool } = deps;
   const digest = withheld(input.digest) ?? input.digest;
   return inTransaction(pool, async (db) => {
-    const run = await routinesDb.getRun(db, input.runId);
+    const run = await routineRunsDb.getRun(db, input.runId);
     const key = transcriptKey(input);
     const conversationId = routineConversationId(input.appId, input.slug);
     await ensureConversation(db, { key, agentId: input.agentId, conversationId });
@@ -294,7 +298,7 @@ export async function finishRoutineRun(
               role: 'user' as const,
               content: [{ type: 'text' as const, text: `(scheduled) ${input.prompt}` }],
               text: `(scheduled) ${input.prompt}`,
-              origin: `routine-run:${input.runId}:prompt`,
+              origin: transcriptOrigin.routineRun(input.runId, 'prompt'),
             },
           ]
         : []),
@@ -302,11 +306,11 @@ export async function finishRoutineRun(
         role: 'assistant',
         content: [{ type: 'text', text: digest }],
         text: digest,
-        origin: `routine-run:${input.runId}:digest`,
+        origin: transcriptOrigin.routineRun(input.runId, 'digest'),
       },
     ]);
     const producedBy = run?.toolName ?? input.slug;
-    const artifact = await routinesDb.writeArtifact(db, {
+    const artifact = await artifactsDb.writeArtifact(db, {
       agentId: input.agentId,
       appId: input.appId,
       runId: input.runId,
@@ -319,7 +323,7 @@ export async function finishRoutineRun(
         firedAt: run?.firedAt ?? null,
       }),
     });
-    await routinesDb.finishRun(db, input.runId, {
+    await routineRunsDb.finishRun(db, input.runId, {
       status: input.status,
       digest,
       artifactId: artifact.artifactId,

@@ -40,5 +40,25 @@ export async function heartbeatWhile<T>(work: Promise<T>, heartbeat: () => void,
   }
 }
 
-/** The input of a step's service function `(deps, input) => …`: what its activity takes. */
-export type StepInput<F> = F extends (deps: never, input: infer I) => unknown ? I : never;
+/** A module's steps `(deps, input) => …`, each bound to the worker's dependencies: its activities. */
+export type BoundSteps<M> = {
+  [K in keyof M as M[K] extends (deps: never, input: never) => unknown ? K : never]: M[K] extends (
+    deps: never,
+    input: infer I,
+  ) => infer R
+    ? (input: I) => R
+    : never;
+};
+
+/**
+ * The activities of a module of steps (services/delegation.ts, say): every function it exports takes the worker's
+ * dependencies and the activity's input, so each activity is its step with `deps` bound and nothing else.
+ */
+export function bindSteps<D, M extends Record<string, unknown>>(deps: D, steps: M): BoundSteps<M> {
+  const bound = Object.entries(steps).flatMap(([name, step]) =>
+    typeof step === 'function'
+      ? [[name, (input: unknown) => (step as (d: D, i: unknown) => unknown)(deps, input)]]
+      : [],
+  );
+  return Object.fromEntries(bound) as BoundSteps<M>;
+}

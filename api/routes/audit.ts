@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listAudit } from '../../db/audit';
 import type { Pool } from '../../db/pool';
 import { AUDIT_ACTIONS } from '../../domain/audit';
+import { listAudit } from '../../services/audit';
 import { assertAgentAccess } from '../auth';
 import { AgentParams } from '../schemas';
 

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CONVERSATION_EVENT_TYPES, eventsAfter, type ConversationEvent } from '../../db/events';
 import type { Pool } from '../../db/pool';
 import { conversationWorkflowId } from '../../domain/ids';
+import { CONVERSATION_EVENT_TYPES, eventsAfter, type ConversationEvent } from '../../services/events';
 import { assertAgentAccess } from '../auth';
 import type { EventHub } from '../events';
 import { ErrorResponse, ReadableConversationParams } from '../schemas';

@@ -135,13 +135,14 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       conversationIdleMs,
     };
     const replaced = opts.activities;
+    const workflows = { workflowBundle: { codePath: opts.workflowBundlePath ?? inject('workflowBundlePath') } };
     worker = await createKeelWorker({
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
-      workflows: { workflowBundle: { codePath: opts.workflowBundlePath ?? inject('workflowBundlePath') } },
+      workflows,
       deps,
-      ...(replaced ? { extra: { activities: withReplaced(createActivities(deps), replaced) } } : {}),
+      ...(replaced ? { extra: { activities: withReplaced(createActivities({ ...deps, workflows }), replaced) } } : {}),
     });
     running = worker.run();
   }
