@@ -1,3 +1,5 @@
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool';
 import type { DecisionAnswer } from '../services/approvals';
 import { ApiError } from './errors';
 
@@ -9,3 +11,10 @@ export const decisionNotTaken = (answer: Exclude<DecisionAnswer, 'taken'>, notWa
   answer === 'not_waiting'
     ? new ApiError(409, 'not_awaiting_approval', notWaiting)
     : new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
+
+/** What the routes that take a person's decision need: PostgreSQL, Temporal, and how long a decision may take. */
+export interface DecisionRouteDeps {
+  pool: Pool;
+  temporal: Client;
+  temporalDeadlineMs: number;
+}

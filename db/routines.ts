@@ -21,18 +21,14 @@ export interface RoutineRow {
   updatedAt: string;
 }
 
-interface RoutineDbRow {
+/** A row as PostgreSQL returns it: the columns named alike, and the snake_case ones. */
+interface RoutineDbRow extends Pick<
+  RoutineRow,
+  'slug' | 'label' | 'schedule' | 'cron' | 'prompt' | 'playbook' | 'delivery' | 'status'
+> {
   agent_id: string;
   app_id: string;
-  slug: string;
-  label: string;
-  schedule: RoutineDefinition['schedule'];
-  cron: string;
-  prompt: string | null;
-  playbook: string | null;
-  delivery: Delivery | null;
   budget_usd: string | null;
-  status: RoutineStatus;
   created_at: Date;
   updated_at: Date;
 }

@@ -38,3 +38,17 @@ export async function submitDecision(
   await recordAudit(audit.pool, audit.entry);
   return 'taken';
 }
+
+/** A person's decision on what waited for it, as the audit trail records it: who, which way, and their note. */
+export function decisionAudit(
+  what: 'proposal' | 'routine_run',
+  d: { agentId: string; subject: string; approved: boolean; note?: string | undefined; actor: string },
+): NewAuditEntry {
+  return {
+    agentId: d.agentId,
+    action: d.approved ? `${what}.approve` : `${what}.reject`,
+    actor: d.actor,
+    subject: d.subject,
+    detail: d.note ? { note: d.note } : undefined,
+  };
+}

@@ -8,7 +8,7 @@ import { decideProposal, reflectionState, type ReflectionState } from '../contra
 import type { Pool } from '../db/pool';
 import { gateLog, getProposal, listPoisoned, spentToday, type ProposalRow, type ProposalStatus } from '../db/proposals';
 import { reflectionWorkflowId } from '../domain/ids';
-import { submitDecision, type DecisionAnswer } from './approvals';
+import { decisionAudit, submitDecision, type DecisionAnswer } from './approvals';
 
 // Reads the API serves as they are.
 export { listProposals, type ProposalRow } from '../db/proposals';
@@ -39,16 +39,7 @@ export async function decideOnProposal(
     temporal,
     deadlineMs,
     () => temporal.workflow.getHandle(p.workflowId).executeUpdate(decideProposal, { args: [decision] }),
-    {
-      pool,
-      entry: {
-        agentId,
-        action: d.approved ? 'proposal.approve' : 'proposal.reject',
-        actor: d.actor,
-        subject: id,
-        detail: decision.note ? { note: decision.note } : undefined,
-      },
-    },
+    { pool, entry: decisionAudit('proposal', { ...d, subject: id }) },
   );
   if (answer !== 'taken') return { ok: false, why: answer };
   return { ok: true, proposal: (await getProposal(pool, id))! };

@@ -22,7 +22,7 @@ import * as routinesDb from '../db/routines';
 import { conversationWorkflowId, routineConversationId, routineScheduleId } from '../domain/ids';
 import { checkRoutineSchedule, type RoutineDefinition } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
-import { submitDecision, type DecisionAnswer } from './approvals';
+import { decisionAudit, submitDecision, type DecisionAnswer } from './approvals';
 import { startScheduleActionNow } from './run-now';
 import { workflowIsOpen } from './workflow-state';
 
@@ -180,16 +180,19 @@ async function withRoutine<T>(
   return fn(r);
 }
 
-/** Pause acts on the routine and its Schedule together; a paused routine does not fire (the run checks it too). */
-export function pauseRoutine(
+/** An action on one routine of an app, by `actor` (a person's token): the Schedule is told who did it. */
+type RoutineAction<T> = (
   pool: Pool,
   client: Client,
   agentId: string,
   appId: string,
   slug: string,
   actor: string,
-): Promise<RoutineResult<RoutineView>> {
-  return withRoutine(pool, agentId, appId, slug, async (r) => {
+) => Promise<RoutineResult<T>>;
+
+/** Pause acts on the routine and its Schedule together; a paused routine does not fire (the run checks it too). */
+export const pauseRoutine: RoutineAction<RoutineView> = (pool, client, agentId, appId, slug, actor) =>
+  withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is already paused`, 409);
     // The row first, so that a fire racing the pause finds it paused; the row goes back if the Schedule refuses.
     await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'active', 'paused');
@@ -201,17 +204,10 @@ export function pauseRoutine(
     }
     return { ok: true, value: await view(client, { ...r, status: 'paused' }) };
   });
-}
 
-export function resumeRoutine(
-  pool: Pool,
-  client: Client,
-  agentId: string,
-  appId: string,
-  slug: string,
-  actor: string,
-): Promise<RoutineResult<RoutineView>> {
-  return withRoutine(pool, agentId, appId, slug, async (r) => {
+/** Resume unpauses the Schedule, then the routine. */
+export const resumeRoutine: RoutineAction<RoutineView> = (pool, client, agentId, appId, slug, actor) =>
+  withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status !== 'paused') return refuse('not_paused', `routine ${slug} is not paused`, 409);
     // The Schedule first: if it cannot be unpaused, the row still says paused and a resume can be tried again. A fire
     // between the two finds the row paused and runs nothing.
@@ -219,7 +215,6 @@ export function resumeRoutine(
     await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'paused', 'active');
     return { ok: true, value: await view(client, { ...r, status: 'active' }) };
   });
-}
 
 /** Run now: 409 when paused or when a run is in flight; the run starts with the Schedule's own action. */
 export function runRoutineNow(
@@ -331,16 +326,7 @@ export async function decideOnRoutineRun(
     client,
     deadlineMs,
     () => handle.executeUpdate(decideApproval, { args: [decision] }),
-    {
-      pool,
-      entry: {
-        agentId,
-        action: d.approved ? 'routine_run.approve' : 'routine_run.reject',
-        actor: d.actor,
-        subject: runId,
-        detail: decision.note ? { note: decision.note } : undefined,
-      },
-    },
+    { pool, entry: decisionAudit('routine_run', { ...d, subject: runId }) },
   );
   return { ok: true, value: answer };
 }

@@ -4,7 +4,7 @@ import type { Pool } from '../../db/pool';
 import type { EgressAllow } from '../../domain/egress';
 import { agentCreatedIfNew, configureAgent, type AgentRow } from '../../services/agents';
 import { failingRuns } from '../../services/workflow-task-failures';
-import { assertAgentAccess } from '../auth';
+import { assertAgentAccess, agentParams } from '../auth';
 import { assertReachable } from '../egress-check';
 import { notFound } from '../errors';
 import { Agent, AgentBody, AgentParams, ErrorResponse, FailingRuns } from '../schemas';
@@ -36,8 +36,7 @@ export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAll
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const destinations = Object.entries(req.body.destinations ?? {}).map(
           ([name, d]) => [`destinations.${name}`, d] as const,
         );

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { AppDefinition, RecordId } from '../../domain/apps';
 import { listAppRecords, putApp, upsertAppRecord, type AppResult } from '../../services/apps';
-import { assertAgentAccess } from '../auth';
+import { assertAgentAccess, agentParams } from '../auth';
 import { ApiError } from '../errors';
 import { ErrorResponse, Id } from '../schemas';
 
@@ -55,8 +55,7 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req, reply) => {
-        const { agentId, appId, table } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, table } = agentParams(req);
         const { record, created } = unwrap(await upsertAppRecord(pool, agentId, appId, table, req.body));
         return reply.status(created ? 201 : 200).send(record);
       },
@@ -73,8 +72,7 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, appId, table } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, table } = agentParams(req);
         return unwrap(await listAppRecords(pool, agentId, appId, table));
       },
     );

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { getArtifact } from '../../services/routines';
-import { assertAgentAccess } from '../auth';
+import { agentParams } from '../auth';
 import { notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { AppParams } from './apps';
@@ -34,8 +34,7 @@ export function artifactRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, appId, artifactId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, artifactId } = agentParams(req);
         const a = await getArtifact(pool, agentId, appId, artifactId);
         if (!a) throw notFound(`artifact ${artifactId}`);
         return a;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { AUDIT_ACTIONS } from '../../domain/audit';
 import { listAudit } from '../../services/audit';
-import { assertAgentAccess } from '../auth';
+import { agentParams } from '../auth';
 import { AgentParams } from '../schemas';
 
 const AuditEntry = z.object({
@@ -46,8 +46,7 @@ export function auditRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const { limit, before } = req.query;
         // One more than asked: whether an older page exists, without a second query.
         const rows = await listAudit(pool, agentId, { limit: limit + 1, ...(before ? { before } : {}) });

@@ -15,7 +15,7 @@ import {
   type ConversationSummary,
   type FinishedTurn,
 } from '../../services/conversation';
-import { assertAgentAccess } from '../auth';
+import { agentParams } from '../auth';
 import { queryConversationState, submitToConversation } from '../conversation-client';
 import { notFound, shuttingDown } from '../errors';
 import { TurnEndWake, type EventHub } from '../events';
@@ -103,8 +103,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req, reply) => {
-        const { agentId, conversationId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, conversationId } = agentParams(req);
         const body = req.body;
         const message: InboundMessage = {
           messageId: body.messageId ?? randomUUID(),
@@ -181,8 +180,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const { q, limit } = req.query;
         const after = decodeCursor(req.query.cursor, ConversationCursor);
         const rows = await listConversations(
@@ -212,8 +210,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, conversationId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, conversationId } = agentParams(req);
         const found = await conversationWithTranscript(pool, agentId, conversationId, req.query, () =>
           queryConversationState(temporal, agentId, conversationId),
         );

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { currentMemory, listVersions, memoryVersion, rollBackMemory } from '../../services/memory';
-import { assertAgentAccess } from '../auth';
+import { assertAgentAccess, agentParams } from '../auth';
 import { notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
 
@@ -93,8 +93,7 @@ export function memoryRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const rolledBack = await rollBackMemory(pool, agentId, req.body.toVersion, req.actor);
         if (!rolledBack) throw notFound(`memory version ${req.body.toVersion}`);
         return rolledBack;

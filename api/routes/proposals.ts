@@ -1,11 +1,9 @@
-import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Pool } from '../../db/pool';
 import { storableString } from '../../domain/text';
 import { decideOnProposal, listProposals, reflectionOverview, type ProposalRow } from '../../services/proposals';
-import { assertAgentAccess } from '../auth';
-import { decisionNotTaken } from '../decisions';
+import { assertAgentAccess, agentParams } from '../auth';
+import { decisionNotTaken, type DecisionRouteDeps } from '../decisions';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
 
@@ -41,11 +39,7 @@ const proposalView = ({ agentId: _a, workflowId: _w, version, ...p }: ProposalRo
 });
 
 /** Reflection: an agent's proposals, a person's decision on one waiting for approval, and reflection's state. */
-export function proposalRoutes(deps: {
-  pool: Pool;
-  temporal: Client;
-  temporalDeadlineMs: number;
-}): FastifyPluginAsyncZod {
+export function proposalRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
   return async (app) => {
     app.get(
@@ -86,8 +80,7 @@ export function proposalRoutes(deps: {
           },
         },
         async (req) => {
-          const { agentId, id } = req.params;
-          assertAgentAccess(req, agentId);
+          const { agentId, id } = agentParams(req);
           const decided = await decideOnProposal(pool, temporal, deps.temporalDeadlineMs, {
             agentId,
             proposalId: id,
@@ -137,8 +130,7 @@ export function proposalRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         return reflectionOverview(pool, temporal, agentId);
       },
     );

@@ -1,7 +1,5 @@
-import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Pool } from '../../db/pool';
 import { playbookOutcome, RUN_STATUSES } from '../../domain/routines';
 import { storableString } from '../../domain/text';
 import {
@@ -11,8 +9,8 @@ import {
   routineTranscript,
   type RoutineRunRow,
 } from '../../services/routines';
-import { assertAgentAccess } from '../auth';
-import { decisionNotTaken } from '../decisions';
+import { assertAgentAccess, agentParams } from '../auth';
+import { decisionNotTaken, type DecisionRouteDeps } from '../decisions';
 import { notFound } from '../errors';
 import { ErrorResponse, Id } from '../schemas';
 import { Gate, RoutineParams, routineRunDecisionRoute, unwrap } from './routines';
@@ -57,11 +55,7 @@ function runView(r: RoutineRunRow): z.infer<typeof Run> {
 }
 
 /** A routine's runs and transcript, one run, and a person's decision on a run waiting for approval. */
-export function routineRunRoutes(deps: {
-  pool: Pool;
-  temporal: Client;
-  temporalDeadlineMs: number;
-}): FastifyPluginAsyncZod {
+export function routineRunRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
   const { pool, temporal } = deps;
   return async (app) => {
     const base = '/v1/agents/:agentId/apps/:appId/routines/:slug';
@@ -77,8 +71,7 @@ export function routineRunRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         return unwrap(await listRoutineRuns(pool, agentId, appId, slug)).map(runView);
       },
     );
@@ -108,8 +101,7 @@ export function routineRunRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         return unwrap(await routineTranscript(pool, agentId, appId, slug));
       },
     );
@@ -148,8 +140,7 @@ export function routineRunRoutes(deps: {
           },
         },
         async (req, reply) => {
-          const { agentId, runId } = req.params;
-          assertAgentAccess(req, agentId);
+          const { agentId, runId } = agentParams(req);
           const answer = unwrap(
             await decideOnRoutineRun(pool, temporal, deps.temporalDeadlineMs, {
               agentId,

@@ -14,7 +14,7 @@ import {
   type RoutineResult,
   type RoutineView,
 } from '../../services/routines';
-import { assertAgentAccess } from '../auth';
+import { agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { ErrorResponse, Id } from '../schemas';
@@ -78,8 +78,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req, reply) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         const { routine, created } = unwrap(await putRoutine(pool, temporal, deps, agentId, appId, slug, req.body));
         return reply.status(created ? 201 : 200).send(routineView(routine));
       },
@@ -97,8 +96,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId } = agentParams(req);
         const { limit } = req.query;
         const after = decodeCursor(req.query.cursor, z.tuple([Id]));
         const page = { ...(after ? { after: after[0] } : {}), limit: limit + 1 };
@@ -118,8 +116,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         const r = await getRoutineView(pool, temporal, agentId, appId, slug);
         if (!r) throw notFound(`routine ${slug} of app ${appId}`);
         return routineView(r);
@@ -137,8 +134,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         unwrap(await deleteRoutine(pool, temporal, agentId, appId, slug));
         return { slug, deleted: true as const };
       },
@@ -155,8 +151,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         return routineView(unwrap(await pauseRoutine(pool, temporal, agentId, appId, slug, 'api')));
       },
     );
@@ -172,8 +167,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         return routineView(unwrap(await resumeRoutine(pool, temporal, agentId, appId, slug, 'api')));
       },
     );
@@ -189,8 +183,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req, reply) => {
-        const { agentId, appId, slug } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, appId, slug } = agentParams(req);
         unwrap(await runRoutineNow(pool, temporal, agentId, appId, slug));
         return reply.status(202).send({ slug, status: 'triggered' as const });
       },

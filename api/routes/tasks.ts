@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { NewTask, TASK_STATUSES } from '../../domain/delegation';
 import { createTask, listTasks, moveTaskOnBoard, taskWithAttempts } from '../../services/tasks';
-import { assertAgentAccess } from '../auth';
+import { assertAgentAccess, agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { AgentParams, ErrorResponse, Id } from '../schemas';
@@ -67,8 +67,7 @@ export function taskRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const { limit } = req.query;
         const after = decodeCursor(req.query.cursor, TaskCursor);
         const rows = await listTasks(pool, agentId, { ...(after ? { after: after[0] } : {}), limit: limit + 1 });
