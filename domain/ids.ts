@@ -29,9 +29,9 @@ export function reflectionWorkflowId(agentId: string): string {
   return `reflect:${agentId}`;
 }
 
-/** An operator's replay of a run, served by a worker (contracts/replay-run.ts); one per request. */
-export function replayRunWorkflowId(workflowId: string, nonce: string): string {
-  return `replay:${workflowId}:${nonce}`;
+/** An operator's replay of a run, served by a worker (contracts/replay-run.ts); its memo names the run. */
+export function replayRunWorkflowId(nonce: string): string {
+  return `replay:${nonce}`;
 }
 
 /** A job's Temporal Schedule, and the workflow id prefix of its runs (Temporal appends the fire time). */

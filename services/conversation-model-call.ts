@@ -15,7 +15,7 @@ import { channelSystemPrompt } from '../domain/prompts';
 import type { Payer } from '../domain/spend';
 import { toolDefinitions } from '../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../domain/transcript';
-import { callNotMade, meteredModelCall, type ModelCallDeps } from './model-call';
+import { meteredModelCall, type ModelCallDeps } from './model-call';
 import type { Step } from './step';
 
 export interface ConversationModelDeps extends ModelCallDeps {
@@ -75,55 +75,53 @@ export async function callConversationModel(
   let partial = '';
   // Progress shows in the Temporal UI as the activity's heartbeat details.
   const heartbeat = () => step.heartbeat({ streamedChars: partial.length });
-  try {
-    const { committed } = await meteredModelCall(deps, {
-      callKey: origin,
-      payer: await payerOf(pool, input, brief?.conversationKey),
-      request,
-      context: {
-        attempt: step.attempt,
-        conversationKey: input.conversationKey,
-        turnId: input.turnId,
-        callIndex: input.callIndex,
-        onTextDelta: (d) => {
-          partial += d;
-          deps.onTextDelta?.(input.conversationKey, input.turnId, d);
-        },
-        heartbeat,
-        signal: step.signal,
-        sleep: (ms) => step.sleep(ms),
+  const { committed } = await meteredModelCall(deps, {
+    callKey: origin,
+    payer: await payerOf(pool, input, brief?.conversationKey),
+    request,
+    context: {
+      attempt: step.attempt,
+      conversationKey: input.conversationKey,
+      turnId: input.turnId,
+      callIndex: input.callIndex,
+      onTextDelta: (d) => {
+        partial += d;
+        deps.onTextDelta?.(input.conversationKey, input.turnId, d);
       },
-      // The answer and its usage commit together; if another attempt committed first, its answer is the one.
-      commit: async (db, res) => {
-        await appendTranscript(db, input.conversationKey, input.turnId, [
-          { role: 'assistant', content: res.content, text: textOf(res.content), origin },
-        ]);
-        await record(db, res.stopReason, res.usage);
-        return (await findByOrigin(db, input.conversationKey, origin))!;
-      },
-    });
-    return withSpend(pool, origin, stepFrom(committed.seq, committed.content as ModelStep['content']));
-  } catch (err) {
-    if (callNotMade(err)) throw err;
-    if (step.cancelRequested()) {
-      // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
-      // the call's own origin, so that it can never be mistaken for a finished answer.
-      if (partial) {
-        await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
-          {
-            role: 'assistant',
-            content: [{ type: 'text', text: partial }],
-            text: `${partial} [interrupted]`,
-            origin: transcriptOrigin.partialModelCall(input.turnId, input.callIndex),
-          },
-        ]);
+      heartbeat,
+      signal: step.signal,
+      sleep: (ms) => step.sleep(ms),
+    },
+    // The answer and its usage commit together; if another attempt committed first, its answer is the one.
+    commit: async (db, res) => {
+      await appendTranscript(db, input.conversationKey, input.turnId, [
+        { role: 'assistant', content: res.content, text: textOf(res.content), origin },
+      ]);
+      await record(db, res.stopReason, res.usage);
+      return (await findByOrigin(db, input.conversationKey, origin))!;
+    },
+    failed: async (err) => {
+      if (step.cancelRequested()) {
+        // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
+        // the call's own origin, so that it can never be mistaken for a finished answer.
+        if (partial) {
+          await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
+            {
+              role: 'assistant',
+              content: [{ type: 'text', text: partial }],
+              text: `${partial} [interrupted]`,
+              origin: transcriptOrigin.partialModelCall(input.turnId, input.callIndex),
+            },
+          ]);
+        }
+        return new CancelledFailure('model call interrupted');
       }
-      throw new CancelledFailure('model call interrupted');
-    }
-    // A worker shutting down or a heartbeat timeout also aborts the call: that attempt simply fails and is retried.
-    await record(pool, null, ZERO_USAGE, err instanceof Error ? err.message : String(err)).catch(() => undefined);
-    throw err;
-  }
+      // A worker shutting down or a heartbeat timeout also aborts the call: that attempt simply fails and is retried.
+      await record(pool, null, ZERO_USAGE, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+      return err;
+    },
+  });
+  return withSpend(pool, origin, stepFrom(committed.seq, committed.content as ModelStep['content']));
 }
 
 /** Who a model call of a turn or a delegate is charged to: a job's conversation charges the job's run. */

@@ -58,11 +58,6 @@ function rateLimitWait(bucket: string, waitMs: number): ApplicationFailure {
   });
 }
 
-/** Whether a call failed before it was made: a budget stopped it, or it waits for its place under a rate limit. */
-export function callNotMade(err: unknown): boolean {
-  return err instanceof BudgetStop || (err instanceof ApplicationFailure && err.type === FAILURE.modelRateLimited);
-}
-
 /** One model call, metered. */
 export interface MeteredCall<T> {
   /** The key its spending is recorded under (docs/spend.md); the same on every attempt. */
@@ -73,6 +68,8 @@ export interface MeteredCall<T> {
   context: ModelCallContext;
   /** Commits the answer in the transaction its spending settles in, so that a retry finds both or neither. */
   commit: (db: Queryable, res: ModelResponse) => Promise<T>;
+  /** The call was made and failed (its hold already back): the caller's record of it, and the error to throw. */
+  failed?: (err: unknown) => Promise<unknown>;
 }
 
 /**
@@ -129,7 +126,7 @@ export async function meteredModelCall<T>(
     await release(pool, call.callKey).catch(() => undefined);
     if (rate && err instanceof ModelRetryableError && err.status === 429 && err.retryAfterMs)
       await pauseBucket(pool, rate.bucket, err.retryAfterMs).catch(() => undefined);
-    throw err;
+    throw call.failed ? await call.failed(err) : err;
   }
   const { usage } = done.response;
   if (rate) {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { TimeoutFailure } from '@temporalio/common';
 import { historyFromJSON, historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
 import { REPLAY_RUN_WORKFLOW, type ReplayOutcome, type ReplayRunWorkflow } from '../contracts/replay-run';
 import { replayRunWorkflowId } from '../domain/ids';
@@ -35,18 +36,29 @@ export const historyJson = {
   parse: (json: string): History => historyFromJSON(JSON.parse(json) as unknown),
 };
 
+/** How long a replay may wait for a worker and run: an answer for a person waiting on the request. */
+const REPLAY_DEADLINE = '2 minutes';
+
 /**
  * Replays a run's history where the workflow code runs: a worker of the task queue replays it against the build it
  * runs (workflows/replay-run.ts), so the answer is about the code that would run the workflow, not a build of its own.
+ * Undefined when no worker replayed it within REPLAY_DEADLINE.
  */
 export async function replayOnWorker(
   client: Client,
   taskQueue: string,
   run: { workflowId: string; runId: string },
-): Promise<ReplayOutcome> {
-  return client.workflow.execute<ReplayRunWorkflow>(REPLAY_RUN_WORKFLOW, {
-    taskQueue,
-    workflowId: replayRunWorkflowId(run.workflowId, randomUUID()),
-    args: [run],
-  });
+): Promise<ReplayOutcome | undefined> {
+  try {
+    return await client.workflow.execute<ReplayRunWorkflow>(REPLAY_RUN_WORKFLOW, {
+      taskQueue,
+      workflowId: replayRunWorkflowId(randomUUID()),
+      workflowExecutionTimeout: REPLAY_DEADLINE,
+      memo: { replays: run.workflowId, runId: run.runId },
+      args: [run],
+    });
+  } catch (err) {
+    if (err instanceof WorkflowFailedError && err.cause instanceof TimeoutFailure) return undefined;
+    throw err;
+  }
 }

@@ -3,7 +3,7 @@ import type { KeelActivities } from '../activities';
 import type { ReplayOutcome, ReplayRunInput } from '../contracts/replay-run';
 
 /** One attempt: a replay that fails to run is the operator's to retry, not Temporal's. */
-const replayer = proxyActivities<KeelActivities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 1 } });
+const replayer = proxyActivities<KeelActivities>({ startToCloseTimeout: '100 seconds', retry: { maximumAttempts: 1 } });
 
 /**
  * An operator's replay of a run, served by a worker: the history is replayed where the workflow code runs, against

@@ -68,6 +68,8 @@ export function runRoutes(deps: { temporal: Client; namespace: string; taskQueue
         assertOperator(req.agentScope);
         const h = await history(temporal, req.params.workflowId, req.query.runId);
         const outcome = await replayOnWorker(temporal, deps.taskQueue, { workflowId: h.workflowId, runId: h.runId! });
+        if (!outcome)
+          throw new ApiError(503, 'unavailable', 'no Keel worker replayed the run in time; is one running?');
         return { ok: outcome.ok, runId: outcome.runId, ...(outcome.error ? { error: outcome.error } : {}) };
       },
     );
