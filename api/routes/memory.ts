@@ -12,7 +12,7 @@ import { storableString } from '../../domain/text';
 import { assertAgentAccess } from '../auth';
 import { sendDecision } from '../decisions';
 import { ApiError, notFound } from '../errors';
-import { AgentParams, ErrorResponse } from '../schemas';
+import { AgentParams, ErrorResponse, wholeNumber } from '../schemas';
 
 const Files = z.record(z.string(), z.string());
 export const Change = z.object({
@@ -52,7 +52,7 @@ const Proposal = z.object({
   decidedAt: z.string().nullable(),
 });
 const ProposalParams = AgentParams.extend({ id: z.string().uuid() });
-const VersionParams = AgentParams.extend({ version: z.coerce.number().int().positive().max(2_147_483_647) });
+const VersionParams = AgentParams.extend({ version: wholeNumber(1, 2_147_483_647) });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse };
 
 /** The route of a person's decision on a proposal waiting for approval (the approvals list hands out its path). */
