@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ApiError } from './errors';
+import { wholeNumber } from './schemas';
 
 /**
  * The lists' one way of paging: an opaque cursor (base64url of the JSON of the last item's sort key) and a limit. A
@@ -12,7 +13,7 @@ const NOT_OURS = 'cursor is not one this API gave: pass the nextCursor of the pr
 // The cursor's form is checked by decodeCursor, not here, so that every cursor the API did not give is refused alike.
 export const PageQuery = z.object({
   cursor: z.string().optional().describe('nextCursor of the previous page (opaque); none for the first page'),
-  limit: z.coerce.number().int().min(1).max(100).default(50),
+  limit: wholeNumber(1, 100).default(50),
 });
 
 /** A page of `item`s: `nextCursor` is null on the last page. */

@@ -6,6 +6,16 @@ import { storableString } from '../domain/text';
 
 /** Shapes of the REST contract (API.md) that are not rules of the domain itself. */
 export const Id = z.string().regex(ID_PATTERN, '1–128 characters of [A-Za-z0-9._-]');
+
+/**
+ * A whole number in a query string or a path, from `min` to `max`. An empty value (`?afterSeq=`) is refused, where
+ * z.coerce alone would read it as 0 (Number('') is 0). OpenAPI shows an integer.
+ */
+export const wholeNumber = (min: number, max: number) =>
+  z.preprocess(
+    (v) => (v === '' ? Number.NaN : v),
+    z.coerce.number({ error: 'expected a whole number' }).int('expected a whole number').min(min).max(max),
+  );
 export const AgentParams = z.object({ agentId: Id });
 export const ConversationParams = z.object({ agentId: Id, conversationId: Id });
 /** A conversation to read, which may be one Keel runs for a job or a routine (`sched:…`, `routine:…:…`). */
@@ -66,7 +76,7 @@ export const FailingRuns = z.object({
   ),
 });
 
-export const SubmitQuery = z.object({ wait: z.coerce.number().int().min(0).max(120).default(0) }).strict();
+export const SubmitQuery = z.object({ wait: wholeNumber(0, 120).default(0) }).strict();
 
 export const SubmitResponse = z.object({
   messageId: z.string(),
@@ -80,8 +90,8 @@ export const SubmitResponse = z.object({
 
 export const TranscriptQuery = z
   .object({
-    afterSeq: z.coerce.number().int().min(0).max(2_147_483_647).default(0),
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    afterSeq: wholeNumber(0, 2_147_483_647).default(0),
+    limit: wholeNumber(1, 1000).default(100),
   })
   .strict();
 

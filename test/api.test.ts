@@ -120,6 +120,31 @@ describe('bad input gets the error shape and the right status, and loses nothing
     expect((await send(keel, 'GET', `/v1/agents/${a}/conversations/${c}?afterSeq=99999999999`)).status).toBe(400);
   });
 
+  it('an empty number in a query string → 400 naming it, never read as 0 (a fuzz finding: ?afterSeq=)', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    await send(keel, 'POST', `${messages(a, c)}?wait=30`, { payload: '{"text":"hi"}' });
+    for (const [url, name] of [
+      [`/v1/agents/${a}/conversations/${c}?afterSeq=`, 'afterSeq'],
+      [`/v1/agents/${a}/conversations/${c}?limit=`, 'limit'],
+      [`/v1/agents/${a}/conversations?limit=`, 'limit'],
+      [`/v1/agents/${a}/audit?before=`, 'before'],
+    ] as const) {
+      const res = await send(keel, 'GET', url);
+      expect({ url, status: res.status, code: res.body.error.code }).toEqual({
+        url,
+        status: 400,
+        code: 'invalid_request',
+      });
+      expect(res.body.error.message).toContain(name);
+      expect(res.body.error.message).toContain('expected a whole number');
+    }
+    const emptyWait = await send(keel, 'POST', `${messages(a, c)}?wait=`, { payload: '{"text":"again"}' });
+    expect(emptyWait.status).toBe(400);
+    // Absent, each takes its default: the whole transcript.
+    const all = await send(keel, 'GET', `/v1/agents/${a}/conversations/${c}`);
+    expect(all.status).toBe(200);
+  });
+
   it('refused requests start no conversation', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await send(keel, 'POST', messages(a, c), { payload: JSON.stringify({ text: '' }) });

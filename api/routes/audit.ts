@@ -4,7 +4,7 @@ import type { Pool } from '../../db/pool';
 import { AUDIT_ACTIONS } from '../../domain/audit';
 import { listAudit } from '../../services/audit';
 import { agentParams } from '../auth';
-import { AgentParams } from '../schemas';
+import { AgentParams, wholeNumber } from '../schemas';
 
 const AuditEntry = z.object({
   id: z.number().describe('Increasing; pass the last one seen as `before` for the next page'),
@@ -20,8 +20,8 @@ const AuditEntry = z.object({
 });
 const AuditQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(200).default(50),
-    before: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+    limit: wholeNumber(1, 200).default(50),
+    before: wholeNumber(1, Number.MAX_SAFE_INTEGER).optional(),
   })
   .strict();
 

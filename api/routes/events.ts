@@ -5,7 +5,7 @@ import { conversationWorkflowId } from '../../domain/ids';
 import { CONVERSATION_EVENT_TYPES, eventsAfter, type ConversationEvent } from '../../services/events';
 import { agentParams } from '../auth';
 import type { EventHub } from '../events';
-import { ErrorResponse, ReadableConversationParams } from '../schemas';
+import { ErrorResponse, ReadableConversationParams, wholeNumber } from '../schemas';
 
 const KEEP_ALIVE_MS = 15_000;
 /** One event as a client reads it: kept events carry an id, text.delta does not; data is JSON. */
@@ -32,7 +32,7 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
           summary: 'Live events of a conversation (text/event-stream); Last-Event-ID (header, or lastEventId) resumes',
           params: ReadableConversationParams,
           querystring: z.object({
-            lastEventId: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+            lastEventId: wholeNumber(0, Number.MAX_SAFE_INTEGER).optional(),
           }),
           headers: z
             .object({

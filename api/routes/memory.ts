@@ -4,7 +4,7 @@ import type { Pool } from '../../db/pool';
 import { currentMemory, listVersions, memoryVersion, rollBackMemory } from '../../services/memory';
 import { assertAgentAccess, agentParams } from '../auth';
 import { notFound } from '../errors';
-import { AgentParams, ErrorResponse } from '../schemas';
+import { AgentParams, ErrorResponse, wholeNumber } from '../schemas';
 
 const Files = z.record(z.string(), z.string());
 export const Change = z.object({
@@ -24,7 +24,7 @@ const VersionMeta = z.object({
   createdAt: z.string(),
 });
 const Memory = z.object({ version: z.number(), files: Files });
-const VersionParams = AgentParams.extend({ version: z.coerce.number().int().positive().max(2_147_483_647) });
+const VersionParams = AgentParams.extend({ version: wholeNumber(1, 2_147_483_647) });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse };
 
 /** An agent's memory: its current version, every version, and rolling back to one. */

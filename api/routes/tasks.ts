@@ -6,9 +6,9 @@ import { createTask, listTasks, moveTaskOnBoard, taskWithAttempts } from '../../
 import { assertAgentAccess, agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { decodeCursor, Page, PageQuery, pageOf } from '../pagination';
-import { AgentParams, ErrorResponse, Id } from '../schemas';
+import { AgentParams, ErrorResponse, Id, wholeNumber } from '../schemas';
 
-const TaskParams = z.object({ agentId: Id, number: z.coerce.number().int().positive().max(2_147_483_647) });
+const TaskParams = z.object({ agentId: Id, number: wholeNumber(1, 2_147_483_647) });
 const Task = z.object({
   number: z.number(),
   title: z.string(),
