@@ -19,12 +19,12 @@ import { loadConfig } from '../../domain/config';
 import type { ModelProvider } from '../../domain/model';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../../domain/routines';
-import type { EgressGuard } from '../../adapters/egress';
+import { createEgressGuard, type EgressGuard } from '../../adapters/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../services/job-settings';
 import { defaultModelName } from '../../worker/wiring';
 import { createKeelWorker } from '../../worker/worker';
 import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks } from '../../worker/logger';
-import { loopbackEgress } from './egress';
+import { LOOPBACK_ALLOW } from './egress';
 
 let runtimeInstalled = false;
 
@@ -99,7 +99,8 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   const jobs = { ...DEFAULT_JOB_SETTINGS, ...opts.jobs };
   const routines = { ...DEFAULT_ROUTINE_SETTINGS, ...opts.routines };
   // Tests allow loopback explicitly: their webhook receivers, fake Slack and integrations listen on 127.0.0.1.
-  const egress = opts.egress ?? loopbackEgress;
+  // A guard of its own, closed with this Keel (the shared loopbackEgress outlives every Keel of the file).
+  const egress = opts.egress ?? createEgressGuard({ allow: LOOPBACK_ALLOW });
   const { conversationIdleMs } = opts;
   const api = await buildApi({
     pool,
