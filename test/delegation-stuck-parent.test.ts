@@ -1,11 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
-import { WORKFLOWS_PATH } from '../worker/bundle';
+import { bundleWorkflows } from '../worker/bundle';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 // Issue 24: a delegate whose parent conversation cannot take its result still ends, its outcome committed and
@@ -14,10 +13,8 @@ const CHROMIUM = process.env.KEEL_CHROMIUM ?? '/usr/bin/chromium';
 let keel: TestKeel;
 
 beforeAll(async () => {
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
+  const code = await bundleWorkflows({
     workflowInterceptorModules: [path.join(__dirname, 'support', 'fail-on-delegate-signal.ts')],
-    logger: { trace() {}, debug() {}, info() {}, warn() {}, error: (m: string) => console.error(m), log() {} },
   });
   const bundle = path.join(inject('workDir'), `${uniqueId('fail-on-delegate-signal')}.js`);
   await writeFile(bundle, code);
