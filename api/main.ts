@@ -40,6 +40,7 @@ async function main(): Promise<void> {
     workerMetricsUrl: config.workerMetricsUrl,
     temporalUiUrl: config.temporalUiUrl,
     egressAllow: config.egress.allow,
+    ...(config.secretsKey ? { secretsKey: config.secretsKey } : {}),
   });
   await app.listen({ host: config.api.host, port: config.api.port });
 

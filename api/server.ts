@@ -36,6 +36,9 @@ import { artifactRoutes } from './routes/artifacts';
 import { memoryRoutes } from './routes/memory';
 import { proposalRoutes } from './routes/proposals';
 import { runRoutes } from './routes/runs';
+import { toolCallRoutes } from './routes/tool-calls';
+import { toolServerRoutes } from './routes/tool-servers';
+import { apiToolServerDeps } from '../services/tool-servers';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
@@ -57,6 +60,8 @@ export interface ApiDeps {
   temporalUiUrl?: string | null;
   /** The egress guard's allow list (KEEL_EGRESS_ALLOW), which configured webhook URLs are checked against. */
   egressAllow: EgressAllow;
+  /** Keys that seal secrets at rest (KEEL_SECRETS_KEY); unset: a tool server with secrets is refused. */
+  secretsKey?: string;
   /** Where the built console is (console/dist unless a test says otherwise). */
   consoleDir?: string;
 }
@@ -206,6 +211,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(routineRunRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(routineToolRoutes(deps.pool));
   await app.register(artifactRoutes(deps.pool));
+  const toolServerDeps = apiToolServerDeps(deps.pool, deps.egressAllow, deps.secretsKey);
+  app.addHook('onClose', () => toolServerDeps.close());
+  await app.register(toolServerRoutes(toolServerDeps));
+  await app.register(toolCallRoutes({ ...deps, temporalDeadlineMs }));
   await app.register(
     jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }),
   );

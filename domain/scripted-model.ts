@@ -71,13 +71,8 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
       const last = stepResults[stepResults.length - 1];
       if (last) return reply(`tool ${last.is_error ? 'error' : 'result'}: ${last.content}`);
       const [name, json] = splitFirst(rest);
-      let input: Record<string, unknown> = {};
-      try {
-        const parsed: unknown = json ? JSON.parse(json) : {};
-        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) input = parsed as Record<string, unknown>;
-      } catch {
-        return reply(`echo: could not parse the arguments of /tool ${name}`);
-      }
+      const input = parseArguments(json);
+      if (input === undefined) return reply(`echo: could not parse the arguments of /tool ${name}`);
       return { kind: 'respond', content: [{ type: 'tool_use', id: toolId(name), name, input }], delayMs: 0 };
     }
     case 'skip':
@@ -128,6 +123,7 @@ function lastRetrigger(messages: readonly ModelMessage[]): string | undefined {
  *   /loop                   → reports progress forever (ten segments, then partial)
  *   /blocked <reason>       → sets the outcome blocked
  *   /skill <name>           → reads the skill, then sets the outcome to its first line
+ *   /tool <name> <json>     → calls tool <name> with <json>, then sets the outcome to what the tool answered
  */
 export function scriptedDelegatePlan(
   system: string,
@@ -196,8 +192,27 @@ export function scriptedDelegatePlan(
       const read = lastMessage?.content.find((b): b is ToolResultBlock => b.type === 'tool_result');
       return status('outcome', `skill ${rest}: ${read?.content.split('\n')[0] ?? ''}`);
     }
+    case 'tool': {
+      const lastMessage = messages[messages.length - 1];
+      const answered = calls > 0 && lastMessage?.content.find((b): b is ToolResultBlock => b.type === 'tool_result');
+      if (answered) return status('outcome', `tool ${answered.is_error ? 'error' : 'result'}: ${answered.content}`);
+      const [name, json] = splitFirst(rest);
+      const input = parseArguments(json);
+      if (input === undefined) return status('outcome', `could not parse the arguments of /tool ${name}`);
+      return { kind: 'respond', content: [{ type: 'tool_use', id: toolId, name, input }], delayMs: 0 };
+    }
     default:
       return status('outcome', `done: ${title}`);
+  }
+}
+
+/** A command's JSON arguments: an object, or none; undefined when they do not parse. */
+function parseArguments(json: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = json ? JSON.parse(json) : {};
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return undefined;
   }
 }
 

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { temporal } from '@temporalio/proto';
 import { inject } from 'vitest';
 import { spawnWorker } from '../../scripts/processes';
-import { eventually, type TestKeel } from './keel';
+import { eventually, TEST_SECRETS_KEY, type TestKeel } from './keel';
 
 /**
  * A Keel worker as a process of its own (worker/main.ts) on the test Keel's task queue, with the scripted model and
@@ -23,6 +23,7 @@ export function startWorkerProcess(
       KEEL_MODEL: 'scripted',
       // Tests allow loopback explicitly: their receivers and fakes listen on 127.0.0.1.
       KEEL_EGRESS_ALLOW: 'loopback',
+      KEEL_SECRETS_KEY: TEST_SECRETS_KEY,
       ...env,
     },
     ['ignore', 'ignore', 'inherit'],

@@ -1,0 +1,12 @@
+import type { PrepareToolCallInput, RunToolCallInput, SettleToolCallInput } from '../contracts/tool-calls';
+import { currentStep } from '../services/step';
+import { prepareToolCall, runToolCall, settleToolCallWait, type ToolCallDeps } from '../services/tool-calls';
+
+/** A tool server's tool called from a turn or a delegate: prepare (policy, record), settle a wait, run once. */
+export function toolCallActivities(deps: ToolCallDeps) {
+  return {
+    prepareToolCall: (input: PrepareToolCallInput) => prepareToolCall(deps, input),
+    settleToolCallWait: (input: SettleToolCallInput) => settleToolCallWait(deps, input),
+    runToolCall: (input: RunToolCallInput) => runToolCall(deps, input, currentStep()),
+  };
+}
