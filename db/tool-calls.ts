@@ -220,9 +220,9 @@ export async function decideToolCallRecord(
  */
 export async function markToolCallSent(db: Queryable, id: string): Promise<'approved' | 'running' | undefined> {
   const { rows } = await db.query<{ before: 'approved' | 'running' }>(
-    `WITH before AS (SELECT status FROM tool_calls WHERE id = $1 FOR UPDATE)
-     UPDATE tool_calls SET status = 'running', started_at = coalesce(started_at, now())
-      WHERE id = $1 AND status IN ('approved', 'running') RETURNING (SELECT status FROM before) AS before`,
+    `UPDATE tool_calls t SET status = 'running', started_at = coalesce(t.started_at, now())
+       FROM (SELECT status FROM tool_calls WHERE id = $1) old
+      WHERE t.id = $1 AND t.status IN ('approved', 'running') RETURNING old.status AS before`,
     [id],
   );
   return rows[0]?.before;

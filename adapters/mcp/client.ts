@@ -68,8 +68,17 @@ export async function openToolServer(endpoint: ToolServerEndpoint, opts: OpenOpt
       : {}),
   });
   let closed = false;
-  client.onclose = () => {
+  // Calls in flight. The SDK reports a response stream that dropped mid-call to onerror and lets the call wait out
+  // its timeout; a dropped stream means the answer is lost, so those calls fail now, as sent.
+  const inFlight = new Set<(err: ToolServerError) => void>();
+  const dropAll = (message: string) => {
     closed = true;
+    for (const fail of inFlight) fail(new ToolServerError('closed', message, true));
+    inFlight.clear();
+  };
+  client.onclose = () => dropAll('the connection closed before the server answered');
+  client.onerror = (err) => {
+    if (err.message.startsWith('SSE stream disconnected')) dropAll('the connection dropped before the server answered');
   };
   const transport =
     endpoint.transport === 'http'
@@ -113,15 +122,25 @@ export async function openToolServer(endpoint: ToolServerEndpoint, opts: OpenOpt
       return tools;
     },
     async callTool(name, args, { idempotencyKey, timeoutMs, signal }) {
+      let fail: ((err: ToolServerError) => void) | undefined;
+      const dropped = new Promise<never>((_, reject) => {
+        fail = reject;
+        inFlight.add(reject);
+      });
       try {
-        const result = (await client.callTool(
-          { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } },
-          undefined,
-          { timeout: timeoutMs, ...(signal ? { signal } : {}) },
-        )) as CallToolResult;
+        const result = (await Promise.race([
+          client.callTool(
+            { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } },
+            undefined,
+            { timeout: timeoutMs, ...(signal ? { signal } : {}) },
+          ),
+          dropped,
+        ])) as CallToolResult;
         return { text: resultText(result), isError: result.isError === true };
       } catch (err) {
         throw callFailure(err);
+      } finally {
+        inFlight.delete(fail!);
       }
     },
     async close() {
@@ -187,6 +206,7 @@ function connectFailure(endpoint: ToolServerEndpoint, err: unknown): ToolServerE
 
 /** A call's failure; `sent`: the request had left, so the server may have acted on it. */
 function callFailure(err: unknown): ToolServerError {
+  if (err instanceof ToolServerError) return err;
   const egress = egressFailureOf(err);
   if (egress) return new ToolServerError('egress_refused', egress.message);
   if (err instanceof McpError && err.code === (ErrorCode.RequestTimeout as number))
