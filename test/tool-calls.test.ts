@@ -125,6 +125,13 @@ describe('a read-only tool runs at once', () => {
     // The effects ledger knows it, under the same key.
     const { rows } = await keel.pool.query(`SELECT kind, status FROM effects WHERE key = $1`, [key]);
     expect(rows).toEqual([{ kind: 'tool_call', status: 'done' }]);
+    // And /metrics counts it, with how long it took.
+    const metrics = (await keel.api.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).toMatch(/^keel_tool_calls_total\{server="shop",tool="lookup_order",outcome="ok"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^keel_tool_call_duration_seconds_count\{server="shop",tool="lookup_order"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(
+      /^keel_tool_call_duration_seconds_bucket\{server="shop",tool="lookup_order",le="\+Inf"\} [1-9]/m,
+    );
   });
 
   it("a tool's own error goes back to the model as a tool error", async () => {
