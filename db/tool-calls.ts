@@ -192,11 +192,15 @@ export async function toolCallsOfTurn(db: Queryable, transcriptKey: string, turn
   return rows.map(toRow);
 }
 
-/** The calls of a transcript by tool_use id: what the console shows beside each tool call. */
-export async function toolCallsOfTranscript(db: Queryable, transcriptKey: string): Promise<ToolCallRow[]> {
+/** The calls of some turns of a transcript: what a transcript page shows beside each tool call. */
+export async function toolCallsOfTurns(
+  db: Queryable,
+  transcriptKey: string,
+  turnIds: readonly string[],
+): Promise<ToolCallRow[]> {
   const { rows } = await db.query<Record_>(
-    `SELECT ${COLUMNS} FROM tool_calls WHERE transcript_key = $1 ORDER BY created_at, id`,
-    [transcriptKey],
+    `SELECT ${COLUMNS} FROM tool_calls WHERE transcript_key = $1 AND turn_id = ANY($2::text[]) ORDER BY created_at, id`,
+    [transcriptKey, turnIds],
   );
   return rows.map(toRow);
 }

@@ -16,7 +16,7 @@ import * as calls from '../db/tool-calls';
 import { getToolServer } from '../db/tool-servers';
 import { canonicalJson } from '../domain/canonical-json';
 import { toolApprovalNoticeEffectKey, toolCallKey } from '../domain/ids';
-import type { ModelMessage } from '../domain/model';
+import type { ContentBlock, ModelMessage, ToolUseBlock } from '../domain/model';
 import { redactSecrets } from '../domain/secret-scan';
 import { resultPreview, TOOL_CALLS, type PreparedToolCall, type ToolCallDecision } from '../domain/tool-calls';
 import { retriesSafely } from '../domain/tool-servers';
@@ -271,4 +271,69 @@ export async function decideOnToolCall(
   return { ok: true, call: decided ?? (await calls.toolCall(pool, call.id))! };
 }
 
-export { listToolCalls, toolCall, toolCallsOfTranscript, type ToolCallRow } from '../db/tool-calls';
+export { listToolCalls, toolCall, type ToolCallRow } from '../db/tool-calls';
+
+/** A tool call as a transcript shows it: what was asked, what came back, and for a server's tool its record. */
+export interface TranscriptToolCall {
+  toolUseId: string;
+  /** The name the model called (a server's tool as `<server>__<tool>`); null when its step is not on this page. */
+  name: string | null;
+  arguments: Record<string, unknown> | null;
+  result: string;
+  isError: boolean;
+  server?: Pick<
+    calls.ToolCallRow,
+    'id' | 'server' | 'tool' | 'policy' | 'status' | 'decidedBy' | 'note' | 'durationMs'
+  >;
+}
+
+/**
+ * The tool calls each `tool` row of a transcript page answers: the name and arguments from the model step that asked
+ * (on the page, or the call's record), the result as the transcript keeps it, and a server tool's record beside it.
+ */
+export async function transcriptToolCalls<R extends { role: string; turnId: string | null; content: ContentBlock[] }>(
+  pool: Pool,
+  transcriptKey: string,
+  rows: readonly R[],
+): Promise<(R & { toolCalls?: TranscriptToolCall[] })[]> {
+  const turnIds = [...new Set(rows.flatMap((r) => (r.role === 'tool' && r.turnId ? [r.turnId] : [])))];
+  if (turnIds.length === 0) return [...rows];
+  const key = (turnId: string | null, toolUseId: string) => `${turnId}\u0000${toolUseId}`;
+  const asked = new Map<string, ToolUseBlock>();
+  for (const r of rows) for (const b of r.content) if (b.type === 'tool_use') asked.set(key(r.turnId, b.id), b);
+  const records = new Map(
+    (await calls.toolCallsOfTurns(pool, transcriptKey, turnIds)).map((c) => [key(c.turnId, c.toolUseId), c]),
+  );
+  return rows.map((r) => {
+    if (r.role !== 'tool') return r;
+    const toolCalls = r.content.flatMap((b): TranscriptToolCall[] => {
+      if (b.type !== 'tool_result') return [];
+      const use = asked.get(key(r.turnId, b.tool_use_id));
+      const record = records.get(key(r.turnId, b.tool_use_id));
+      return [
+        {
+          toolUseId: b.tool_use_id,
+          name: use?.name ?? record?.modelName ?? null,
+          arguments: use?.input ?? record?.arguments ?? null,
+          result: b.content,
+          isError: b.is_error === true,
+          ...(record
+            ? {
+                server: {
+                  id: record.id,
+                  server: record.server,
+                  tool: record.tool,
+                  policy: record.policy,
+                  status: record.status,
+                  decidedBy: record.decidedBy,
+                  note: record.note,
+                  durationMs: record.durationMs,
+                },
+              }
+            : {}),
+        },
+      ];
+    });
+    return { ...r, toolCalls };
+  });
+}
