@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     temporalUiUrl: config.temporalUiUrl,
     egressAllow: config.egress.allow,
     ...(config.secretsKey ? { secretsKey: config.secretsKey } : {}),
+    toolCommands: config.tools.commands,
   });
   await app.listen({ host: config.api.host, port: config.api.port });
 

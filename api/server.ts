@@ -11,6 +11,7 @@ import {
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import type { EgressAllow } from '../domain/egress';
+import type { ToolCommands } from '../domain/tool-servers';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
 import { CONSOLE_DIST, consoleRoutes } from './console';
@@ -62,6 +63,8 @@ export interface ApiDeps {
   egressAllow: EgressAllow;
   /** Keys that seal secrets at rest (KEEL_SECRETS_KEY); unset: a tool server with secrets is refused. */
   secretsKey?: string;
+  /** The commands a stdio tool server may run (KEEL_TOOL_COMMANDS); DEFAULT_TOOL_COMMANDS when unset. */
+  toolCommands?: ToolCommands;
   /** Where the built console is (console/dist unless a test says otherwise). */
   consoleDir?: string;
 }
@@ -211,7 +214,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(routineRunRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(routineToolRoutes(deps.pool));
   await app.register(artifactRoutes(deps.pool));
-  const toolServerDeps = apiToolServerDeps(deps.pool, deps.egressAllow, deps.secretsKey);
+  const toolServerDeps = apiToolServerDeps(deps.pool, deps.egressAllow, deps.secretsKey, deps.toolCommands);
   app.addHook('onClose', () => toolServerDeps.close());
   await app.register(toolServerRoutes(toolServerDeps));
   await app.register(toolCallRoutes({ ...deps, temporalDeadlineMs }));

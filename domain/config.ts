@@ -7,6 +7,7 @@ import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './rout
 import { MODEL_PRICES, ModelPriceSchema, type PriceTable } from './spend';
 import { RateLimitsSchema, type RateLimits } from './rate-limits';
 import { TOOL_CALLS } from './tool-calls';
+import { DEFAULT_TOOL_COMMANDS, type ToolCommands } from './tool-servers';
 
 /** A version of Keel's workers as Temporal's Worker Deployments name it: the deployment, and the build. */
 export interface WorkerDeployment {
@@ -145,6 +146,8 @@ const Env = z.object({
     .string()
     .regex(/^\d+(ms|s|m|h|d)?$/, 'a duration: ms, or a whole number with s, m, h or d (e.g. 24h)')
     .optional(),
+  /** The commands a stdio tool server may run: comma-separated, `*` for any, `none` for none. */
+  KEEL_TOOL_COMMANDS: z.string().default(DEFAULT_TOOL_COMMANDS.join(',')),
   KEEL_EGRESS_ALLOW: z
     .string()
     .optional()
@@ -314,8 +317,8 @@ export interface KeelConfig {
   egress: { allow: EgressAllow };
   /** KEEL_SECRETS_KEY as written; services/secrets.ts reads its keys. Unset: no secret can be stored. */
   secretsKey?: string;
-  /** Tool servers' calls: how long one waits for a person's approval. */
-  tools: { approvalWaitMs: number };
+  /** Tool servers: how long a call waits for a person's approval, and the commands a stdio server may run. */
+  tools: { approvalWaitMs: number; commands: ToolCommands };
   /** Provider rate limits per model (KEEL_RATE_LIMITS); none when unset. */
   rateLimits?: RateLimits;
 }
@@ -405,8 +408,16 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     ...(e.KEEL_SECRETS_KEY ? { secretsKey: e.KEEL_SECRETS_KEY } : {}),
     tools: {
       approvalWaitMs: e.KEEL_TOOL_APPROVAL_WAIT ? durationMs(e.KEEL_TOOL_APPROVAL_WAIT) : TOOL_CALLS.approvalWaitMs,
+      commands: toolCommands(e.KEEL_TOOL_COMMANDS),
     },
   };
+}
+
+function toolCommands(raw: string): ToolCommands {
+  const trimmed = raw.trim();
+  if (trimmed === '*') return '*';
+  if (trimmed === 'none') return [];
+  return list(trimmed);
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };

@@ -86,3 +86,13 @@ export interface PinnedTool extends ServerTool {
   server: string;
   serverVersion: number;
 }
+
+/** The commands a stdio tool server may run unless KEEL_TOOL_COMMANDS says otherwise: how MCP servers ship. */
+export const DEFAULT_TOOL_COMMANDS: readonly string[] = ['npx', 'uvx', 'node', 'python3'];
+
+/** Which commands a stdio server may run: a list of exact commands, or any (`*`). */
+export type ToolCommands = readonly string[] | '*';
+
+export function commandAllowed(command: string, allowed: ToolCommands): boolean {
+  return allowed === '*' || allowed.includes(command);
+}

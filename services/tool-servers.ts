@@ -12,10 +12,13 @@ import type { Pool } from '../db/pool';
 import * as db from '../db/tool-servers';
 import { staticEgressCheck, type EgressAllow } from '../domain/egress';
 import {
+  commandAllowed,
+  DEFAULT_TOOL_COMMANDS,
   serverTools,
   unknownPolicyTools,
   type ListedTool,
   type ServerTool,
+  type ToolCommands,
   type ToolPolicy,
 } from '../domain/tool-servers';
 import { secretBoxOf, secretFingerprint, SecretsUnavailableError, type SecretBox } from './secrets';
@@ -31,6 +34,8 @@ export interface ToolServerDeps {
   egress: EgressGuard;
   /** A worker's live sessions; the API connects once per request instead. */
   sessions?: ToolSessionPool;
+  /** The commands a stdio server may run (KEEL_TOOL_COMMANDS); checked when a person configures one. */
+  commands?: ToolCommands;
 }
 
 /** How long connecting, initialising and listing may take. */
@@ -49,7 +54,7 @@ export interface ToolServerView extends Omit<db.ToolServerRow, 'sealedSecrets' |
 /** Why a server was not stored: each names its cause (services' callers turn it into a 4xx). */
 export class ToolServerRefusal extends Error {
   constructor(
-    readonly reason: ToolServerFailure | 'unknown_tool' | 'secrets_unavailable',
+    readonly reason: ToolServerFailure | 'unknown_tool' | 'secrets_unavailable' | 'command_not_allowed',
     message: string,
   ) {
     super(message);
@@ -80,6 +85,14 @@ export async function putToolServer(
   if (endpoint.transport === 'http') {
     const refusal = staticEgressCheck(endpoint.url, deps.egress.allow);
     if (refusal) throw new ToolServerRefusal('egress_refused', `url: ${refusal.message}`);
+  } else {
+    const allowed = deps.commands ?? DEFAULT_TOOL_COMMANDS;
+    if (!commandAllowed(endpoint.command, allowed))
+      throw new ToolServerRefusal(
+        'command_not_allowed',
+        `command: "${endpoint.command}" is not among the commands a stdio tool server may run ` +
+          `(KEEL_TOOL_COMMANDS: ${allowed === '*' ? '*' : allowed.join(', ') || 'none'})`,
+      );
   }
   const tools = await listOnce(deps, endpoint);
   const unknown = unknownPolicyTools(tools, spec);
@@ -238,7 +251,14 @@ export function apiToolServerDeps(
   pool: Pool,
   allow: EgressAllow,
   secretsKey: string | undefined,
+  commands: ToolCommands | undefined,
 ): ToolServerDeps & { close(): Promise<void> } {
   const egress = createEgressGuard({ allow });
-  return { pool, secrets: secretBoxOf(secretsKey), egress, close: () => egress.close() };
+  return {
+    pool,
+    secrets: secretBoxOf(secretsKey),
+    egress,
+    ...(commands ? { commands } : {}),
+    close: () => egress.close(),
+  };
 }

@@ -174,6 +174,13 @@ describe('bad input is refused with a 4xx naming the cause, and nothing is store
     expect((await refused({ policies: {} })).status).toBe(400);
   });
 
+  it('a stdio command that is not among KEEL_TOOL_COMMANDS', async () => {
+    const res = await refused({ command: 'sh', args: ['-c', 'echo hi'] });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('command_not_allowed');
+    expect(res.body.error.message).toContain('"sh" is not among the commands a stdio tool server may run');
+  });
+
   it('a stdio command that does not start an MCP server', async () => {
     const res = await refused({ command: process.execPath, args: ['-e', 'process.exit(3)'] });
     expect(res.status).toBe(422);

@@ -131,6 +131,7 @@ function refused(err: unknown): never {
   switch (err.reason) {
     case 'egress_refused':
     case 'unknown_tool':
+    case 'command_not_allowed':
       throw new ApiError(400, err.reason, err.message);
     case 'secrets_unavailable':
       throw new ApiError(503, err.reason, err.message);

@@ -26,6 +26,7 @@ import { createKeelWorker } from '../../worker/worker';
 import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks } from '../../worker/logger';
 import { LOOPBACK_ALLOW } from './egress';
 import { secretBoxOf } from '../../services/secrets';
+import { DEFAULT_TOOL_COMMANDS } from '../../domain/tool-servers';
 import { toolSessionPool } from '../../worker/wiring';
 
 /** The tests' key for secrets at rest (KEEL_SECRETS_KEY's form): fixed, so a worker process can be given it too. */
@@ -116,6 +117,8 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
     tokens: opts.tokens,
     egressAllow: egress.allow,
     secretsKey: TEST_SECRETS_KEY,
+    // This very node too: a test starts a command that is not an MCP server with it.
+    toolCommands: [...DEFAULT_TOOL_COMMANDS, process.execPath],
     jobs,
     routines,
     conversationIdleMs,
