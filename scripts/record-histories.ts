@@ -28,6 +28,7 @@ import { freePort } from './ports';
 import { startPostgresOnFreePort } from './postgres-process';
 import { createEgressGuard } from '../adapters/egress';
 import { parseEgressAllow } from '../domain/egress';
+import { startShopHttp } from '../test/support/mcp-shop';
 
 const OUT = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
     },
   });
   const running = worker.run();
+  const shop = await startShopHttp();
 
   const call = async <T>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown): Promise<T> => {
     const res = await api.inject({
@@ -159,6 +161,24 @@ async function main(): Promise<void> {
     await save('conversation-idle-closed', idle, firstRun);
     await until('the woken conversation to close idle', () => closed(idle));
     await save('conversation-woken', idle);
+
+    // A conversation that calls a tool server's tools: one at once, one after a person's approval (issue 26).
+    await call('PUT', '/v1/agents/rec/tool-servers/shop', { url: shop.url });
+    await say('rec', 'c5', '/tool shop__lookup_order {"orderId":"A1"}');
+    const refund = await call<{ turnId: string }>('POST', '/v1/agents/rec/conversations/c5/messages', {
+      text: '/tool shop__refund {"orderId":"A1","amount":5}',
+    });
+    const refundWaiting = await until('the refund to wait for approval', async () =>
+      (await call<{ items: { approve: { path: string } }[] }>('GET', '/v1/agents/rec/approvals')).items.at(0),
+    );
+    await call('POST', refundWaiting.approve.path, {});
+    await until('the approved refund to be answered', async () =>
+      (
+        await call<{ messages: { turnId: string | null; role: string }[] }>('GET', '/v1/agents/rec/conversations/c5')
+      ).messages.some((m) => m.turnId === refund.turnId && m.role === 'tool'),
+    );
+    await until('the tool conversation to close idle', () => closed(conversationWorkflowId('rec', 'c5')));
+    await save('conversation-tool-calls', conversationWorkflowId('rec', 'c5'));
 
     // A job run whose first attempt fails and whose retry succeeds.
     const job = await call<{ id: string }>('POST', '/v1/agents/rec/jobs', {
@@ -250,7 +270,7 @@ async function main(): Promise<void> {
     await api.close();
     await connection.close();
     await pool.end();
-    await Promise.all([temporal.stop(), pg.stop()]);
+    await Promise.all([temporal.stop(), pg.stop(), shop.close()]);
     await rm(workDir, { recursive: true, force: true });
   }
 }
