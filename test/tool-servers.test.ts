@@ -160,6 +160,12 @@ describe('bad input is refused with a 4xx naming the cause, and nothing is store
     expect(res.body.error.message).toContain('1 to 32 lowercase letters, digits or hyphens');
   });
 
+  it('credentials in the URL, which every answer shows back', async () => {
+    const res = await refused({ url: shop.url.replace('http://', 'http://user:hunter2@') });
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toContain('put credentials in headers, not in the URL');
+  });
+
   it('a policy for a tool the server does not list', async () => {
     const res = await refused({ url: shop.url, policies: { refnud: 'auto' } });
     expect(res.status).toBe(400);

@@ -129,11 +129,10 @@ export async function openToolServer(endpoint: ToolServerEndpoint, opts: OpenOpt
       });
       try {
         const result = (await Promise.race([
-          client.callTool(
-            { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } },
-            undefined,
-            { timeout: timeoutMs, ...(signal ? { signal } : {}) },
-          ),
+          client.callTool({ name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } }, undefined, {
+            timeout: timeoutMs,
+            ...(signal ? { signal } : {}),
+          }),
           dropped,
         ])) as CallToolResult;
         return { text: resultText(result), isError: result.isError === true };
@@ -209,6 +208,12 @@ function callFailure(err: unknown): ToolServerError {
   if (err instanceof ToolServerError) return err;
   const egress = egressFailureOf(err);
   if (egress) return new ToolServerError('egress_refused', egress.message);
+  // Refused before the server acted: credentials no longer accepted, or a session the server no longer knows (it
+  // restarted); a new session may send the call again.
+  if (err instanceof UnauthorizedError || (err instanceof StreamableHTTPError && [401, 403].includes(err.code ?? 0)))
+    return new ToolServerError('unauthorized', `the server refused the credentials: ${err.message.slice(0, 200)}`);
+  if (err instanceof StreamableHTTPError && [400, 404].includes(err.code ?? 0))
+    return new ToolServerError('closed', `the server no longer knows this session (${err.code})`);
   if (err instanceof McpError && err.code === (ErrorCode.RequestTimeout as number))
     return new ToolServerError('timeout', 'the server did not answer in time', true);
   if (err instanceof McpError && err.code === (ErrorCode.ConnectionClosed as number))

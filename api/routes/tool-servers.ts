@@ -33,6 +33,8 @@ const ToolServerBody = z
     url: z
       .url({ protocol: /^https?$/, error: 'an http(s) URL' })
       .max(2_048)
+      // A URL is shown back in every answer: credentials belong in headers, which are sealed and never shown.
+      .refine((u) => !/^https?:\/\/[^/?#]*@/i.test(u), 'put credentials in headers, not in the URL')
       .optional()
       .describe("The server's streamable HTTP endpoint"),
     headers: z
