@@ -48,7 +48,8 @@ export interface ApiDeps {
   temporal: Client;
   taskQueue: string;
   tokens: Map<string, string> | undefined;
-  logger?: boolean | { level: string };
+  /** Fastify's request log (pino): off, or at a level, to stdout or the given stream. */
+  logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
   /** How long a conversation's workflow stays open idle (KEEL_CONVERSATION_IDLE_MS); the default when unset. */
   conversationIdleMs?: number;
   /** How long a submission may wait for Temporal and a worker before the API answers 503. */

@@ -17,7 +17,7 @@ import { toolDefinitions } from '../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../domain/transcript';
 import { meteredModelCall, type ModelCallDeps } from './model-call';
 import type { Step } from './step';
-import { withWholeResults } from './tool-calls';
+import { withWholeResults } from './tool-results';
 import { serverToolDefinitions, turnTools } from './turn-tools';
 
 export interface ConversationModelDeps extends ModelCallDeps {

@@ -18,7 +18,7 @@ import type { Pool } from '../db/pool';
 import { isFinished, type ConversationState, type FinishedTurnStatus, type SubmitResult } from '../domain/conversation';
 import { conversationWorkflowId, submitMessageUpdateId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
-import { transcriptToolCalls, type TranscriptToolCall } from './tool-calls';
+import { transcriptToolCalls, type TranscriptToolCall } from './tool-results';
 import { SA } from '../domain/search-attributes';
 
 // A read the API serves as it is.

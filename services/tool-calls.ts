@@ -1,26 +1,21 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { ToolServerError } from '../adapters/mcp/client';
 import type { Transports } from '../adapters/delivery/transport';
-import {
-  decideToolCall,
-  type PrepareToolCallInput,
-  type RunToolCallInput,
-  type SettleToolCallInput,
-  type ToolCallResult,
+import type {
+  PrepareToolCallInput,
+  RunToolCallInput,
+  SettleToolCallInput,
+  ToolCallResult,
 } from '../contracts/tool-calls';
 import { beginEffect, settleEffect } from '../db/effects';
-import type { Pool } from '../db/pool';
 import * as calls from '../db/tool-calls';
 import { getToolServer } from '../db/tool-servers';
 import { canonicalJson } from '../domain/canonical-json';
 import { toolApprovalNoticeEffectKey, toolCallKey } from '../domain/ids';
-import type { ContentBlock, ModelMessage, ToolUseBlock } from '../domain/model';
 import { redactSecrets } from '../domain/secret-scan';
-import { resultPreview, TOOL_CALLS, type PreparedToolCall, type ToolCallDecision } from '../domain/tool-calls';
+import { resultPreview, TOOL_CALLS, type PreparedToolCall } from '../domain/tool-calls';
 import { retriesSafely } from '../domain/tool-servers';
-import { decisionAudit, submitDecision, type DecisionAnswer } from './approvals';
 import { noticeToOwner } from './owner-notice';
 import { heartbeatWhile, type Step } from './step';
 import { withToolServer, type ToolServerDeps } from './tool-servers';
@@ -205,135 +200,4 @@ export function resultOf(row: calls.ToolCallRow): ToolCallResult {
   const isError = row.status !== 'ok';
   if ((row.resultBytes ?? 0) <= TOOL_CALLS.inlineResultBytes) return { content: row.result, isError };
   return { content: resultPreview(row.result, row.id, row.resultBytes ?? 0), isError, ref: row.id };
-}
-
-/**
- * Messages for the model with every result kept by reference read whole, up to the model's budget for one result;
- * where a result is cut, the model reads a notice saying so.
- */
-export async function withWholeResults(pool: Pool, messages: ModelMessage[]): Promise<ModelMessage[]> {
-  const refs = messages.flatMap((m) => m.content.flatMap((b) => (b.type === 'tool_result' && b.ref ? [b.ref] : [])));
-  if (refs.length === 0) return messages;
-  const byId = new Map((await calls.toolCallsByIds(pool, refs)).map((r) => [r.id, r]));
-  return messages.map((m) => ({
-    ...m,
-    content: m.content.map((b) => {
-      if (b.type !== 'tool_result' || !b.ref) return b;
-      const { ref, ...block } = b;
-      const whole = byId.get(ref)?.result;
-      if (whole == null) return block;
-      const cut = whole.length > TOOL_CALLS.modelResultChars;
-      const text = cut
-        ? `${whole.slice(0, TOOL_CALLS.modelResultChars)}\n[cut: this result is ${whole.length} characters; ` +
-          `the first ${TOOL_CALLS.modelResultChars} are shown]`
-        : whole;
-      return { ...block, content: text };
-    }),
-  }));
-}
-
-export type ToolCallDecisionAnswer =
-  | { ok: true; call: calls.ToolCallRow }
-  | { ok: false; why: 'not_found' }
-  | { ok: false; why: 'not_awaiting_approval'; status: string }
-  | { ok: false; why: Exclude<DecisionAnswer, 'taken'> };
-
-/**
- * A person's decision on a call that waits, sent to the turn or delegate waiting for it, bound to the arguments the
- * record holds: the workflow takes it only for that call, with those arguments, once.
- */
-export async function decideOnToolCall(
-  pool: Pool,
-  temporal: Client,
-  deadlineMs: number,
-  d: { agentId: string; callId: string; approved: boolean; note: string | undefined; actor: string },
-): Promise<ToolCallDecisionAnswer> {
-  const call = await calls.toolCall(pool, d.callId);
-  if (!call || call.agentId !== d.agentId) return { ok: false, why: 'not_found' };
-  if (call.status !== 'awaiting_approval') return { ok: false, why: 'not_awaiting_approval', status: call.status };
-  const decision: ToolCallDecision = {
-    callId: call.id,
-    argsDigest: call.argsDigest,
-    approved: d.approved,
-    actor: d.actor,
-    ...(d.note ? { note: d.note } : {}),
-  };
-  const answer = await submitDecision(
-    temporal,
-    deadlineMs,
-    () => temporal.workflow.getHandle(call.workflowId).executeUpdate(decideToolCall, { args: [decision] }),
-    { pool, entry: decisionAudit('tool_call', { ...d, subject: call.id }) },
-  );
-  if (answer !== 'taken') return { ok: false, why: answer };
-  // The workflow records it too; written here as well, so that the answer already shows the decision.
-  const status = d.approved ? 'approved' : 'rejected';
-  const decided = await calls.decideToolCallRecord(pool, { id: call.id, status, actor: d.actor, note: d.note });
-  return { ok: true, call: decided ?? (await calls.toolCall(pool, call.id))! };
-}
-
-export { listToolCalls, toolCall, type ToolCallRow } from '../db/tool-calls';
-
-/** A tool call as a transcript shows it: what was asked, what came back, and for a server's tool its record. */
-export interface TranscriptToolCall {
-  toolUseId: string;
-  /** The name the model called (a server's tool as `<server>__<tool>`); null when its step is not on this page. */
-  name: string | null;
-  arguments: Record<string, unknown> | null;
-  result: string;
-  isError: boolean;
-  server?: Pick<
-    calls.ToolCallRow,
-    'id' | 'server' | 'tool' | 'policy' | 'status' | 'decidedBy' | 'note' | 'durationMs'
-  >;
-}
-
-/**
- * The tool calls each `tool` row of a transcript page answers: the name and arguments from the model step that asked
- * (on the page, or the call's record), the result as the transcript keeps it, and a server tool's record beside it.
- */
-export async function transcriptToolCalls<R extends { role: string; turnId: string | null; content: ContentBlock[] }>(
-  pool: Pool,
-  transcriptKey: string,
-  rows: readonly R[],
-): Promise<(R & { toolCalls?: TranscriptToolCall[] })[]> {
-  const turnIds = [...new Set(rows.flatMap((r) => (r.role === 'tool' && r.turnId ? [r.turnId] : [])))];
-  if (turnIds.length === 0) return [...rows];
-  const key = (turnId: string | null, toolUseId: string) => `${turnId}\u0000${toolUseId}`;
-  const asked = new Map<string, ToolUseBlock>();
-  for (const r of rows) for (const b of r.content) if (b.type === 'tool_use') asked.set(key(r.turnId, b.id), b);
-  const records = new Map(
-    (await calls.toolCallsOfTurns(pool, transcriptKey, turnIds)).map((c) => [key(c.turnId, c.toolUseId), c]),
-  );
-  return rows.map((r) => {
-    if (r.role !== 'tool') return r;
-    const toolCalls = r.content.flatMap((b): TranscriptToolCall[] => {
-      if (b.type !== 'tool_result') return [];
-      const use = asked.get(key(r.turnId, b.tool_use_id));
-      const record = records.get(key(r.turnId, b.tool_use_id));
-      return [
-        {
-          toolUseId: b.tool_use_id,
-          name: use?.name ?? record?.modelName ?? null,
-          arguments: use?.input ?? record?.arguments ?? null,
-          result: b.content,
-          isError: b.is_error === true,
-          ...(record
-            ? {
-                server: {
-                  id: record.id,
-                  server: record.server,
-                  tool: record.tool,
-                  policy: record.policy,
-                  status: record.status,
-                  decidedBy: record.decidedBy,
-                  note: record.note,
-                  durationMs: record.durationMs,
-                },
-              }
-            : {}),
-        },
-      ];
-    });
-    return { ...r, toolCalls };
-  });
 }

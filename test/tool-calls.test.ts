@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
@@ -97,7 +101,7 @@ async function replyOf(agent: string, conv: string, turnId: string): Promise<str
 }
 
 describe('a read-only tool runs at once', () => {
-  it('the call reaches the server once, with its idempotency key in _meta, and the model reads its answer', async () => {
+  it('reaches the server once, with its idempotency key in _meta, and the model reads its answer', async () => {
     const agent = await agentWithShop();
     const conv = uniqueId('c');
     const res = await keel.post(
@@ -111,7 +115,8 @@ describe('a read-only tool runs at once', () => {
     expect(res.body.reply?.text).toBe('tool result: order A1: shipped');
     const sent = shop.calls.filter((c) => c.args.orderId === 'A1');
     expect(sent).toHaveLength(1);
-    const key = `${conversationWorkflowId(agent, conv)}/turn/${res.body.turnId}/call/1/tool/toolu_scripted_1_shop__lookup_order`;
+    const toolUse = 'toolu_scripted_1_shop__lookup_order';
+    const key = `${conversationWorkflowId(agent, conv)}/turn/${res.body.turnId}/call/1/tool/${toolUse}`;
     expect(sent[0]!.idempotencyKey).toBe(key);
 
     // The activity reads as what it did, in the Temporal UI.
@@ -190,7 +195,7 @@ describe('a read-only tool runs at once', () => {
 });
 
 describe('a risky tool waits for a person', () => {
-  it('it waits in the inbox with its arguments, runs exactly once when approved, and a second decision is refused', async () => {
+  it('waits in the inbox with its arguments and runs once when approved; a second decision is refused', async () => {
     const agent = await agentWithShop();
     const conv = uniqueId('c');
     const posted = await keel.post(agent, conv, {
@@ -330,5 +335,50 @@ describe('secrets stay secret', () => {
       `/v1/agents/${agent}/conversations/${conv}`,
     ])
       expect((await call('GET', url)).raw).not.toContain(TOKEN);
+  });
+});
+
+describe('the tool list follows the server', () => {
+  it("the server's tools/list_changed notification refreshes the stored list; a later turn is offered it", async () => {
+    const agent = await agentWithShop();
+    // One call opens the worker's live session with the server: the session the notification comes on.
+    await keel.post(agent, uniqueId('c'), { text: '/tool shop__lookup_order {"orderId":"L1"}' }, { wait: 30 });
+    const name = `gift_card_${uniqueId('t').slice(2)}`.replace(/-/g, '_');
+    shop.addTool(name);
+    await eventually(
+      async () =>
+        (await call<{ tools: { name: string }[] }>('GET', `/v1/agents/${agent}/tool-servers/shop`)).body.tools.some(
+          (t) => t.name === name,
+        ),
+      30_000,
+      'the new tool in the stored list',
+    );
+    const res = await keel.post(agent, uniqueId('c'), { text: `/tool shop__${name} {}` }, { wait: 30 });
+    expect(res.body.reply?.text).toBe(`tool result: ${name}`);
+  });
+});
+
+describe('a stdio server whose process dies', () => {
+  it('is started again for the next call: the worker re-initialises a lost session', async () => {
+    const agent = uniqueId('hands');
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'keel-fs-'));
+    await writeFile(path.join(dir, 'note.txt'), 'first');
+    const put = await call('PUT', `/v1/agents/${agent}/tool-servers/fs`, {
+      command: 'npx',
+      args: ['--no-install', '@modelcontextprotocol/server-filesystem', dir],
+    });
+    expect(put.status, put.raw).toBe(201);
+    const read = (c: string) =>
+      keel.post(agent, c, { text: `/tool fs__read_text_file {"path":"${path.join(dir, 'note.txt')}"}` }, { wait: 60 });
+    expect((await read(uniqueId('c'))).body.reply?.text).toBe('tool result: first');
+    // The worker's live session runs the server as a process whose command line names the folder: kill it.
+    const pids = execFileSync('pgrep', ['-f', `server-filesystem ${dir}`])
+      .toString()
+      .trim()
+      .split('\n');
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) process.kill(Number(pid), 'SIGKILL');
+    await writeFile(path.join(dir, 'note.txt'), 'second');
+    expect((await read(uniqueId('c'))).body.reply?.text).toBe('tool result: second');
   });
 });

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
+import { Writable } from 'node:stream';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
@@ -18,9 +19,18 @@ import { startWorkerProcess } from './support/workers';
 let keel: TestKeel;
 let shop: ShopHttp;
 const children: ChildProcess[] = [];
+const TOKEN = 'durable-shop-token-4e8a1c0b9d';
+/** Everything the API and the worker processes logged, at debug level: where a secret must never appear. */
+let logged = '';
+const apiLog = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    logged += chunk.toString();
+    done();
+  },
+});
 beforeAll(async () => {
-  keel = await startTestKeel({ worker: false });
-  shop = await startShopHttp();
+  keel = await startTestKeel({ worker: false, apiLog });
+  shop = await startShopHttp({ token: TOKEN });
 });
 afterEach(async () => {
   await Promise.all(children.splice(0).map((c) => stopProcess(c)));
@@ -31,7 +41,12 @@ afterAll(async () => {
 });
 
 function worker(): ChildProcess {
-  const child = startWorkerProcess(keel, inject('databaseUrl'));
+  const child = startWorkerProcess(keel, inject('databaseUrl'), { KEEL_LOG_LEVEL: 'debug' }, [
+    'ignore',
+    'pipe',
+    'pipe',
+  ]);
+  for (const out of [child.stdout, child.stderr]) out?.on('data', (d: Buffer) => (logged += d.toString()));
   children.push(child);
   return child;
 }
@@ -46,9 +61,13 @@ async function call<T>(method: 'GET' | 'PUT' | 'POST', url: string, body?: unkno
 }
 
 describe('a kill -9 of the worker while a tool call waits for a person', () => {
-  it('changes nothing: the approval runs the call exactly once and the turn replies', async () => {
+  it('changes nothing: the approval runs the call once and the turn replies; no log holds the secret', async () => {
     const agent = uniqueId('hands');
-    expect((await call('PUT', `/v1/agents/${agent}/tool-servers/shop`, { url: shop.url })).status).toBe(201);
+    const put = await call('PUT', `/v1/agents/${agent}/tool-servers/shop`, {
+      url: shop.url,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(put.status).toBe(201);
     const first = worker();
     const conv = uniqueId('c');
     const posted = await keel.post(agent, conv, {
@@ -85,6 +104,10 @@ describe('a kill -9 of the worker while a tool call waits for a person', () => {
     );
     expect(reply).toBe('tool result: refunded 3 on order K1');
     expect(shop.calls.filter((c) => c.args.orderId === 'K1')).toHaveLength(1);
+    expect(shop.authorizations).toContain(`Bearer ${TOKEN}`);
+    // The API logged its requests (the PUT among them) and the workers theirs: the header value is in none of it.
+    expect(logged).toContain('tool-servers/shop');
+    expect(logged).not.toContain(TOKEN);
   });
 });
 
@@ -100,7 +123,11 @@ describe('a delegate with the filesystem server from npm', () => {
     });
     expect(fs.status, fs.raw).toBe(201);
     // A second server the task does not allow: its delegate is not offered it.
-    expect((await call('PUT', `/v1/agents/${agent}/tool-servers/shop`, { url: shop.url })).status).toBe(201);
+    const shopPut = await call('PUT', `/v1/agents/${agent}/tool-servers/shop`, {
+      url: shop.url,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(shopPut.status).toBe(201);
     const file = path.join(dir, 'report.txt');
     const task = await call<{ number: number }>('POST', `/v1/agents/${agent}/tasks`, {
       title: 'write the report',

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { storableString } from '../../domain/text';
 import { TOOL_CALL_STATUSES } from '../../domain/tool-calls';
-import { decideOnToolCall, listToolCalls, toolCall, type ToolCallRow } from '../../services/tool-calls';
+import { decideOnToolCall, listToolCalls, toolCall, type ToolCallRow } from '../../services/tool-call-decisions';
 import { agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { decisionNotTaken, type DecisionRouteDeps } from '../decisions';

@@ -82,6 +82,8 @@ export interface TestKeelOptions {
   conversationIdleMs?: number;
   /** Where the console links runs in the Temporal UI (KEEL_TEMPORAL_UI_URL); no links when unset. */
   temporalUiUrl?: string;
+  /** The API's request log at debug level, into this stream (none otherwise). */
+  apiLog?: NodeJS.WritableStream;
   /** How long a tool call waits for a person's approval (the deployment's 24 h otherwise). */
   toolApprovalWaitMs?: number;
   /** Replaces some of the worker's activities (a test holding one at an instant it chooses). */
@@ -117,6 +119,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
     tokens: opts.tokens,
     egressAllow: egress.allow,
     secretsKey: TEST_SECRETS_KEY,
+    ...(opts.apiLog ? { logger: { level: 'debug', stream: opts.apiLog } } : {}),
     // This very node too: a test starts a command that is not an MCP server with it.
     toolCommands: [...DEFAULT_TOOL_COMMANDS, process.execPath],
     jobs,

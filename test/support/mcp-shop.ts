@@ -23,6 +23,8 @@ export const BIG_REPORT = Array.from({ length: 3_000 }, (_, i) => `line ${i}: ${
 export interface ShopOptions {
   /** Called when `charge` arrives, after it is recorded: the HTTP server drops every connection there. */
   onCharge?: () => void;
+  /** Tools added since the shop started (addTool): every session has them. */
+  extraTools?: readonly string[];
 }
 
 export function shopServer(calls: ReceivedCall[], opts: ShopOptions = {}): McpServer {
@@ -98,7 +100,19 @@ export function shopServer(calls: ReceivedCall[], opts: ShopOptions = {}): McpSe
       return { content: [{ type: 'text' as const, text: 'the item is out of stock' }], isError: true };
     },
   );
+  for (const name of opts.extraTools ?? []) addEchoTool(server, name);
   return server;
+}
+
+/** A read-only tool that answers its own name; registering it on a live server tells the client the list changed. */
+function addEchoTool(server: McpServer, name: string): void {
+  server.registerTool(
+    name,
+    { description: `The ${name} tool.`, inputSchema: {}, annotations: { readOnlyHint: true } },
+    () => ({
+      content: [{ type: 'text' as const, text: name }],
+    }),
+  );
 }
 
 export interface ShopHttp {
@@ -106,6 +120,8 @@ export interface ShopHttp {
   calls: ReceivedCall[];
   /** Header values each request carried (a test checks the credentials arrived). */
   authorizations: string[];
+  /** Adds a tool to every session, live and to come: live ones send notifications/tools/list_changed. */
+  addTool(name: string): void;
   close(): Promise<void>;
 }
 
@@ -114,6 +130,8 @@ export async function startShopHttp(opts: { token?: string } = {}): Promise<Shop
   const calls: ReceivedCall[] = [];
   const authorizations: string[] = [];
   const transports = new Map<string, StreamableHTTPServerTransport>();
+  const servers: McpServer[] = [];
+  const extraTools: string[] = [];
   const httpServer: http.Server = http.createServer((req, res) => {
     authorizations.push(req.headers.authorization ?? '');
     if (opts.token && req.headers.authorization !== `Bearer ${opts.token}`) {
@@ -128,7 +146,12 @@ export async function startShopHttp(opts: { token?: string } = {}): Promise<Shop
         onsessioninitialized: (id) => void transports.set(id, created),
       });
       transport = created;
-      void shopServer(calls, { onCharge: () => setImmediate(() => httpServer.closeAllConnections()) }).connect(created);
+      const server = shopServer(calls, {
+        onCharge: () => setImmediate(() => httpServer.closeAllConnections()),
+        extraTools,
+      });
+      servers.push(server);
+      void server.connect(created);
     }
     void transport.handleRequest(req, res);
   });
@@ -138,6 +161,10 @@ export async function startShopHttp(opts: { token?: string } = {}): Promise<Shop
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
     authorizations,
+    addTool(name) {
+      extraTools.push(name);
+      for (const s of servers) if (s.isConnected()) addEchoTool(s, name);
+    },
     async close() {
       for (const t of transports.values()) await t.close().catch(() => undefined);
       httpServer.closeAllConnections();

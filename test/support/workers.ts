@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { temporal } from '@temporalio/proto';
 import { inject } from 'vitest';
 import { spawnWorker } from '../../scripts/processes';
@@ -12,6 +12,7 @@ export function startWorkerProcess(
   keel: TestKeel,
   databaseUrl: string,
   env: Record<string, string> = {},
+  stdio: StdioOptions = ['ignore', 'ignore', 'inherit'],
 ): ChildProcess {
   return spawnWorker(
     {
@@ -26,7 +27,7 @@ export function startWorkerProcess(
       KEEL_SECRETS_KEY: TEST_SECRETS_KEY,
       ...env,
     },
-    ['ignore', 'ignore', 'inherit'],
+    stdio,
   );
 }
 
