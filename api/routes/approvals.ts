@@ -20,10 +20,14 @@ const Waiting = {
   approve: Decision,
   reject: Decision,
 };
-const RoutineRunApproval = z.object({
-  kind: z.literal('routine_run'),
+/** What every kind of approval begins with: its kind, its agent, and the id its decision is about. */
+const about = <K extends string>(kind: K, id: string) => ({
+  kind: z.literal(kind),
   agentId: z.string(),
-  id: z.string().describe('The run id'),
+  id: z.string().describe(id),
+});
+const RoutineRunApproval = z.object({
+  ...about('routine_run', 'The run id'),
   appId: z.string(),
   slug: z.string(),
   label: z.string().describe("The routine's label (its slug when the routine was deleted since)"),
@@ -33,9 +37,7 @@ const RoutineRunApproval = z.object({
   ...Waiting,
 });
 const ProposalApproval = z.object({
-  kind: z.literal('proposal'),
-  agentId: z.string(),
-  id: z.string().describe('The proposal id'),
+  ...about('proposal', 'The proposal id'),
   reason: z.string().describe('Why it waits for a person (the human_approval check)'),
   changes: z.array(Change),
   conversationIds: z.array(z.string()),
@@ -48,9 +50,7 @@ const ProposalApproval = z.object({
   ...Waiting,
 });
 const ToolCallApproval = z.object({
-  kind: z.literal('tool_call'),
-  agentId: z.string(),
-  id: z.string().describe("The tool call's id"),
+  ...about('tool_call', "The tool call's id"),
   server: z.string(),
   tool: z.string(),
   modelName: z.string(),

@@ -5,8 +5,8 @@ import { ConfirmDialog } from '../confirm-dialog';
 import { describeDelivery } from '../delivery';
 import { ErrorAlert } from '../error-alert';
 import { FileDiff } from '../file-diff';
-import { href } from '../routes';
 import { expiresIn, instant, waitingFor } from '../time';
+import { LearnedFrom } from '../learned-from';
 import { useAction } from '../use-action';
 
 type Verdict = 'approve' | 'reject';
@@ -175,17 +175,7 @@ function ProposalDetails({ item }: { item: ProposalApproval }) {
         <FileDiff key={f.path} path={f.path} before={f.before} after={f.after} />
       ))}
       <ProposalChecks checks={item.checks} />
-      {item.conversationIds?.length ? (
-        <p className="learned">
-          Learned from{' '}
-          {item.conversationIds.map((c, i) => (
-            <span key={c}>
-              {i > 0 ? ', ' : ''}
-              <a href={href({ view: 'conversation', conversationId: c })}>{c}</a>
-            </span>
-          ))}
-        </p>
-      ) : null}
+      <LearnedFrom conversationIds={item.conversationIds ?? []} />
     </>
   );
 }
