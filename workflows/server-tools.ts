@@ -61,7 +61,7 @@ export interface ServerToolContext {
 }
 
 export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext): Promise<ToolResultBlock> {
-  const prepared = await tools.prepareToolCall({ ...ctx.source, toolUse: call, workflowId: ctx.workflowId });
+  const prepared = await store.prepareToolCall({ ...ctx.source, toolUse: call, workflowId: ctx.workflowId });
   if (prepared.kind === 'answer') return resultBlock(call.id, prepared.content, true);
   let how: string = prepared.kind === 'run' ? prepared.policy : 'approved';
   if (prepared.kind === 'approve') {
