@@ -7,11 +7,11 @@ import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
-// Keel's layers (docs/design.md): contracts ← workflows, activities, services ← api, worker; domain under all of
-// them. Keel imports its own code by relative path and a restricted-import pattern sees the specifier as written, so
-// a file `depth` folders below the repository root reaches the top-level folder X as `../` × depth, then X. Each
-// layer's rules are therefore stated once and applied at every depth up to MAX_DEPTH (layer/x.ts is depth 1,
-// layer/a/x.ts depth 2).
+// Keel's layers (docs/design.md): contracts ← workflows, activities, services ← api, worker; adapters (outside
+// systems) under activities and services; domain under all of them. Keel imports its own code by relative path and
+// a restricted-import pattern sees the specifier as written, so a file `depth` folders below the repository root
+// reaches the top-level folder X as `../` × depth, then X. Each layer's rules are therefore stated once and applied
+// at every depth up to MAX_DEPTH (layer/x.ts is depth 1, layer/a/x.ts depth 2).
 const MAX_DEPTH = 5;
 const folders = (names) => `(${names.join('|')})(/|$)`;
 /** Relative imports that land in one of `names`. */
@@ -102,6 +102,13 @@ export default tseslint.config(
         'replayed, deterministic workflow sandbox.',
     },
     {
+      to: 'activities/.',
+      message:
+        "Layer rule (workflows → activities): a workflow may use the type of Keel's activities (`KeelActivities` " +
+        'from activities/) and nothing else of that folder. Payload types a workflow shares with its steps live in ' +
+        'contracts/ or domain/.',
+    },
+    {
       to: outside(['contracts', 'domain', 'workflows', 'activities']),
       message:
         'Layer rule (workflows): workflows import only contracts/, domain/, their own folder and activity types. ' +
@@ -131,6 +138,26 @@ export default tseslint.config(
         'Layer rule (api → activities): the API never imports activities/: that would load worker code ' +
         '(isolated-vm included) into the API process. What the API and activities both need lives in services/ ' +
         '(or domain/).',
+    },
+    {
+      to: 'db/(?!(pool|migrate)$)',
+      message:
+        "Layer rule (api → db): routes go through services/, which own each table's rules and queries. The API " +
+        'imports only db/pool (its Pool) and db/migrate (start-up) of db/.',
+    },
+    {
+      to: into(['adapters']),
+      message:
+        'Layer rule (api → adapters): the API reaches outside systems (model providers, transports, the sandbox, ' +
+        'the egress-guarded client) only through services/.',
+    },
+  ]),
+  ...layerRules('adapters', [
+    {
+      to: outside(['adapters', 'domain']),
+      message:
+        'Layer rule (adapters): adapters/ hold each outside system behind a small interface and import only ' +
+        'domain/ (its types and rules). What they need of PostgreSQL or Temporal is handed to them by the caller.',
     },
   ]),
   ...layerRules('domain', [

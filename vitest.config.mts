@@ -8,8 +8,8 @@ export default defineConfig({
     // One real Temporal dev server and one real PostgreSQL for the whole run (test/setup/global-setup.ts).
     globalSetup: ['test/setup/global-setup.ts'],
     pool: 'forks',
-    // Tests allow loopback explicitly: their receivers and fakes listen on 127.0.0.1. This is the allow list of the
-    // egress guard that transports built without one use (services/egress.ts); no test connects anywhere else.
+    // Tests allow loopback explicitly: their receivers and fakes listen on 127.0.0.1. Processes a test starts (a
+    // worker, the API, npm start) read it through domain/config.ts; no test connects anywhere else.
     env: { KEEL_EGRESS_ALLOW: 'loopback' },
     // The crash tests kill processes and stop the database; files run one at a time so timings stay honest.
     fileParallelism: false,

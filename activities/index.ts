@@ -1,18 +1,21 @@
-import { publishDelta } from '../db/events';
 import type { Pool } from '../db/pool';
+import { textDeltaPublisher } from '../services/streamed-text';
 import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
 import { delegationActivities } from './delegation';
-import { jobRunActivities } from './jobs';
-import { deliveryActivities, type Transports } from './delivery/deliver-reply';
-import { modelActivities, type ModelDeps } from './model/call-model';
-import { routineRunActivities } from './routines/run';
+import { jobRunActivities } from './job-run';
+import type { Transports } from '../adapters/delivery/transport';
+import { deliveryActivities } from './delivery';
+import { modelActivities, type ModelActivityDeps } from './model';
+import { routineRunActivities } from './routine-run';
 import { reflectionActivities } from './reflection';
+import { replayActivities } from './replay';
+import type { WorkflowSource } from '../services/replay';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { MODEL_PRICES, type PriceTable } from '../domain/spend';
 import type { RateLimits } from '../domain/rate-limits';
-import type { EgressGuard } from '../services/egress';
+import type { EgressGuard } from '../adapters/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
 export interface ActivityDeps {
@@ -20,37 +23,28 @@ export interface ActivityDeps {
   provider: ModelProvider;
   defaultModel: string;
   transports: Transports;
-  onTextDelta?: ModelDeps['onTextDelta'];
+  onTextDelta?: ModelActivityDeps['onTextDelta'];
   /** Scheduling settings of the run activities (retry backoff, floors). */
   jobs?: Omit<JobSettings, 'taskQueue'>;
   /** Routine limits (sandbox memory and time, approval wait) and integrations. */
   routines?: RoutineSettings;
   /** Reflection cadence, tiers, gates and the daily cost ceiling. */
   reflection?: ReflectionSettings;
-  /** The egress guard of routine integrations (the process's KEEL_EGRESS_ALLOW when unset). */
-  egress?: EgressGuard;
+  /** The egress guard of routine integrations. */
+  egress: EgressGuard;
   /** How long a conversation this worker starts (a job's) stays open idle; CONVERSATION.idleCloseMs when unset. */
   conversationIdleMs?: number;
   /** USD per million tokens per model (KEEL_MODEL_PRICES over domain/spend.ts MODEL_PRICES when unset). */
   prices?: PriceTable;
   /** Provider rate limits per model (KEEL_RATE_LIMITS), shared by every worker; none when unset. */
   rateLimits?: RateLimits;
+  /** The workflow code this worker runs, which an operator's replay checks a history against. */
+  workflows: WorkflowSource;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
 export function createActivities(deps: ActivityDeps) {
-  // Streamed text goes to live event streams by NOTIFY, never into workflow history; a lost delta is only a delta.
-  // One NOTIFY at a time per conversation, so deltas arrive in order and a fast stream holds one connection at most.
-  const sending = new Map<string, Promise<void>>();
-  const onTextDelta =
-    deps.onTextDelta ??
-    ((key: string, turnId: string, delta: string) => {
-      const next = (sending.get(key) ?? Promise.resolve())
-        .then(() => publishDelta(deps.pool, key, turnId, delta))
-        .catch(() => undefined);
-      sending.set(key, next);
-      void next.then(() => sending.get(key) === next && sending.delete(key));
-    });
+  const onTextDelta = deps.onTextDelta ?? textDeltaPublisher(deps.pool);
   const prices = deps.prices ?? MODEL_PRICES;
   const rates = deps.rateLimits && { provider: deps.provider.name, limits: deps.rateLimits };
   return {
@@ -61,6 +55,7 @@ export function createActivities(deps: ActivityDeps) {
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
     ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
     ...reflectionActivities({ ...deps, prices, rates, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
+    ...replayActivities(deps),
   };
 }
 

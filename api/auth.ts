@@ -52,3 +52,9 @@ const tokenActor = (digest: Buffer) => `token:${digest.toString('hex').slice(0, 
 export function assertAgentAccess(req: FastifyRequest, agentId: string): void {
   if (req.agentScope !== '*' && req.agentScope !== agentId) throw notFound(`agent ${agentId}`);
 }
+
+/** A route's path parameters, once the caller may act for their agent (assertAgentAccess): 404 otherwise. */
+export function agentParams<P extends { agentId: string }>(req: FastifyRequest & { params: P }): P {
+  assertAgentAccess(req, req.params.agentId);
+  return req.params;
+}

@@ -1,18 +1,10 @@
-import { status } from '@grpc/grpc-js';
-import {
-  isGrpcServiceError,
-  QueryRejectedError,
-  ServiceError,
-  WorkflowClient,
-  WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
-  type Client,
-} from '@temporalio/client';
+import { QueryRejectedError, WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { stateQuery } from '../contracts/conversation';
 import type { ConversationState, SubmitResult } from '../domain/conversation';
 import { conversationWorkflowId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
 import * as conversations from '../services/conversation';
+import { temporalUnavailable } from '../services/temporal-status';
 import { ApiError } from './errors';
 
 /**
@@ -34,23 +26,12 @@ export async function submitToConversation(
     // The Update validator refused the message: the same rules as the API's own schema, so this is rare.
     if (err instanceof WorkflowUpdateFailedError)
       throw new ApiError(400, 'invalid_message', err.cause?.message ?? err.message);
-    if (
-      err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
-      (err instanceof ServiceError && isConnectionFailure(err))
-    ) {
+    if (temporalUnavailable(err)) {
       const why = 'Temporal or the Keel worker did not accept the message in time; retry with the same messageId';
       throw new ApiError(503, 'unavailable', why, { messageId: message.messageId });
     }
     throw err;
   }
-}
-
-/** Temporal could not be reached or did not answer in time, as opposed to refusing the request. */
-function isConnectionFailure(err: ServiceError): boolean {
-  const code = isGrpcServiceError(err.cause) ? err.cause.code : undefined;
-  return (
-    code === status.UNAVAILABLE || code === status.DEADLINE_EXCEEDED || code === status.CANCELLED || code === undefined
-  );
 }
 
 /** What the API shows of a conversation's state. */

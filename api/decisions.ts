@@ -1,38 +1,20 @@
-import {
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
-  type Client,
-} from '@temporalio/client';
-import { recordAudit, type NewAuditEntry } from '../db/audit';
+import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
-import { isTemporalUnavailable, temporalStatus } from '../services/temporal-status';
+import type { DecisionAnswer } from '../services/approvals';
 import { ApiError } from './errors';
 
 /**
- * A human's decision, sent to the workflow waiting for it as an Update. Bounded: with Temporal or every worker down
- * the client gets a 503 (deciding twice is refused, so a retry is safe). A refusal of the validator (decided
- * meanwhile, or no longer waiting) or a workflow that is gone is a 409 saying `notWaiting`. A decision Temporal took
- * goes into the audit trail; one it refused changed nothing and does not.
+ * The API's answer to a decision Temporal did not take: the workflow no longer waits for it (decided meanwhile, no
+ * longer waiting, or gone) is a 409 saying `notWaiting`; not in time (Temporal or every worker down) is a 503.
  */
-export async function sendDecision(
-  temporal: Client,
-  deadlineMs: number,
-  update: () => Promise<unknown>,
-  notWaiting: string,
-  audit: { pool: Pool; entry: NewAuditEntry },
-): Promise<void> {
-  try {
-    await temporal.withDeadline(Date.now() + deadlineMs, update);
-  } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError)
-      throw new ApiError(409, 'not_awaiting_approval', notWaiting);
-    // Only "not in time" is worth a retry; anything else Temporal refuses goes to the error handler as what it is.
-    const status = temporalStatus(err);
-    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (status && isTemporalUnavailable(status))) {
-      throw new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
-    }
-    throw err;
-  }
-  await recordAudit(audit.pool, audit.entry);
+export const decisionNotTaken = (answer: Exclude<DecisionAnswer, 'taken'>, notWaiting: string): ApiError =>
+  answer === 'not_waiting'
+    ? new ApiError(409, 'not_awaiting_approval', notWaiting)
+    : new ApiError(503, 'unavailable', 'Temporal or the Keel worker did not take the decision in time; retry');
+
+/** What the routes that take a person's decision need: PostgreSQL, Temporal, and how long a decision may take. */
+export interface DecisionRouteDeps {
+  pool: Pool;
+  temporal: Client;
+  temporalDeadlineMs: number;
 }

@@ -1,12 +1,6 @@
 import type { Delivery } from '../domain/delivery';
-import { parseEgressAllow, staticEgressCheck, type EgressAllow } from '../domain/egress';
+import { staticEgressCheck, type EgressAllow } from '../domain/egress';
 import { ApiError } from './errors';
-
-/**
- * The allow list the API checks configured URLs against: the one the worker's egress guard uses, from the same
- * environment, unless the API is given one.
- */
-export const envEgressAllow = (): EgressAllow => parseEgressAllow(process.env.KEEL_EGRESS_ALLOW);
 
 /**
  * A configured webhook that can never pass the egress guard (its host is a refused address, or a name that always

@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { EVENTS_CHANNEL, type ConversationEvent } from '../db/events';
 import type { Pool } from '../db/pool';
+import { EVENTS_CHANNEL, type ConversationEvent } from '../services/events';
 
 /** What a stream hears: an announcement (a delta, or an id to read up to), or that announcements were lost. */
 export interface Subscriber {

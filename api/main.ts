@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     routines: config.routines,
     workerMetricsUrl: config.workerMetricsUrl,
     temporalUiUrl: config.temporalUiUrl,
+    egressAllow: config.egress.allow,
   });
   await app.listen({ host: config.api.host, port: config.api.port });
 

@@ -10,6 +10,7 @@ import {
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
+import type { EgressAllow } from '../domain/egress';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
 import { CONSOLE_DIST, consoleRoutes } from './console';
@@ -24,10 +25,16 @@ import { approvalRoutes } from './routes/approvals';
 import { spendRoutes } from './routes/spend';
 import { conversationRoutes } from './routes/conversations';
 import { appRoutes } from './routes/apps';
-import { delegationRoutes } from './routes/delegation';
+import { taskRoutes } from './routes/tasks';
+import { skillRoutes } from './routes/skills';
+import { delegateRoutes } from './routes/delegates';
 import { jobRoutes } from './routes/jobs';
 import { routineRoutes } from './routes/routines';
+import { routineRunRoutes } from './routes/routine-runs';
+import { routineToolRoutes } from './routes/routine-tools';
+import { artifactRoutes } from './routes/artifacts';
 import { memoryRoutes } from './routes/memory';
+import { proposalRoutes } from './routes/proposals';
 import { runRoutes } from './routes/runs';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
@@ -48,6 +55,8 @@ export interface ApiDeps {
   workerMetricsUrl?: string;
   /** The Temporal Web UI's base URL (KEEL_TEMPORAL_UI_URL), for the console's links to runs; null or unset: none. */
   temporalUiUrl?: string | null;
+  /** The egress guard's allow list (KEEL_EGRESS_ALLOW), which configured webhook URLs are checked against. */
+  egressAllow: EgressAllow;
   /** Where the built console is (console/dist unless a test says otherwise). */
   consoleDir?: string;
 }
@@ -177,24 +186,26 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // preClose: fastify waits for the requests in flight before onClose, and a live stream never ends by itself.
   app.addHook('preClose', () => hub.close());
   await app.register(eventRoutes({ pool: deps.pool, hub }));
-  await app.register(agentRoutes(deps.pool, deps.temporal));
+  await app.register(agentRoutes(deps.pool, deps.temporal, deps.egressAllow));
   await app.register(auditRoutes(deps.pool));
   await app.register(approvalRoutes(deps.pool));
   await app.register(spendRoutes(deps.pool));
   const temporalDeadlineMs = deps.temporalDeadlineMs ?? 15_000;
   const conversations = { ...deps, hub, temporalDeadlineMs, closing: closing.signal };
   await app.register(conversationRoutes(conversations));
-  await app.register(delegationRoutes(deps));
+  await app.register(taskRoutes(deps.pool));
+  await app.register(skillRoutes(deps.pool));
+  await app.register(delegateRoutes(deps));
   await app.register(appRoutes(deps.pool));
-  await app.register(runRoutes({ temporal: deps.temporal, namespace: deps.temporal.options.namespace }));
-  await app.register(memoryRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(
-    routineRoutes({
-      ...deps,
-      floorMs: deps.routines?.floorMs ?? DEFAULT_ROUTINE_SETTINGS.floorMs,
-      temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000,
-    }),
+    runRoutes({ temporal: deps.temporal, namespace: deps.temporal.options.namespace, taskQueue: deps.taskQueue }),
   );
+  await app.register(memoryRoutes(deps.pool));
+  await app.register(proposalRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
+  await app.register(routineRoutes({ ...deps, floorMs: deps.routines?.floorMs ?? DEFAULT_ROUTINE_SETTINGS.floorMs }));
+  await app.register(routineRunRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
+  await app.register(routineToolRoutes(deps.pool));
+  await app.register(artifactRoutes(deps.pool));
   await app.register(
     jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }),
   );

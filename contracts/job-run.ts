@@ -11,3 +11,10 @@ export type JobRunWorkflow = (input: JobRunInput) => Promise<void>;
 
 /** Sent by the job's conversation once the turn answering `messageId` has ended and its end is committed. */
 export const jobTurnEnded = defineSignal<[{ messageId: string }]>('jobTurnEnded');
+
+/** How a job's turn ended, as its run books it. */
+export type TurnResult =
+  | { status: 'ok'; text: string }
+  | { status: 'error'; error: string }
+  /** A budget stopped the turn: not the job's failure (docs/spend.md). */
+  | { status: 'budget'; error: string };

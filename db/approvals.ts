@@ -6,7 +6,9 @@ import { memoryVersion } from './memory';
 import { exactInstant, type PageRequest } from './page';
 import type { Queryable } from './pool';
 import { proposalsByIds, type ProposalRow } from './proposals';
-import { gatedTargets, routineLabels, routineRef, runsByIds, type RoutineRunRow } from './routines';
+import { gatedTargets } from './routine-journal';
+import { runsByIds, type RoutineRunRow } from './routine-runs';
+import { routineLabels, routineRef } from './routines';
 
 /** Something waiting for a person's decision: a routine run stopped at a gate, or a reflection proposal. */
 export interface WaitingApproval {

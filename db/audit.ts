@@ -29,15 +29,16 @@ export interface NewAuditEntry {
   detail?: unknown;
 }
 
+/** An audit entry's detail as stored (jsonb, or null when there is none): the audit trail's and the jobs' log's. */
+export const auditDetail = (detail: unknown): string | null => (detail === undefined ? null : JSON.stringify(detail));
+
 /** One decision, written with the change it records when `db` is that change's transaction. */
 export async function recordAudit(db: Queryable, e: NewAuditEntry): Promise<void> {
-  await db.query('INSERT INTO audit_trail (agent_id, action, actor, subject, detail) VALUES ($1, $2, $3, $4, $5)', [
-    e.agentId,
-    e.action,
-    e.actor,
-    e.subject,
-    e.detail === undefined ? null : JSON.stringify(e.detail),
-  ]);
+  const values = [e.agentId, e.action, e.actor, e.subject, auditDetail(e.detail)];
+  await db.query(
+    'INSERT INTO audit_trail (agent_id, action, actor, subject, detail) VALUES ($1, $2, $3, $4, $5)',
+    values,
+  );
 }
 
 /** An agent's entries, newest first: at most `limit`, all older than the entry `before` when given. */

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
-import type { Queryable } from './pool';
+import { conversationEventId } from '../domain/ids';
+import { inTransaction, type Pool, type Queryable } from './pool';
 
 /** The NOTIFY channel every conversation event goes through. */
 export const EVENTS_CHANNEL = 'keel_events';
@@ -28,15 +29,17 @@ const MAX_NOTIFY_BYTES = 7_500;
 
 /**
  * Records a finished event and announces it, in the caller's transaction (a PoolClient inside one): NOTIFY is
- * delivered on commit, so an event of work that rolled back is never seen. Once per dedupe key.
+ * delivered on commit, so an event of work that rolled back is never seen. Once per type and `about` (the ids of what
+ * it is about), so a retried step publishes it once.
  */
 export async function publishEvent(
   db: PoolClient,
   key: string,
   type: Exclude<ConversationEventType, 'text.delta'>,
-  dedupeKey: string,
+  about: readonly (string | number)[],
   data: Record<string, unknown>,
 ): Promise<void> {
+  const dedupeKey = conversationEventId(type, ...about);
   // Held until commit: the events of one conversation commit in the order of their ids, so a stream that has read up
   // to an id never finds a smaller one committed later.
   await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
@@ -72,4 +75,15 @@ export async function eventsAfter(
     [key, afterId, limit],
   );
   return rows.map((r) => ({ id: Number(r.id), key, type: r.type, data: r.data }));
+}
+
+/** One event published in a transaction of its own. */
+export function publishEventNow(
+  pool: Pool,
+  key: string,
+  type: Exclude<ConversationEventType, 'text.delta'>,
+  about: readonly (string | number)[],
+  data: Record<string, unknown>,
+): Promise<void> {
+  return inTransaction(pool, (db) => publishEvent(db, key, type, about, data));
 }

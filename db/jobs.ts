@@ -1,6 +1,7 @@
 import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import type { JobSchedule } from '../domain/jobs';
 import type { Queryable } from './pool';
+import { auditDetail } from './audit';
 
 export type JobStatus = 'active' | 'paused' | 'completed' | 'failed';
 
@@ -193,13 +194,8 @@ export async function audit(
   db: Queryable,
   e: { jobId: string; agentId: string; action: string; actor: string; detail?: unknown },
 ): Promise<void> {
-  await db.query('INSERT INTO job_audit (job_id, agent_id, action, actor, detail) VALUES ($1, $2, $3, $4, $5)', [
-    e.jobId,
-    e.agentId,
-    e.action,
-    e.actor,
-    e.detail === undefined ? null : JSON.stringify(e.detail),
-  ]);
+  const values = [e.jobId, e.agentId, e.action, e.actor, auditDetail(e.detail)];
+  await db.query('INSERT INTO job_audit (job_id, agent_id, action, actor, detail) VALUES ($1, $2, $3, $4, $5)', values);
 }
 
 // ---- runs ---------------------------------------------------------------------------------------------------------

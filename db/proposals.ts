@@ -63,18 +63,8 @@ const proposalOf = (r: Row): ProposalRow => ({
  */
 export async function insertProposal(
   db: Queryable,
-  p: {
-    id: string;
-    agentId: string;
-    workflowId: string;
-    status: ProposalStatus;
-    answer: ProposalAnswer;
-    checks: Check[];
-    baseVersion: number;
-    tier: string;
-    conversationIds: string[];
-    approvalWaitMs: number;
-  },
+  p: Pick<ProposalRow, 'id' | 'agentId' | 'workflowId' | 'status' | 'answer' | 'checks' | 'baseVersion'> &
+    Pick<ProposalRow, 'conversationIds'> & { tier: string; approvalWaitMs: number },
 ): Promise<ProposalRow> {
   await db.query(
     `INSERT INTO proposals (id, agent_id, workflow_id, status, answer, checks, base_version, tier, conversation_ids,

@@ -1,7 +1,4 @@
-import type { ModelResponse } from '../domain/model';
-
-/** A queued answer; `delayMs` makes the scripted model stream it slowly, heartbeating. */
-export type ScriptedResponse = Omit<ModelResponse, 'model'> & { delayMs?: number };
+import type { ScriptedResponse } from '../domain/scripted-model';
 import type { Pool, Queryable } from './pool';
 
 /** Queues an exact response for the scripted model in one conversation (tests and demos). */

@@ -1,4 +1,4 @@
-import type { ModelUsage } from '../domain/model';
+import type { CallSpend, ModelUsage } from '../domain/model';
 import {
   RESERVATION_HOLD_MS,
   type BudgetLimit,
@@ -8,6 +8,7 @@ import {
   type Payer,
 } from '../domain/spend';
 import { inTransaction, type Pool, type Queryable } from './pool';
+import { spendLockKey } from '../domain/ids';
 
 /** A budget that the call's worst case would overrun: which one, its limit, and what is already counted against it. */
 export interface Overrun {
@@ -63,7 +64,7 @@ export async function reserve(
   r: { callKey: string; payer: Payer; model: string; worstUsd: number; budgets: BudgetLimit[] },
 ): Promise<Overrun | undefined> {
   return inTransaction(pool, async (db) => {
-    await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`spend:${r.payer.agentId}`]);
+    await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [spendLockKey(r.payer.agentId)]);
     for (const b of r.budgets) {
       const { spentUsd, heldUsd } = await counted(db, r.payer.agentId, b.scope, r.callKey);
       if (spentUsd + heldUsd + r.worstUsd > b.limitUsd) {
@@ -132,16 +133,6 @@ export async function settle(
 }
 
 /** One call's tokens and cost, settled so far. */
-export interface CallSpend {
-  model: string;
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  costUsd: number;
-  reservedUsd: number;
-}
-
 export async function callSpend(db: Queryable, callKey: string): Promise<CallSpend | undefined> {
   const { rows } = await db.query<Record<string, string>>(
     `SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, reserved_usd

@@ -26,10 +26,6 @@ export async function recordWorkflowTaskFailure(
   );
 }
 
-/** keel_workflow_task_failures_total: failed workflow tasks by workflow type and cause (api/metrics.ts). */
-export const WORKFLOW_TASK_FAILURE_TOTALS_SQL = `SELECT workflow_type AS type, cause, sum(failures) AS n
-  FROM workflow_task_failures GROUP BY 1, 2`;
-
 /** An agent's runs whose task failed, as the workers recorded them, the latest failing first. */
 export async function failingRunsOf(pool: Pool, agentId: string): Promise<WorkflowTaskFailure[]> {
   const { rows } = await pool.query<WorkflowTaskFailure>(

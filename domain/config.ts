@@ -91,6 +91,8 @@ const Env = z.object({
   KEEL_WORKER_METRICS_ADDRESS: z.string().optional(),
   /** The URL the API fetches those from, to append them to its /metrics. */
   KEEL_WORKER_METRICS_URL: z.string().url().optional(),
+  /** A prebuilt workflow bundle the worker runs instead of bundling the sources at start (tests, the soak, benches). */
+  KEEL_WORKFLOW_BUNDLE: z.string().min(1).optional(),
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
   /** A conversation idle this long closes its workflow; its next message starts a new run. */
@@ -286,6 +288,8 @@ export interface KeelConfig {
   logLevel: string;
   workerMetricsAddress?: string;
   workerMetricsUrl?: string;
+  /** A prebuilt workflow bundle for the worker (KEEL_WORKFLOW_BUNDLE); the sources, bundled at start, when unset. */
+  workflowBundle?: string;
   /** OpenTelemetry tracing: on when an OTLP endpoint is set (the exporter reads the OTEL_* variables itself). */
   tracing?: { endpoint: string };
   /** How long a conversation stays open without work before its workflow closes. */
@@ -338,6 +342,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     logLevel: e.KEEL_LOG_LEVEL,
     workerMetricsAddress: e.KEEL_WORKER_METRICS_ADDRESS,
     workerMetricsUrl: e.KEEL_WORKER_METRICS_URL,
+    ...(e.KEEL_WORKFLOW_BUNDLE ? { workflowBundle: e.KEEL_WORKFLOW_BUNDLE } : {}),
     ...(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || e.OTEL_EXPORTER_OTLP_ENDPOINT
       ? { tracing: { endpoint: (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)! } }
       : {}),

@@ -1,4 +1,5 @@
 import type { DeliveryOutcome } from './delivery';
+import type { ToolResultBlock } from './model';
 import type { MessageMode } from './messages';
 
 export const CONVERSATION = {
@@ -84,4 +85,16 @@ export interface ConversationInput {
     /** Retrigger turns since the last user message. */
     retriggers: number;
   };
+}
+
+/** The tool results of one model call, appended as one `tool` message. */
+export interface ToolResults {
+  callIndex: number;
+  results: ToolResultBlock[];
+}
+
+/** Keel's own note to the model (a blocked plain-text reply), after a model call. */
+export interface TurnNote {
+  callIndex: number;
+  text: string;
 }

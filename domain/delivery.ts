@@ -91,6 +91,23 @@ export const MODEL_TARGET_REFUSED =
   'the model may only name a destination that a person configured for this agent, never give a URL or a Slack ' +
   'target; leave delivery out to keep the results in Keel, or ask the owner to configure a destination';
 
+export interface DeliverReplyInput {
+  conversationKey: string;
+  agentId: string;
+  conversationId: string;
+  turnId: string;
+  /** The transcript row of the reply (its text becomes readable through the API whatever the delivery does). */
+  replySeq: number;
+  text: string;
+  /** Idempotency key: the same on every retry and replay of this delivery. */
+  effectKey: string;
+}
+
+export interface DeliveryReport {
+  outcome: DeliveryOutcome;
+  attempts: number;
+}
+
 /**
  * Outcome of one delivery: `delivered`, or a kind with its reason. `skipped` means Keel chose not to send
  * (nothing to send to); `dropped` means the target refused it for good; `error` means retries ran out.

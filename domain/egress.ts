@@ -3,7 +3,7 @@ import ipaddr from 'ipaddr.js';
 /**
  * The egress guard's rules, pure: which addresses Keel refuses to connect to, the operator's exceptions
  * (`KEEL_EGRESS_ALLOW`), and the check the API can make before anything resolves (a URL whose host is an address, or
- * a name that always means this machine). The resolving, connecting half lives in services/egress.ts.
+ * a name that always means this machine). The resolving, connecting half lives in adapters/egress.ts.
  */
 
 /** Why an address is refused. Every address outside ipaddr.js's `unicast` range is refused; these name the range. */

@@ -29,6 +29,11 @@ export function reflectionWorkflowId(agentId: string): string {
   return `reflect:${agentId}`;
 }
 
+/** An operator's replay of a run, served by a worker (contracts/replay-run.ts); its memo names the run. */
+export function replayRunWorkflowId(nonce: string): string {
+  return `replay:${nonce}`;
+}
+
 /** A job's Temporal Schedule, and the workflow id prefix of its runs (Temporal appends the fire time). */
 export function jobScheduleId(jobId: string): string {
   return `job:${jobId}`;
@@ -71,12 +76,12 @@ export function jobDeliveryEffectKey(runId: string): string {
   return `${runId}/delivery`;
 }
 
-/** Idempotency key of the notice to a job's owner that the job failed for good. */
 /** The owner's notice that a budget stopped a model call: once per agent, budget and period. */
 export function budgetNoticeEffectKey(agentId: string, periodKey: string): string {
   return `budget-notice:${agentId}:${periodKey}`;
 }
 
+/** Idempotency key of the notice to a job's owner that the job failed for good. */
 export function jobFailedNoticeEffectKey(jobId: string, runId: string): string {
   return `job:${jobId}/failed-notice/${runId}`;
 }
@@ -90,6 +95,53 @@ export function stuckConversationNoticeEffectKey(conversationKey: string, conver
 export const transcriptOrigin = {
   userMessage: (messageId: string) => `msg:${messageId}`,
   modelCall: (turnId: string, call: number) => `turn:${turnId}:call:${call}`,
+  /** What an interrupted model call had streamed: never under the call's own origin, never a finished answer. */
+  partialModelCall: (turnId: string, call: number) => `turn:${turnId}:call:${call}:partial`,
   toolResults: (turnId: string, call: number) => `turn:${turnId}:results:${call}`,
   note: (turnId: string, what: string) => `turn:${turnId}:note:${what}`,
+  retrigger: (turnId: string) => `retrigger:${turnId}`,
+  /** A delegate's task message, the first row of its own transcript. */
+  task: 'task',
+  /** A forked delegate's copy of its conversation: the note before it, then each row by its seq. */
+  forkNote: 'fork:note',
+  fork: (seq: number) => `fork:${seq}`,
+  delegateFinished: (delegateId: string, outcomeVersion: number) => `delegate-finished:${delegateId}:${outcomeVersion}`,
+  backgroundResult: (delegateId: string) => `background:${delegateId}`,
+  routineRun: (runId: string, part: 'prompt' | 'digest') => `routine-run:${runId}:${part}`,
+};
+
+/** A conversation event's key (db/events.ts): its type and what it is about, so a retried step publishes it once. */
+export function conversationEventId(type: string, ...about: (string | number)[]): string {
+  return [type, ...about].join(':');
+}
+
+/** The message a job run's attempt asks its conversation with: one per attempt, the same on every retry. */
+export function jobTurnMessageId(runId: string, attempt: number): string {
+  return `${runId}#${attempt}`;
+}
+
+/** A queued turn summary of reflection, by conversation and turn. */
+export function turnSummaryKey(s: { conversationId: string; turnId: string }): string {
+  return `${s.conversationId}#${s.turnId}`;
+}
+
+/** The advisory lock that orders an agent's spend reservations. */
+export function spendLockKey(agentId: string): string {
+  return `spend:${agentId}`;
+}
+
+/** Reflection's model calls, each booked under its key in reflection's cost ledger and, prefixed, in spend's. */
+export const reflectionCallKey = {
+  gate: (turnId: string) => `gate:${turnId}`,
+  tier: (proposalId: string, tier: number) => `${proposalId}:tier${tier}`,
+  judge: (proposalId: string, judge: number) => `${proposalId}:judge${judge}`,
+  spend: (callKey: string) => `reflect:${callKey}`,
+};
+
+/** Keys of a routine run's calls: its capabilities' effects (upsert, send, integration), `ai.*` and authoring. */
+export const routineCallKey = {
+  effect: (runId: string, at: number, effect: 'upsert' | 'send' | 'integration') => `${runId}/call/${at}/${effect}`,
+  ai: (runId: string, at: number) => `${runId}/ai/${at}`,
+  /** The model call that writes the run's tool: 1, or 2 for its repair. */
+  authoring: (runId: string, call: number) => `${runId}/authoring/${call}`,
 };

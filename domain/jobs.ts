@@ -230,3 +230,16 @@ export function afterDelivery(deleteAfterRun: boolean, outcome: DeliveryOutcome)
   const kind = outcomeKind(outcome);
   return kind === 'delivered' || kind === 'skipped' ? 'deleted' : 'failed';
 }
+
+/** What the agent's `schedule` tool is called with. */
+export interface ScheduleToolInput {
+  action: 'create' | 'list' | 'delete' | 'run' | 'pause' | 'resume';
+  jobId?: string;
+  name?: string;
+  description?: string;
+  schedule?: JobSchedule;
+  task?: string;
+  /** A destination's name; a Delivery object only in calls recorded before named destinations (refused now). */
+  delivery?: string | Delivery;
+  deleteAfterRun?: boolean;
+}

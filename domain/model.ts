@@ -108,3 +108,35 @@ export class ModelRequestError extends Error {
 }
 
 export const ZERO_USAGE: ModelUsage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+
+/** A turn's or a delegate's model step. The transcript travels by reference: the step reads it up to `throughSeq`. */
+export interface CallModelInput {
+  conversationKey: string;
+  agentId: string;
+  turnId: string;
+  callIndex: number;
+  throughSeq: number;
+  toolNames: string[];
+  /** Set for a delegate's model calls: its system prompt is its task, skills and instructions. */
+  delegateId?: string;
+}
+
+/** One model step, committed to the transcript at `seq` before the workflow hears of it. */
+export interface ModelStep {
+  seq: number;
+  stopReason: StopReason;
+  content: (TextBlock | ToolUseBlock)[];
+  /** What the call used and cost, as the ledger holds it: shown with the activity's result in the Temporal UI. */
+  spend?: CallSpend;
+}
+
+/** What one model call used and cost, as the ledger holds it. */
+export interface CallSpend {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+  reservedUsd: number;
+}

@@ -1,5 +1,13 @@
 import { RETRIGGER_PREFIX, TASK_PREFIX } from './delegation';
-import type { ModelMessage, TextBlock, ToolResultBlock, ToolUseBlock } from './model';
+import type { ModelMessage, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock } from './model';
+
+/** A queued answer; `delayMs` makes the scripted model stream it slowly, heartbeating. */
+export type ScriptedResponse = Omit<ModelResponse, 'model'> & { delayMs?: number };
+
+/** Where the scripted model takes queued answers from: once per model call, the same one again on its retry. */
+export interface ScriptedQueue {
+  take(conversationKey: string, callKey: string): Promise<ScriptedResponse | undefined>;
+}
 
 /**
  * The scripted model's rules: deterministic, offline, and driven by the user's own text so that real clients can

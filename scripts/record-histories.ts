@@ -10,10 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { createScriptedProvider } from '../activities/model/scripted';
-import { noneTransport } from '../activities/delivery/none';
-import { slackTransport } from '../activities/delivery/slack';
-import { webhookTransport } from '../activities/delivery/webhook';
+import { scriptedProvider } from '../worker/wiring';
+import { noneTransport } from '../adapters/delivery/none';
+import { slackTransport } from '../adapters/delivery/slack';
+import { webhookTransport } from '../adapters/delivery/webhook';
 import { buildApi } from '../api/server';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
@@ -21,11 +21,13 @@ import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from
 import { DEFAULT_REFLECTION_SETTINGS } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
-import { historyJson } from '../worker/replay';
+import { historyJson } from '../services/run-history';
 import { createKeelWorker } from '../worker/worker';
 import { startDevServer } from './dev-server';
 import { freePort } from './ports';
 import { startPostgresOnFreePort } from './postgres-process';
+import { createEgressGuard } from '../adapters/egress';
+import { parseEgressAllow } from '../domain/egress';
 
 const OUT = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -47,7 +49,17 @@ async function main(): Promise<void> {
   const jobs = { ...DEFAULT_JOB_SETTINGS, backoffMs: [300, 300, 300, 300, 300] };
   // Short, so that a conversation closes idle within the recording (and a busy one never does).
   const conversationIdleMs = 3_000;
-  const api = await buildApi({ pool, temporal: client, taskQueue, tokens: undefined, jobs, conversationIdleMs });
+  // The recording's webhooks (if any) go to this machine: loopback is allowed, nothing else.
+  const egress = createEgressGuard({ allow: parseEgressAllow('loopback') });
+  const api = await buildApi({
+    pool,
+    temporal: client,
+    taskQueue,
+    tokens: undefined,
+    jobs,
+    conversationIdleMs,
+    egressAllow: egress.allow,
+  });
   const native = await NativeConnection.connect({ address: temporal.address });
   const worker = await createKeelWorker({
     connection: native,
@@ -55,9 +67,10 @@ async function main(): Promise<void> {
     taskQueue,
     deps: {
       pool,
-      provider: createScriptedProvider(pool),
+      provider: scriptedProvider(pool),
       defaultModel: 'scripted',
-      transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) },
+      transports: { none: noneTransport(), webhook: webhookTransport({ egress }), slack: slackTransport({ egress }) },
+      egress,
       jobs,
       routines: DEFAULT_ROUTINE_SETTINGS,
       reflection: { ...DEFAULT_REFLECTION_SETTINGS, drainAtQueued: 1, approvalFiles: [] },

@@ -13,7 +13,8 @@ import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../domain/config';
-import { fetchHistory, historyJson, queryHistories, replayHistories, type HistoryRef } from '../worker/replay';
+import { replayHistories } from '../services/replay';
+import { fetchHistory, historyJson, queryHistories, type HistoryRef } from '../services/run-history';
 import { WORKFLOWS_PATH } from '../worker/bundle';
 import { temporalConnectionOptions } from '../services/temporal-connection';
 

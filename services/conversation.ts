@@ -1,15 +1,27 @@
 /**
  * What a caller of a conversation does, whether the API (a user's message) or a job's run (its task): submit a
- * message to the conversation's workflow, then wait for the turn that answers it.
+ * message to the conversation's workflow, then wait for the turn that answers it. And the conversation as the API
+ * reads it: the agent's conversations, and one's state and transcript.
  */
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { CONVERSATION_WORKFLOW, submitMessage, type ConversationWorkflow } from '../contracts/conversation';
-import { getTurn, turnOfMessage, type TurnView } from '../db/conversations';
+import {
+  conversationExists,
+  conversationStateFromDb,
+  getTurn,
+  listMessages,
+  turnOfMessage,
+  type TranscriptView,
+  type TurnView,
+} from '../db/conversations';
 import type { Pool } from '../db/pool';
-import { isFinished, type FinishedTurnStatus, type SubmitResult } from '../domain/conversation';
+import { isFinished, type ConversationState, type FinishedTurnStatus, type SubmitResult } from '../domain/conversation';
 import { conversationWorkflowId, submitMessageUpdateId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
+
+// A read the API serves as it is.
+export { listConversations, type ConversationSummary } from '../db/conversations';
 
 export interface ConversationAddress {
   agentId: string;
@@ -94,4 +106,26 @@ export async function waitForTurnEnd<Stop = never>(
     }
     if (stopped !== undefined) return stopped;
   }
+}
+
+/** What the API shows of a conversation's state. */
+export type ConversationStateView = Pick<ConversationState, 'busy' | 'queued' | 'liveDelegates'>;
+
+/**
+ * A conversation's state and a page of its transcript (the messages after seq `afterSeq`); undefined when there is no
+ * such conversation. The state is the workflow's own, asked by `liveState` while the transcript is read; when the
+ * workflow does not answer, the state PostgreSQL holds, without live delegates.
+ */
+export async function conversationWithTranscript(
+  pool: Pool,
+  agentId: string,
+  conversationId: string,
+  page: { afterSeq: number; limit: number },
+  liveState: () => Promise<ConversationStateView | undefined>,
+): Promise<{ state: ConversationStateView; messages: TranscriptView[] } | undefined> {
+  const key = conversationWorkflowId(agentId, conversationId);
+  if (!(await conversationExists(pool, key))) return undefined;
+  const [messages, live] = await Promise.all([listMessages(pool, key, page.afterSeq, page.limit), liveState()]);
+  const state = live ?? { ...(await conversationStateFromDb(pool, key)), liveDelegates: [] };
+  return { state, messages };
 }

@@ -25,6 +25,9 @@ import { SA } from '../domain/search-attributes';
 import type { JobSettings } from './job-settings';
 import { startScheduleActionNow } from './run-now';
 
+// Reads the API serves as they are.
+export { getJob, listJobs, type JobRow } from '../db/jobs';
+
 type JobRefusal = { code: 'not_found' | 'not_active' | 'not_paused'; message: string; status: 404 | 409 };
 export type JobResult<T> = { ok: true; value: T } | { ok: false; error: JobRuleError | JobRefusal };
 
@@ -156,15 +159,24 @@ const refused = (code: 'not_active' | 'not_paused', message: string): JobResult<
   error: { code, message, status: 409 },
 });
 
-/** Pause acts on the row and the Schedule together; a run under way finishes but leaves the job paused. */
-export function pauseJob(
+/** An action on one of an agent's jobs, by `actor` (a person's token, or the agent): the audit trail names it. */
+type JobAction<T> = (
   pool: Pool,
   client: Client,
   agentId: string,
   jobId: string,
   actor: string,
-): Promise<JobResult<jobsDb.JobRow>> {
-  return withJob(pool, agentId, jobId, async (job) => {
+) => Promise<JobResult<T>>;
+
+/** The job as it is after `action`, which the job's audit log records. */
+async function audited(pool: Pool, job: jobsDb.JobRow, action: string, actor: string) {
+  await jobsDb.audit(pool, { jobId: job.id, agentId: job.agentId, action, actor });
+  return { ok: true as const, value: (await jobsDb.getJob(pool, job.agentId, job.id))! };
+}
+
+/** Pause acts on the row and the Schedule together; a run under way finishes but leaves the job paused. */
+export const pauseJob: JobAction<jobsDb.JobRow> = (pool, client, agentId, jobId, actor) =>
+  withJob(pool, agentId, jobId, async (job) => {
     if (job.status !== 'active') return refused('not_active', `job ${job.name} is ${job.status}, not active`);
     // The Schedule first: if it cannot be paused, the row still says what is true.
     await client.schedule.getHandle(jobScheduleId(job.id)).pause(`paused by ${actor}`);
@@ -172,20 +184,12 @@ export function pauseJob(
     if (!(await jobsDb.moveJob(pool, job.id, 'active', 'paused', { nextRunAt: null }))) {
       return refused('not_active', `job ${job.name} changed meanwhile`);
     }
-    await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'pause', actor });
-    return { ok: true, value: (await jobsDb.getJob(pool, agentId, jobId))! };
+    return audited(pool, job, 'pause', actor);
   });
-}
 
 /** Resume recomputes the next run and resets the error count. */
-export function resumeJob(
-  pool: Pool,
-  client: Client,
-  agentId: string,
-  jobId: string,
-  actor: string,
-): Promise<JobResult<jobsDb.JobRow>> {
-  return withJob(pool, agentId, jobId, async (job) => {
+export const resumeJob: JobAction<jobsDb.JobRow> = (pool, client, agentId, jobId, actor) =>
+  withJob(pool, agentId, jobId, async (job) => {
     if (job.status !== 'paused') return refused('not_paused', `job ${job.name} is ${job.status}, not paused`);
     const next = nextFire(job.schedule, new Date());
     if (!next) {
@@ -196,35 +200,20 @@ export function resumeJob(
     if (!(await jobsDb.moveJob(pool, job.id, 'paused', 'active', { nextRunAt, resetErrors: true }))) {
       return refused('not_paused', `job ${job.name} changed meanwhile`);
     }
-    await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'resume', actor });
-    return { ok: true, value: (await jobsDb.getJob(pool, agentId, jobId))! };
+    return audited(pool, job, 'resume', actor);
   });
-}
 
 /** Run now: only an active job (409 otherwise); the run is the Schedule's own action, like any fire's. */
-export function runJobNow(
-  pool: Pool,
-  client: Client,
-  agentId: string,
-  jobId: string,
-  actor: string,
-): Promise<JobResult<jobsDb.JobRow>> {
-  return withJob(pool, agentId, jobId, async (job) => {
+export const runJobNow: JobAction<jobsDb.JobRow> = (pool, client, agentId, jobId, actor) =>
+  withJob(pool, agentId, jobId, async (job) => {
     if (job.status !== 'active') return refused('not_active', `job ${job.name} is ${job.status}, not active`);
     await startScheduleActionNow(client, jobScheduleId(job.id));
     await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'run', actor });
     return { ok: true, value: job };
   });
-}
 
-export function deleteJob(
-  pool: Pool,
-  client: Client,
-  agentId: string,
-  jobId: string,
-  actor: string,
-): Promise<JobResult<{ id: string }>> {
-  return withJob(pool, agentId, jobId, async (job) => {
+export const deleteJob: JobAction<{ id: string }> = (pool, client, agentId, jobId, actor) =>
+  withJob(pool, agentId, jobId, async (job) => {
     await client.schedule
       .getHandle(jobScheduleId(job.id))
       .delete()
@@ -237,6 +226,10 @@ export function deleteJob(
     });
     return { ok: true, value: { id: job.id } };
   });
+
+/** A job's runs, skipped fires included. */
+export function listJobRuns(pool: Pool, agentId: string, jobId: string): Promise<JobResult<jobsDb.RunView[]>> {
+  return withJob(pool, agentId, jobId, async () => ({ ok: true, value: await jobsDb.listRuns(pool, jobId) }));
 }
 
 /** The Schedule's own next fire, or null (none, or the Schedule is gone). */

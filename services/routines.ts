@@ -1,7 +1,8 @@
 /**
  * Routine management, for the API, and the guard against a run its workflow abandoned, for the run activity too: a
- * routine is a row in PostgreSQL and a Temporal Schedule, changed together. Every function takes (pool, client, …)
- * in that order.
+ * routine is a row in PostgreSQL and a Temporal Schedule, changed together. The API's reads of a routine's runs,
+ * transcript and tools, and a person's decision on a run waiting for approval, are here too. Every function takes
+ * (pool, client, …) in that order.
  */
 import {
   ScheduleNotFoundError,
@@ -10,19 +11,27 @@ import {
   type ScheduleOptions,
   type ScheduleOptionsStartWorkflowAction,
 } from '@temporalio/client';
-import { ROUTINE_RUN_WORKFLOW, type RoutineRunWorkflow } from '../contracts/routine-run';
+import { decideApproval, ROUTINE_RUN_WORKFLOW, type RoutineRunWorkflow } from '../contracts/routine-run';
 import { getApp } from '../db/apps';
+import { listMessages, type TranscriptView } from '../db/conversations';
 import type { PageRequest } from '../db/page';
 import { inTransaction, type Pool } from '../db/pool';
+import * as routineRunsDb from '../db/routine-runs';
+import { listTools, type SavedToolRow } from '../db/routine-tools';
 import * as routinesDb from '../db/routines';
-import { routineScheduleId } from '../domain/ids';
+import { conversationWorkflowId, routineConversationId, routineScheduleId } from '../domain/ids';
 import { checkRoutineSchedule, type RoutineDefinition } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
+import { decisionAudit, submitDecision, type DecisionAnswer } from './approvals';
 import { startScheduleActionNow } from './run-now';
 import { workflowIsOpen } from './workflow-state';
 
+// A read the API serves as it is, and the rows the API shows.
+export { getArtifact } from '../db/artifacts';
+export type { RoutineRunRow } from '../db/routine-runs';
+
 export type RoutineRefusal = {
-  code: 'not_found' | 'invalid_schedule' | 'routine_paused' | 'not_paused' | 'run_in_flight';
+  code: 'not_found' | 'invalid_schedule' | 'routine_paused' | 'not_paused' | 'run_in_flight' | 'not_awaiting_approval';
   message: string;
   status: 400 | 404 | 409;
 };
@@ -90,15 +99,20 @@ export async function getRoutineView(
   return r && view(client, r);
 }
 
-/** An app's routines by slug, a page at a time, each with its next fire (its Schedules are asked at once). */
+/**
+ * An app's routines by slug, a page at a time, each with its next fire (its Schedules are asked at once); 404 when
+ * there is no such app.
+ */
 export async function listRoutineViews(
   pool: Pool,
   client: Client,
   agentId: string,
   appId: string,
   page: PageRequest<string>,
-): Promise<RoutineView[]> {
-  return Promise.all((await routinesDb.listRoutines(pool, agentId, appId, page)).map((r) => view(client, r)));
+): Promise<RoutineResult<RoutineView[]>> {
+  if (!(await getApp(pool, agentId, appId))) return refuse('not_found', `app ${appId} not found`, 404);
+  const routines = await routinesDb.listRoutines(pool, agentId, appId, page);
+  return { ok: true, value: await Promise.all(routines.map((r) => view(client, r))) };
 }
 
 /**
@@ -166,16 +180,19 @@ async function withRoutine<T>(
   return fn(r);
 }
 
-/** Pause acts on the routine and its Schedule together; a paused routine does not fire (the run checks it too). */
-export function pauseRoutine(
+/** An action on one routine of an app, by `actor` (a person's token): the Schedule is told who did it. */
+type RoutineAction<T> = (
   pool: Pool,
   client: Client,
   agentId: string,
   appId: string,
   slug: string,
   actor: string,
-): Promise<RoutineResult<RoutineView>> {
-  return withRoutine(pool, agentId, appId, slug, async (r) => {
+) => Promise<RoutineResult<T>>;
+
+/** Pause acts on the routine and its Schedule together; a paused routine does not fire (the run checks it too). */
+export const pauseRoutine: RoutineAction<RoutineView> = (pool, client, agentId, appId, slug, actor) =>
+  withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is already paused`, 409);
     // The row first, so that a fire racing the pause finds it paused; the row goes back if the Schedule refuses.
     await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'active', 'paused');
@@ -187,17 +204,10 @@ export function pauseRoutine(
     }
     return { ok: true, value: await view(client, { ...r, status: 'paused' }) };
   });
-}
 
-export function resumeRoutine(
-  pool: Pool,
-  client: Client,
-  agentId: string,
-  appId: string,
-  slug: string,
-  actor: string,
-): Promise<RoutineResult<RoutineView>> {
-  return withRoutine(pool, agentId, appId, slug, async (r) => {
+/** Resume unpauses the Schedule, then the routine. */
+export const resumeRoutine: RoutineAction<RoutineView> = (pool, client, agentId, appId, slug, actor) =>
+  withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status !== 'paused') return refuse('not_paused', `routine ${slug} is not paused`, 409);
     // The Schedule first: if it cannot be unpaused, the row still says paused and a resume can be tried again. A fire
     // between the two finds the row paused and runs nothing.
@@ -205,7 +215,6 @@ export function resumeRoutine(
     await routinesDb.setRoutineStatus(pool, agentId, appId, slug, 'paused', 'active');
     return { ok: true, value: await view(client, { ...r, status: 'active' }) };
   });
-}
 
 /** Run now: 409 when paused or when a run is in flight; the run starts with the Schedule's own action. */
 export function runRoutineNow(
@@ -217,7 +226,7 @@ export function runRoutineNow(
 ): Promise<RoutineResult<{ triggered: true }>> {
   return withRoutine(pool, agentId, appId, slug, async (r) => {
     if (r.status === 'paused') return refuse('routine_paused', `routine ${slug} is paused: resume it first`, 409);
-    const inFlight = await routinesDb.runInFlight(pool, agentId, appId, slug);
+    const inFlight = await routineRunsDb.runInFlight(pool, agentId, appId, slug);
     if (inFlight && !(await abandonIfClosed(pool, client, inFlight))) {
       const what = inFlight.status === 'running' ? 'running' : 'waiting for approval';
       return refuse('run_in_flight', `run ${inFlight.runId} of routine ${slug} is still ${what}`, 409);
@@ -252,9 +261,78 @@ export function deleteRoutine(
  * A run recorded as in flight whose workflow has ended without finishing it (terminated outside Keel) is closed as
  * abandoned, so that it does not block the routine. Answers whether it was; throws when Temporal cannot tell.
  */
-export async function abandonIfClosed(pool: Pool, client: Client, run: routinesDb.RoutineRunRow): Promise<boolean> {
+export async function abandonIfClosed(pool: Pool, client: Client, run: routineRunsDb.RoutineRunRow): Promise<boolean> {
   if (await workflowIsOpen(client, run.workflowId, run.runId)) return false;
   const digest = 'abandoned: its workflow ended without finishing the run';
-  await routinesDb.finishRun(pool, run.runId, { status: 'error', digest, artifactId: null });
+  await routineRunsDb.finishRun(pool, run.runId, { status: 'error', digest, artifactId: null });
   return true;
+}
+
+/** A routine's runs, newest first. */
+export function listRoutineRuns(
+  pool: Pool,
+  agentId: string,
+  appId: string,
+  slug: string,
+): Promise<RoutineResult<routineRunsDb.RoutineRunRow[]>> {
+  return withRoutine(pool, agentId, appId, slug, async () => ({
+    ok: true,
+    value: await routineRunsDb.listRuns(pool, agentId, appId, slug),
+  }));
+}
+
+/** A routine's transcript (its sessionId, a conversation of its own): each run's prompt and digest. */
+export function routineTranscript(
+  pool: Pool,
+  agentId: string,
+  appId: string,
+  slug: string,
+): Promise<RoutineResult<{ sessionId: string; messages: TranscriptView[] }>> {
+  return withRoutine(pool, agentId, appId, slug, async () => {
+    const sessionId = routineConversationId(appId, slug);
+    const messages = await listMessages(pool, conversationWorkflowId(agentId, sessionId), 0, 1000);
+    return { ok: true, value: { sessionId, messages } };
+  });
+}
+
+/** A run of one of the agent's routines (another agent's run is not found). */
+export async function getRoutineRun(
+  pool: Pool,
+  agentId: string,
+  runId: string,
+): Promise<routineRunsDb.RoutineRunRow | undefined> {
+  const run = await routineRunsDb.getRun(pool, runId);
+  return run && run.agentId === agentId ? run : undefined;
+}
+
+/**
+ * A person approves or rejects the gated action of a run waiting for approval: the decision goes to the run's
+ * workflow within `deadlineMs` and, once Temporal took it, into the audit trail. The answer says how it fared.
+ */
+export async function decideOnRoutineRun(
+  pool: Pool,
+  client: Client,
+  deadlineMs: number,
+  d: { agentId: string; runId: string; approved: boolean; note: string | undefined; actor: string },
+): Promise<RoutineResult<DecisionAnswer>> {
+  const { agentId, runId } = d;
+  const run = await getRoutineRun(pool, agentId, runId);
+  if (!run) return refuse('not_found', `routine run ${runId} not found`, 404);
+  if (run.status !== 'needs_approval')
+    return refuse('not_awaiting_approval', `run ${runId} is ${run.status}, not waiting for approval`, 409);
+  const handle = client.workflow.getHandle(run.workflowId, undefined, { firstExecutionRunId: runId });
+  const decision = { approved: d.approved, ...(d.note ? { note: d.note } : {}) };
+  const answer = await submitDecision(
+    client,
+    deadlineMs,
+    () => handle.executeUpdate(decideApproval, { args: [decision] }),
+    { pool, entry: decisionAudit('routine_run', { ...d, subject: runId }) },
+  );
+  return { ok: true, value: answer };
+}
+
+/** An app's saved tools, the latest version of each; 404 when there is no such app. */
+export async function listAppTools(pool: Pool, agentId: string, appId: string): Promise<RoutineResult<SavedToolRow[]>> {
+  if (!(await getApp(pool, agentId, appId))) return refuse('not_found', `app ${appId} not found`, 404);
+  return { ok: true, value: await listTools(pool, agentId, appId) };
 }

@@ -1,5 +1,10 @@
 import { status } from '@grpc/grpc-js';
-import { isGrpcServiceError, NamespaceNotFoundError, ServiceError } from '@temporalio/client';
+import {
+  isGrpcServiceError,
+  NamespaceNotFoundError,
+  ServiceError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
 
 export interface TemporalStatus {
   code: status;
@@ -22,12 +27,30 @@ export function temporalStatus(err: unknown): TemporalStatus | undefined {
   return { code: grpc.code, name: status[grpc.code] ?? `status ${grpc.code}`, details };
 }
 
+/** The statuses that mean "not now" rather than "no": the same call may well succeed later. */
+const UNAVAILABLE = new Set([
+  status.UNAVAILABLE,
+  status.RESOURCE_EXHAUSTED,
+  status.DEADLINE_EXCEEDED,
+  status.CANCELLED,
+]);
+
 /**
- * Temporal could not be reached, was overloaded (rate limits) or did not answer in time: the same call may well
- * succeed later (the SDK has already retried the first two).
+ * Temporal could not be reached, was overloaded (rate limits) or did not answer in time (the caller's deadline
+ * cancels the call): the same call may well succeed later (the SDK has already retried the first two).
  */
 export function isTemporalUnavailable(s: TemporalStatus): boolean {
-  return s.code === status.UNAVAILABLE || s.code === status.RESOURCE_EXHAUSTED || s.code === status.DEADLINE_EXCEEDED;
+  return UNAVAILABLE.has(s.code);
+}
+
+/**
+ * The one rule for "Temporal is unavailable", for any error a Temporal call threw: its status says so, an Update did
+ * not complete within the deadline, or the connection failed before Temporal answered with any status.
+ */
+export function temporalUnavailable(err: unknown): boolean {
+  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
+  const s = temporalStatus(err);
+  return s ? isTemporalUnavailable(s) : err instanceof ServiceError;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAnthropicProvider } from '../activities/model/anthropic';
+import { createAnthropicProvider } from '../adapters/model/anthropic';
 import {
   ModelRequestError,
   ModelRetryableError,
@@ -8,6 +8,7 @@ import {
   type ModelRequest,
 } from '../domain/model';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic';
+import { loopbackEgress } from './support/egress';
 
 const API_KEY = 'sk-ant-test-key';
 
@@ -70,7 +71,12 @@ describe('anthropic provider against a fake Messages API', () => {
 
   beforeAll(async () => {
     fake = await startFakeAnthropic();
-    provider = createAnthropicProvider({ apiKey: API_KEY, baseURL: fake.url, defaultModel: 'claude-default' });
+    provider = createAnthropicProvider({
+      apiKey: API_KEY,
+      baseURL: fake.url,
+      defaultModel: 'claude-default',
+      egress: loopbackEgress,
+    });
   });
   afterAll(async () => {
     await fake.close();

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAnthropicProvider } from '../activities/model/anthropic';
+import { createAnthropicProvider } from '../adapters/model/anthropic';
 import { conversationWorkflowId } from '../domain/ids';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { loopbackEgress } from './support/egress';
 
 let fake: FakeAnthropic;
 let keel: TestKeel;
@@ -11,7 +12,12 @@ beforeAll(async () => {
   fake = await startFakeAnthropic();
   keel = await startTestKeel({
     provider: () =>
-      createAnthropicProvider({ apiKey: 'sk-test-not-real', baseURL: fake.url, defaultModel: 'claude-test' }),
+      createAnthropicProvider({
+        apiKey: 'sk-test-not-real',
+        baseURL: fake.url,
+        defaultModel: 'claude-test',
+        egress: loopbackEgress,
+      }),
   });
 });
 afterAll(async () => {

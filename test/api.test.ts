@@ -4,6 +4,7 @@ import { buildApi } from '../api/server';
 import { conversationWorkflowId } from '../domain/ids';
 import { freePort } from '../scripts/ports';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { LOOPBACK_ALLOW } from './support/egress';
 
 let keel: TestKeel;
 let secured: TestKeel;
@@ -260,6 +261,7 @@ describe('a dependency that is down', () => {
       temporal: new Client({ connection: lazy }),
       taskQueue: 'nowhere',
       tokens: undefined,
+      egressAllow: LOOPBACK_ALLOW,
       temporalDeadlineMs: 2_000,
     });
     try {
@@ -289,7 +291,13 @@ describe('a dependency that is down', () => {
     // interceptors: the SDK's retries of UNAVAILABLE would only make the test wait longer for the same answer.)
     const lazy = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500, interceptors: [] });
     const temporal = new Client({ connection: lazy });
-    const api = await buildApi({ pool: keel.pool, temporal, taskQueue: 'nowhere', tokens: undefined });
+    const api = await buildApi({
+      pool: keel.pool,
+      temporal,
+      taskQueue: 'nowhere',
+      tokens: undefined,
+      egressAllow: LOOPBACK_ALLOW,
+    });
     try {
       const a = uniqueId('a');
       const app = await send(keel, 'PUT', `/v1/agents/${a}/apps/crm`, { payload: '{"name":"crm","tables":[]}' });

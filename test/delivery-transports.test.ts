@@ -3,12 +3,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { noneTransport } from '../activities/delivery/none';
-import { slackTransport } from '../activities/delivery/slack';
-import type { OutboundMessage } from '../activities/delivery/transport';
-import { webhookTransport } from '../activities/delivery/webhook';
+import { noneTransport } from '../adapters/delivery/none';
+import { slackTransport } from '../adapters/delivery/slack';
+import type { OutboundMessage } from '../adapters/delivery/transport';
+import { webhookTransport } from '../adapters/delivery/webhook';
 import { parseEgressAllow } from '../domain/egress';
-import { createEgressGuard } from '../services/egress';
+import { createEgressGuard } from '../adapters/egress';
 import { startFakeSlack } from './support/fake-slack';
 import { startWebhookReceiver, type ReceivedWebhook } from './support/webhook-receiver';
 

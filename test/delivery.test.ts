@@ -2,18 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliveryActivities, type DeliverReplyInput } from '../activities/delivery/deliver-reply';
-import { noneTransport } from '../activities/delivery/none';
-import { slackTransport } from '../activities/delivery/slack';
-import { webhookTransport } from '../activities/delivery/webhook';
+import { deliveryActivities } from '../activities/delivery';
+import type { DeliverReplyInput } from '../domain/delivery';
+import { noneTransport } from '../adapters/delivery/none';
+import { slackTransport } from '../adapters/delivery/slack';
+import { webhookTransport } from '../adapters/delivery/webhook';
 import { acceptInbound, appendTranscriptTx } from '../db/conversations';
 import { parseEgressAllow } from '../domain/egress';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
-import { createEgressGuard } from '../services/egress';
+import { createEgressGuard } from '../adapters/egress';
 import { startFakeSlack, type FakeSlack } from './support/fake-slack';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import { loopbackEgress } from './support/egress';
 
 let keel: TestKeel;
 let slack: FakeSlack;
@@ -21,7 +23,9 @@ let slack: FakeSlack;
 beforeAll(async () => {
   slack = await startFakeSlack();
   keel = await startTestKeel({
-    transports: { slack: slackTransport({ token: 'xoxb-test', apiUrl: slack.url, owner: 'U0OWNER1' }) },
+    transports: {
+      slack: slackTransport({ token: 'xoxb-test', apiUrl: slack.url, owner: 'U0OWNER1', egress: loopbackEgress }),
+    },
   });
 });
 afterAll(async () => {

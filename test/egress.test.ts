@@ -2,9 +2,9 @@ import { createServer, type Server } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
-import { slackTransport } from '../activities/delivery/slack';
-import { webhookTransport } from '../activities/delivery/webhook';
-import { createAnthropicProvider } from '../activities/model/anthropic';
+import { slackTransport } from '../adapters/delivery/slack';
+import { webhookTransport } from '../adapters/delivery/webhook';
+import { createAnthropicProvider } from '../adapters/model/anthropic';
 import { parseEgressAllow } from '../domain/egress';
 import { ModelRequestError, type ModelCallContext } from '../domain/model';
 import {
@@ -14,7 +14,7 @@ import {
   EgressRefusedError,
   type EgressGuard,
   type Resolver,
-} from '../services/egress';
+} from '../adapters/egress';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { author, finished, routineApi } from './support/routines';
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { writeFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
@@ -28,5 +28,19 @@ describe('the layers, as the processes load them', () => {
     const loaded = await modulesLoadedBy('worker/main.ts');
     expect(loaded.some((m) => m.includes(`${path.sep}isolated-vm${path.sep}`))).toBe(true);
     expect(loaded.some((m) => m.endsWith(path.join('activities', 'index.ts')))).toBe(true);
+  });
+});
+
+describe('activities/, as the worker registers it', () => {
+  it('exports activity factories only: each value of a file of activities/ is a function …Activities', async () => {
+    const dir = path.join(REPO_ROOT, 'activities');
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.ts'));
+    const exported: string[] = [];
+    for (const f of files) {
+      const mod = (await import(path.join(dir, f))) as Record<string, unknown>;
+      for (const [name, value] of Object.entries(mod)) exported.push(`${f}:${name}:${typeof value}`);
+    }
+    expect(exported.filter((e) => !/:[a-z][A-Za-z]*Activities:function$/.test(e))).toEqual([]);
+    expect(exported).toContain('index.ts:createActivities:function');
   });
 });

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliverOnce } from '../activities/delivery/deliver-reply';
-import { noneTransport } from '../activities/delivery/none';
-import { slackTransport } from '../activities/delivery/slack';
-import { webhookTransport } from '../activities/delivery/webhook';
+import { deliverOnce } from '../services/delivery';
+import { noneTransport } from '../adapters/delivery/none';
+import { slackTransport } from '../adapters/delivery/slack';
+import { webhookTransport } from '../adapters/delivery/webhook';
 import { conversationWorkflowId } from '../domain/ids';
 import { queueAnswer, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import { loopbackEgress } from './support/egress';
 
 /**
  * The limits of a turn and of a delivery, by behaviour and with their literal values (5 model calls, 6 send
@@ -47,7 +48,11 @@ describe('limits by behaviour, with their literal values', () => {
   });
 
   it('a delivery to a target that keeps failing gives up after exactly 6 send attempts', async () => {
-    const transports = { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) };
+    const transports = {
+      none: noneTransport(),
+      webhook: webhookTransport({ egress: loopbackEgress }),
+      slack: slackTransport({ egress: loopbackEgress }),
+    };
     const effectKey = `limits/${randomUUID()}`;
     const delivery = {
       effectKey,

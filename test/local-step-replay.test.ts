@@ -6,7 +6,7 @@ import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/clie
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { spawnTs } from '../scripts/processes';
-import { historyJson } from '../worker/replay';
+import { historyJson } from '../services/run-history';
 import { uniqueId } from './support/keel';
 import { raceSubmit } from './support/local-step-race-workflows';
 

@@ -2,8 +2,13 @@ import { ActivityCancellationDetails, CancelledFailure } from '@temporalio/commo
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelActivities, type CallModelInput, type ModelStep } from '../activities/model/call-model';
-import { createScriptedProvider } from '../activities/model/scripted';
+import { modelActivities } from '../activities/model';
+import type { CallModelInput, ModelStep } from '../domain/model';
+import { noneTransport } from '../adapters/delivery/none';
+import { webhookTransport } from '../adapters/delivery/webhook';
+import { slackTransport } from '../adapters/delivery/slack';
+import { loopbackEgress } from './support/egress';
+import { scriptedProvider } from '../worker/wiring';
 import { acceptInbound, appendTranscriptTx } from '../db/conversations';
 import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
@@ -40,9 +45,14 @@ async function seed(text: string): Promise<CallModelInput> {
 const activities = () =>
   modelActivities({
     pool: keel.pool,
-    provider: createScriptedProvider(keel.pool),
+    provider: scriptedProvider(keel.pool),
     defaultModel: 'scripted',
     prices: MODEL_PRICES,
+    transports: {
+      none: noneTransport(),
+      webhook: webhookTransport({ egress: loopbackEgress }),
+      slack: slackTransport({ egress: loopbackEgress }),
+    },
   });
 
 async function assistantRows(key: string) {

@@ -1,7 +1,7 @@
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { reflectionWorkflowId } from '../domain/ids';
-import { createScriptedProvider } from '../activities/model/scripted';
+import { scriptedProvider } from '../worker/wiring';
 import type { ModelRequest } from '../domain/model';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { failedChecks, propose, reflectionApi, skipWithEdits, type ReflectionView } from './support/reflection';
@@ -21,7 +21,7 @@ beforeAll(async () => {
     startTestKeel({
       reflection: { approvalFiles: [] },
       provider: (pool) => {
-        const scripted = createScriptedProvider(pool);
+        const scripted = scriptedProvider(pool);
         return { name: 'scripted', call: (r, c) => (requests.push(r), scripted.call(r, c)) };
       },
     }),

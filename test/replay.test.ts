@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
 import { spawnTs } from '../scripts/processes';
-import { historyJson } from '../worker/replay';
+import { historyJson } from '../services/run-history';
 import { bundleWorkflows } from '../worker/bundle';
 import { startTestKeel, uniqueId } from './support/keel';
 

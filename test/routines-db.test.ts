@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { putApp } from '../db/apps';
 import { createPool, inTransaction, type Pool } from '../db/pool';
-import { beginRun, listTools, saveTool, writeArtifact } from '../db/routines';
+import { writeArtifact } from '../db/artifacts';
+import { beginRun } from '../db/routine-runs';
+import { listTools, saveTool } from '../db/routine-tools';
 import { uniqueId } from './support/keel';
 
 let pool: Pool;

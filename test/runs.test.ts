@@ -2,16 +2,17 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { noneTransport } from '../activities/delivery/none';
-import { slackTransport } from '../activities/delivery/slack';
-import { webhookTransport } from '../activities/delivery/webhook';
+import { noneTransport } from '../adapters/delivery/none';
+import { slackTransport } from '../adapters/delivery/slack';
+import { webhookTransport } from '../adapters/delivery/webhook';
 import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
-import { createScriptedProvider } from '../activities/model/scripted';
+import { scriptedProvider } from '../worker/wiring';
 import { conversationWorkflowId } from '../domain/ids';
 import { bundleWorkflows } from '../worker/bundle';
 import { createKeelWorker } from '../worker/worker';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import { loopbackEgress } from './support/egress';
 
 let keel: TestKeel;
 let hook: WebhookReceiver;
@@ -149,9 +150,14 @@ describe('runs: history, replay and reset for operators', () => {
         workflows: { workflowBundle: { codePath: inject('workflowBundlePath') } },
         deps: {
           pool: buggy.pool,
-          provider: createScriptedProvider(buggy.pool),
+          provider: scriptedProvider(buggy.pool),
           defaultModel: 'scripted',
-          transports: { none: noneTransport(), webhook: webhookTransport(), slack: slackTransport({}) },
+          transports: {
+            none: noneTransport(),
+            webhook: webhookTransport({ egress: loopbackEgress }),
+            slack: slackTransport({ egress: loopbackEgress }),
+          },
+          egress: loopbackEgress,
           jobs: DEFAULT_JOB_SETTINGS,
         },
       });

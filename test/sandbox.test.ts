@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BROWSER_UNAVAILABLE, simulatedCapabilities } from '../activities/routines/capabilities';
-import { CapabilityError, runInSandbox, type CapabilityHost } from '../activities/routines/sandbox';
+import { BROWSER_UNAVAILABLE, simulatedCapabilities } from '../services/routine-capabilities';
+import { CapabilityError, runInSandbox, type CapabilityHost } from '../adapters/sandbox';
 
 // The real isolated-vm sandbox, in this process: every escape must fail with a clear error and leave the process
 // (the worker, in production) running the next tool normally.

@@ -17,6 +17,7 @@ import {
 } from '../services/temporal-namespace';
 import { namespaceNotFound } from '../services/temporal-status';
 import { eventually, uniqueId } from './support/keel';
+import { LOOPBACK_ALLOW } from './support/egress';
 
 const KEEL = ALL_SEARCH_ATTRIBUTES.map((k) => k.name);
 const KEYWORD = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
@@ -58,7 +59,13 @@ interface ErrorBody {
 describe('a namespace Temporal does not find (its own database restarting, as the cluster soak saw)', () => {
   it('answers 503 unavailable, naming it, not a 500: a client retries a 503', async () => {
     const client = new Client({ connection, namespace: `keel-gone-${randomUUID().slice(0, 8)}` });
-    const api = await buildApi({ pool, temporal: client, taskQueue: uniqueId('nowhere'), tokens: undefined });
+    const api = await buildApi({
+      pool,
+      temporal: client,
+      taskQueue: uniqueId('nowhere'),
+      tokens: undefined,
+      egressAllow: LOOPBACK_ALLOW,
+    });
     try {
       const res = await api.inject({
         method: 'POST',
@@ -91,7 +98,13 @@ describe("a Temporal namespace without Keel's search attributes", () => {
     expect(await missingSearchAttributes(connection, namespace)).toEqual(KEEL);
 
     const client = new Client({ connection, namespace });
-    const api = await buildApi({ pool, temporal: client, taskQueue: uniqueId('nowhere'), tokens: undefined });
+    const api = await buildApi({
+      pool,
+      temporal: client,
+      taskQueue: uniqueId('nowhere'),
+      tokens: undefined,
+      egressAllow: LOOPBACK_ALLOW,
+    });
     try {
       const a = uniqueId('a');
       const json = { 'content-type': 'application/json' };

@@ -333,8 +333,11 @@ describe("a routine's ai.* call stopped by a budget", () => {
     // The first run authors the tool (within no budget); the next one reuses it, under its own budget of $0.001.
     await r.routine(a, 'crm', 'draft', { prompt: `Draft ${author(careful)}` });
     expect(await r.runNow(a, 'crm', 'draft')).toMatchObject({ status: 'ok', digest: 'draft: a note' });
-    // The routine's own budget replaces the agent's generous per-run one.
-    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, budgets: { perRoutineRunUsd: 0.5 } });
+    // The routine's own budget replaces the agent's generous per-run one. The owner hears of the stop.
+    const hook = await startWebhookReceiver();
+    cleanups.push(() => hook.close());
+    const owner = { delivery: { channel: 'webhook', url: hook.url } };
+    await call(keel, 'PUT', `/v1/agents/${a}`, { name: a, owner, budgets: { perRoutineRunUsd: 0.5 } });
     const put = await r.routine(a, 'crm', 'draft', { prompt: 'Run carefulDraft', budgetUsd: 0.001 });
     expect(put.body.budgetUsd).toBe(0.001);
     const stopped = await r.runNow(a, 'crm', 'draft');
@@ -348,6 +351,12 @@ describe("a routine's ai.* call stopped by a budget", () => {
     // The first run's authoring and ai.write were charged to it; the stopped call left no row.
     expect(rows.map((x) => x.kind)).toEqual(['authoring', 'routine']);
     expect(rows.every((x) => x.routine_run_id !== stopped.runId)).toBe(true);
+    // Told once, by the step whose call was stopped (the run has ended: a second notice would be here by now).
+    expect(hook.received.map((w) => (w.body as { text: string }).text)).toEqual([
+      expect.stringMatching(
+        new RegExp(`^Agent ${a}: a model call was not made because the per-routine-run budget of \\$0\\.001 is spent`),
+      ),
+    ]);
   });
 });
 

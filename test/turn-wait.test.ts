@@ -5,6 +5,7 @@ import { buildApi } from '../api/server';
 import { EVENTS_CHANNEL, type ConversationEvent } from '../db/events';
 import { conversationWorkflowId } from '../domain/ids';
 import { eventually, startTestKeel, uniqueId, type SubmitAnswer, type TestKeel } from './support/keel';
+import { LOOPBACK_ALLOW } from './support/egress';
 
 /** The hub's LISTEN connection is told apart from every other backend by the API pool's application name. */
 const APP = 'keel-turn-wait-test';
@@ -33,7 +34,13 @@ beforeAll(async () => {
     }) as typeof client.query;
   });
   // An API of the test's own over that pool; the worker (and its queries) stays on keel's pool.
-  api = await buildApi({ pool: apiPool, temporal: keel.client, taskQueue: keel.taskQueue, tokens: undefined });
+  api = await buildApi({
+    pool: apiPool,
+    temporal: keel.client,
+    taskQueue: keel.taskQueue,
+    tokens: undefined,
+    egressAllow: LOOPBACK_ALLOW,
+  });
   listener = new pg.Client({ connectionString });
   await listener.connect();
   listener.on('notification', (n) => {

@@ -1,6 +1,6 @@
 /**
  * Keel's workflow code, as the worker runs it and as replay checks it against recorded histories. Loads no
- * activity: the API replays histories with it too.
+ * activity: scripts replay histories with it too.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -9,8 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
-/** Where the worker gets its workflow code: a prebuilt bundle (tests build one per run) or the sources. */
-export type WorkflowSource = { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
+export type { WorkflowSource } from '../services/replay';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows', 'index.ts');
 

@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   }
   const pool = createPool(config.databaseUrl);
   const tracing = tracingFromConfig(config, 'keel-worker');
-  const bundle = process.env.KEEL_WORKFLOW_BUNDLE;
+  const bundle = config.workflowBundle;
   const workflows: WorkflowSource = {
     workflowBundle: bundle ? { codePath: bundle } : { code: await bundleInChildProcess(tracing?.workflowModules) },
   };

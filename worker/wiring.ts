@@ -1,23 +1,31 @@
 /** The worker's wiring from the configuration: the model provider and the delivery transports its activities use. */
-import type { Transports } from '../activities/delivery/deliver-reply';
-import { noneTransport } from '../activities/delivery/none';
-import { slackTransport } from '../activities/delivery/slack';
-import { webhookTransport } from '../activities/delivery/webhook';
-import { createAnthropicProvider } from '../activities/model/anthropic';
-import { createScriptedProvider } from '../activities/model/scripted';
+import type { Transports } from '../adapters/delivery/transport';
+import { noneTransport } from '../adapters/delivery/none';
+import { slackTransport } from '../adapters/delivery/slack';
+import { webhookTransport } from '../adapters/delivery/webhook';
+import { createAnthropicProvider } from '../adapters/model/anthropic';
+import { createScriptedProvider } from '../adapters/model/scripted';
 import type { Pool } from '../db/pool';
+import { takeScriptedResponse } from '../db/scripted-responses';
 import type { KeelConfig } from '../domain/config';
 import type { ModelProvider } from '../domain/model';
-import { createEgressGuard, type EgressGuard } from '../services/egress';
+import { createEgressGuard, type EgressGuard } from '../adapters/egress';
 
 /** The egress guard every outbound request of the worker goes through, with KEEL_EGRESS_ALLOW's exceptions. */
 export function egressFromConfig(config: KeelConfig): EgressGuard {
   return createEgressGuard({ allow: config.egress.allow });
 }
 
+/** The scripted model, answering the responses queued in PostgreSQL first. */
+export function scriptedProvider(pool: Pool): ModelProvider {
+  return createScriptedProvider({
+    take: (conversationKey, callKey) => takeScriptedResponse(pool, conversationKey, callKey),
+  });
+}
+
 /** The provider KEEL_MODEL (or the presence of ANTHROPIC_API_KEY) selects. */
 export function providerFromConfig(config: KeelConfig, pool: Pool, egress: EgressGuard): ModelProvider {
-  if (config.model.provider === 'scripted') return createScriptedProvider(pool);
+  if (config.model.provider === 'scripted') return scriptedProvider(pool);
   if (!config.model.anthropicApiKey) throw new Error('KEEL_MODEL=anthropic needs ANTHROPIC_API_KEY');
   return createAnthropicProvider({
     apiKey: config.model.anthropicApiKey,

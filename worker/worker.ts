@@ -9,7 +9,8 @@ export async function createKeelWorker(opts: {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  deps: ActivityDeps;
+  /** The activities' dependencies; the workflow code they replay histories against is this worker's own. */
+  deps: Omit<ActivityDeps, 'workflows'>;
   workflows?: WorkflowSource;
   /** The cache and slots (KEEL_WORKER_*); the SDK's defaults when unset. */
   capacity?: WorkerCapacity;
@@ -18,12 +19,13 @@ export async function createKeelWorker(opts: {
   extra?: Partial<WorkerOptions>;
 }): Promise<Worker> {
   const capacity = opts.capacity;
+  const workflows = opts.workflows ?? { workflowsPath: WORKFLOWS_PATH };
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    ...(opts.workflows ?? { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities(opts.deps),
+    ...workflows,
+    activities: createActivities({ ...opts.deps, workflows }),
     // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that an
     // interrupting message stops a streaming model call within about a second.
     maxHeartbeatThrottleInterval: '1 second',

@@ -25,20 +25,23 @@ export const steps = proxyLocalActivities<KeelActivities>({
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
-/** Model calls: retryable provider failures back off (or wait out Retry-After); request errors do not retry. */
+/** A model call's retries: provider failures back off (or wait out Retry-After); request errors do not retry. */
+export const MODEL_CALL_RETRY = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '1 minute',
+  maximumAttempts: 10,
+  nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES,
+};
+
+/** Model calls of turns and delegates. */
 export const model = proxyActivities<KeelActivities>({
   startToCloseTimeout: '10 minutes',
   // The model activity heartbeats while it streams (at most every second); a dead worker is noticed within this.
   heartbeatTimeout: '5 seconds',
   // An interrupt waits for the activity to keep its partial text before the turn moves on.
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 10,
-    nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES,
-  },
+  retry: MODEL_CALL_RETRY,
 });
 
 /** Deliveries count their own send attempts in the effects ledger; Temporal retries until the ledger says done. */

@@ -1,5 +1,5 @@
 import { ParentClosePolicy, getExternalWorkflowHandle, patched, startChild, uuid4 } from '@temporalio/workflow';
-import type { ScheduleToolInput } from '../activities/jobs';
+import type { ScheduleToolInput } from '../domain/jobs';
 import { cancelDelegate, DELEGATE_WORKFLOW, type DelegateWorkflow } from '../contracts/delegate';
 import type { TurnEnd } from '../domain/conversation';
 import type { HistoryMode } from '../domain/delegation';

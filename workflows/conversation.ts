@@ -16,7 +16,7 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import { budgetStopOf } from './budget-stop';
-import type { ToolResults, TurnNote } from '../activities/conversation';
+import type { ToolResults, TurnNote } from '../domain/conversation';
 import { delegateFinished, IDLE_TIMER_SUMMARY, stateQuery, submitMessage } from '../contracts/conversation';
 import { jobTurnEnded } from '../contracts/job-run';
 import {

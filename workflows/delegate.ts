@@ -8,7 +8,7 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { ToolResults, TurnNote } from '../activities/conversation';
+import type { ToolResults, TurnNote } from '../domain/conversation';
 import { delegateFinished } from '../contracts/conversation';
 import { budgetsChanged } from '../contracts/budgets';
 import { cancelDelegate, delegateStateQuery, type DelegateInput } from '../contracts/delegate';

@@ -3,14 +3,23 @@ import type { CONVERSATION_WORKFLOW, ConversationWorkflow } from '../contracts/c
 import type { DELEGATE_WORKFLOW, DelegateWorkflow } from '../contracts/delegate';
 import type { JOB_RUN_WORKFLOW, JobRunWorkflow } from '../contracts/job-run';
 import type { REFLECTION_WORKFLOW, ReflectionWorkflow } from '../contracts/reflection';
+import type { REPLAY_RUN_WORKFLOW, ReplayRunWorkflow } from '../contracts/replay-run';
 import type { ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow } from '../contracts/routine-run';
 import { conversationWorkflow } from './conversation';
 import { delegateWorkflow } from './delegate';
 import { jobRunWorkflow } from './job-run';
 import { reflectionWorkflow } from './reflection';
+import { replayRunWorkflow } from './replay-run';
 import { routineRunWorkflow } from './routine-run';
 
-export { conversationWorkflow, delegateWorkflow, jobRunWorkflow, routineRunWorkflow, reflectionWorkflow };
+export {
+  conversationWorkflow,
+  delegateWorkflow,
+  jobRunWorkflow,
+  routineRunWorkflow,
+  reflectionWorkflow,
+  replayRunWorkflow,
+};
 
 /**
  * Callers start workflows by their contracts' type names and signatures: a workflow registered under another name, or
@@ -23,11 +32,13 @@ export type ContractsKept = Keeps<
     jobRunWorkflow: typeof jobRunWorkflow;
     routineRunWorkflow: typeof routineRunWorkflow;
     reflectionWorkflow: typeof reflectionWorkflow;
+    replayRunWorkflow: typeof replayRunWorkflow;
   },
   Record<typeof CONVERSATION_WORKFLOW, ConversationWorkflow> &
     Record<typeof DELEGATE_WORKFLOW, DelegateWorkflow> &
     Record<typeof JOB_RUN_WORKFLOW, JobRunWorkflow> &
     Record<typeof ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow> &
-    Record<typeof REFLECTION_WORKFLOW, ReflectionWorkflow>
+    Record<typeof REFLECTION_WORKFLOW, ReflectionWorkflow> &
+    Record<typeof REPLAY_RUN_WORKFLOW, ReplayRunWorkflow>
 >;
 type Keeps<Registered extends Contracts, Contracts> = Registered;

@@ -10,13 +10,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
-import type { DeliveryReport } from '../activities/delivery/deliver-reply';
-import type { TurnResult } from '../activities/jobs';
+import type { DeliveryReport } from '../domain/delivery';
 import { budgetsChanged } from '../contracts/budgets';
-import { jobTurnEnded, type JobRunInput } from '../contracts/job-run';
+import { jobTurnEnded, type JobRunInput, type TurnResult } from '../contracts/job-run';
 import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
 import { delivery, steps, store } from './activities';
+import { jobTurnMessageId } from '../domain/ids';
 
 /** Runs begun before JOB_TURN_SIGNAL_PATCH: the turn in one activity that waits for it, heartbeating. */
 const turns = proxyActivities<KeelActivities>({
@@ -77,7 +77,7 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
     });
 
   for (let attempt = 1; ; attempt++) {
-    const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: `${runId}#${attempt}` };
+    const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: jobTurnMessageId(runId, attempt) };
     const turn: TurnOutcome = patched(JOB_TURN_SIGNAL_PATCH) ? await turnOf(ask) : await turns.runJobTurn(ask);
     if (turn.status === 'ok') {
       const sent = turn.text

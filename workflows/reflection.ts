@@ -30,6 +30,7 @@ import {
   type TurnSummary,
 } from '../domain/reflection';
 import { store } from './activities';
+import { turnSummaryKey } from '../domain/ids';
 
 /** Reflection's model calls: a large model may think for minutes; a refused request does not retry. A call that fails
  * for good leaves its summaries queued (drain), never fails the workflow. Database steps go through `store`. */
@@ -211,8 +212,8 @@ export async function reflectionWorkflow(input: ReflectionInput): Promise<void> 
 
   /** Drained summaries leave the queue, unless a newer one of the same conversation arrived meanwhile. */
   async function settle(batch: readonly QueuedSummary[], outcome: DrainOutcome, proposalId: string): Promise<void> {
-    const drained = new Set(batch.map((s) => `${s.conversationId}#${s.turnId}`));
-    queue = queue.filter((q) => !drained.has(`${q.conversationId}#${q.turnId}`));
+    const drained = new Set(batch.map(turnSummaryKey));
+    queue = queue.filter((q) => !drained.has(turnSummaryKey(q)));
     if (outcome !== 'rejected') return;
     // A hard-gate rejection counts against each summary; the third sends it to the poison list.
     const again = batch

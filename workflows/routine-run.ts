@@ -17,21 +17,14 @@ import {
   type RoutineRunInput,
   type RoutineRunOutcome,
 } from '../contracts/routine-run';
-import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
 import { ROUTINES, type FinishedRunStatus, type Gate, type RoutineRunResult } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
-import { store } from './activities';
+import { MODEL_CALL_RETRY, store } from './activities';
 
 /** Authoring: a model call plus a smoke run of a few seconds. */
 const authoring = proxyActivities<KeelActivities>({
   startToCloseTimeout: '5 minutes',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 10,
-    nonRetryableErrorTypes: NON_RETRYABLE_MODEL_FAILURES,
-  },
+  retry: MODEL_CALL_RETRY,
 });
 
 /** A tool run: bounded by the sandbox's wall clock; a retry replays the run's journal, so it repeats no effect. */

@@ -1,14 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ensureAgent, getAgent, lockAgent, upsertAgent, type AgentRow } from '../../db/agents';
-import { recordAudit } from '../../db/audit';
-import { inTransaction, type Pool } from '../../db/pool';
-import { destinationChange } from '../../domain/audit';
+import type { Pool } from '../../db/pool';
 import type { EgressAllow } from '../../domain/egress';
-import { tellBudgetsChanged } from '../../services/budgets';
+import { agentCreatedIfNew, configureAgent, type AgentRow } from '../../services/agents';
 import { failingRuns } from '../../services/workflow-task-failures';
-import { assertAgentAccess } from '../auth';
-import { assertReachable, envEgressAllow } from '../egress-check';
+import { assertAgentAccess, agentParams } from '../auth';
+import { assertReachable } from '../egress-check';
 import { notFound } from '../errors';
 import { Agent, AgentBody, AgentParams, ErrorResponse, FailingRuns } from '../schemas';
 
@@ -25,11 +22,7 @@ const view = (a: AgentRow) => ({
   updatedAt: a.updatedAt,
 });
 
-export function agentRoutes(
-  pool: Pool,
-  temporal: Client,
-  egressAllow: EgressAllow = envEgressAllow(),
-): FastifyPluginAsyncZod {
+export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAllow): FastifyPluginAsyncZod {
   return async (app) => {
     app.put(
       '/v1/agents/:agentId',
@@ -43,32 +36,12 @@ export function agentRoutes(
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const destinations = Object.entries(req.body.destinations ?? {}).map(
           ([name, d]) => [`destinations.${name}`, d] as const,
         );
         assertReachable([['owner.delivery', req.body.owner?.delivery], ...destinations], egressAllow);
-        const saved = await inTransaction(pool, async (db) => {
-          // Locked (created with defaults if new) so that concurrent edits each compare against what they replace.
-          await lockAgent(db, agentId);
-          const before = (await getAgent(db, agentId))!;
-          const after = await upsertAgent(db, agentId, req.body);
-          const at = (a: AgentRow) => ({ owner: a.ownerDelivery, destinations: a.destinations });
-          const change = destinationChange(at(before), at(after));
-          if (change)
-            await recordAudit(db, {
-              agentId,
-              action: 'agent.destinations',
-              actor: req.actor,
-              subject: agentId,
-              detail: change,
-            });
-          return view(after);
-        });
-        // Delegates waiting for a budget go on once the budgets change (they wait again if still not allowed).
-        await tellBudgetsChanged(pool, temporal, agentId);
-        return saved;
+        return view(await configureAgent(pool, temporal, agentId, req.body, req.actor));
       },
     );
 
@@ -84,8 +57,7 @@ export function agentRoutes(
       },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
-        await ensureAgent(pool, req.params.agentId);
-        const agent = await getAgent(pool, req.params.agentId);
+        const agent = await agentCreatedIfNew(pool, req.params.agentId);
         if (!agent) throw notFound(`agent ${req.params.agentId}`);
         return view(agent);
       },

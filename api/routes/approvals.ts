@@ -1,14 +1,15 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { pendingApprovals, type PendingApproval } from '../../db/approvals';
 import type { Pool } from '../../db/pool';
 import { fileChanges } from '../../domain/admission';
 import { Delivery } from '../../domain/delivery';
+import { pendingApprovals, type PendingApproval } from '../../services/approvals';
 import { assertAgentAccess } from '../auth';
 import { ApiError } from '../errors';
 import { CursorInstant, CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { AgentParams, ErrorResponse } from '../schemas';
-import { Change, Check, proposalDecisionRoute } from './memory';
+import { Change } from './memory';
+import { Check, proposalDecisionRoute } from './proposals';
 import { Gate, routineRunDecisionRoute } from './routines';
 
 const Decision = z.object({ method: z.literal('POST'), path: z.string() });

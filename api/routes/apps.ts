@@ -1,15 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getApp, listRecords, putApp, upsertRecord } from '../../db/apps';
 import type { Pool } from '../../db/pool';
-import { AppDefinition, RecordId, unknownFields } from '../../domain/apps';
-import { containsNul } from '../../domain/text';
-import { assertAgentAccess } from '../auth';
-import { ApiError, notFound } from '../errors';
+import { AppDefinition, RecordId } from '../../domain/apps';
+import { listAppRecords, putApp, upsertAppRecord, type AppResult } from '../../services/apps';
+import { assertAgentAccess, agentParams } from '../auth';
+import { ApiError } from '../errors';
 import { ErrorResponse, Id } from '../schemas';
 
-const AppParams = z.object({ agentId: Id, appId: Id });
+/** An app's path parameters, which the routes of what an app holds (routines, tools, artifacts) extend. */
+export const AppParams = z.object({ agentId: Id, appId: Id });
 const TableParams = AppParams.extend({ table: z.string().min(1).max(64) });
 const App = z.object({
   appId: z.string(),
@@ -18,6 +17,12 @@ const App = z.object({
   updatedAt: z.string(),
 });
 const AppRecord = z.object({ id: z.string() }).catchall(z.unknown());
+
+/** A refusal in the API's error shape and status. */
+function unwrap<T>(r: AppResult<T>): T {
+  if (r.ok) return r.value;
+  throw new ApiError(r.error.status, r.error.code, r.error.message, r.error.details);
+}
 
 export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
   return async (app) => {
@@ -38,15 +43,6 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
       },
     );
 
-    /** The table of the app, or 404 naming what is missing. */
-    const tableOf = async (agentId: string, appId: string, table: string) => {
-      const found = await getApp(pool, agentId, appId);
-      if (!found) throw notFound(`app ${appId}`);
-      const t = found.tables.find((x) => x.name === table);
-      if (!t) throw notFound(`table ${table} of app ${appId}`);
-      return t;
-    };
-
     app.post(
       '/v1/agents/:agentId/apps/:appId/tables/:table/records',
       {
@@ -59,24 +55,8 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req, reply) => {
-        const { agentId, appId, table } = req.params;
-        assertAgentAccess(req, agentId);
-        const t = await tableOf(agentId, appId, table);
-        const unknown = unknownFields(req.body, t.columns);
-        if (unknown.length)
-          throw new ApiError(400, 'unknown_columns', `table ${table} has no column(s): ${unknown.join(', ')}`, {
-            columns: t.columns,
-          });
-        if (containsNul(req.body))
-          throw new ApiError(400, 'invalid_request', 'record values must not contain the NUL character');
-        const { record, created } = await upsertRecord(
-          pool,
-          agentId,
-          appId,
-          table,
-          req.body.id ?? randomUUID(),
-          req.body,
-        );
+        const { agentId, appId, table } = agentParams(req);
+        const { record, created } = unwrap(await upsertAppRecord(pool, agentId, appId, table, req.body));
         return reply.status(created ? 201 : 200).send(record);
       },
     );
@@ -92,10 +72,8 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, appId, table } = req.params;
-        assertAgentAccess(req, agentId);
-        await tableOf(agentId, appId, table);
-        return listRecords(pool, agentId, appId, table);
+        const { agentId, appId, table } = agentParams(req);
+        return unwrap(await listAppRecords(pool, agentId, appId, table));
       },
     );
   };

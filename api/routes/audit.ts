@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { listAudit } from '../../db/audit';
 import type { Pool } from '../../db/pool';
 import { AUDIT_ACTIONS } from '../../domain/audit';
-import { assertAgentAccess } from '../auth';
+import { listAudit } from '../../services/audit';
+import { agentParams } from '../auth';
 import { AgentParams, wholeNumber } from '../schemas';
 
 const AuditEntry = z.object({
@@ -46,8 +46,7 @@ export function auditRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const { limit, before } = req.query;
         // One more than asked: whether an older page exists, without a second query.
         const rows = await listAudit(pool, agentId, { limit: limit + 1, ...(before ? { before } : {}) });

@@ -3,20 +3,19 @@ import type { ServerResponse } from 'node:http';
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import {
-  conversationExists,
-  conversationStateFromDb,
-  listConversations,
-  listMessages,
-  type ConversationSummary,
-} from '../../db/conversations';
 import type { Pool } from '../../db/pool';
 import { TURN_STATUSES, type SubmitResult } from '../../domain/conversation';
 import { conversationWorkflowId } from '../../domain/ids';
 import { SubmitMessageBody, type InboundMessage } from '../../domain/messages';
 import { storableString } from '../../domain/text';
-import { waitForTurnEnd, type FinishedTurn } from '../../services/conversation';
-import { assertAgentAccess } from '../auth';
+import {
+  conversationWithTranscript,
+  listConversations,
+  waitForTurnEnd,
+  type ConversationSummary,
+  type FinishedTurn,
+} from '../../services/conversation';
+import { agentParams } from '../auth';
 import { queryConversationState, submitToConversation } from '../conversation-client';
 import { notFound, shuttingDown } from '../errors';
 import { TurnEndWake, type EventHub } from '../events';
@@ -104,8 +103,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req, reply) => {
-        const { agentId, conversationId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, conversationId } = agentParams(req);
         const body = req.body;
         const message: InboundMessage = {
           messageId: body.messageId ?? randomUUID(),
@@ -182,8 +180,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const { q, limit } = req.query;
         const after = decodeCursor(req.query.cursor, ConversationCursor);
         const rows = await listConversations(
@@ -213,15 +210,12 @@ export function conversationRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, conversationId } = req.params;
-        assertAgentAccess(req, agentId);
-        const key = conversationWorkflowId(agentId, conversationId);
-        if (!(await conversationExists(pool, key))) throw notFound(`conversation ${conversationId}`);
-        const [messages, live] = await Promise.all([
-          listMessages(pool, key, req.query.afterSeq, req.query.limit),
+        const { agentId, conversationId } = agentParams(req);
+        const found = await conversationWithTranscript(pool, agentId, conversationId, req.query, () =>
           queryConversationState(temporal, agentId, conversationId),
-        ]);
-        const state = live ?? { ...(await conversationStateFromDb(pool, key)), liveDelegates: [] };
+        );
+        if (!found) throw notFound(`conversation ${conversationId}`);
+        const { state, messages } = found;
         return {
           conversationId,
           state: { busy: state.busy, queued: state.queued, liveDelegates: state.liveDelegates },

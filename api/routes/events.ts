@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CONVERSATION_EVENT_TYPES, eventsAfter, type ConversationEvent } from '../../db/events';
 import type { Pool } from '../../db/pool';
 import { conversationWorkflowId } from '../../domain/ids';
-import { assertAgentAccess } from '../auth';
+import { CONVERSATION_EVENT_TYPES, eventsAfter, type ConversationEvent } from '../../services/events';
+import { agentParams } from '../auth';
 import type { EventHub } from '../events';
 import { ErrorResponse, ReadableConversationParams, wholeNumber } from '../schemas';
 
@@ -53,8 +53,7 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
         },
       },
       async (req, reply) => {
-        const { agentId, conversationId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId, conversationId } = agentParams(req);
         const key = conversationWorkflowId(agentId, conversationId);
         const res = reply.raw;
         let sent = Number(req.headers['last-event-id'] ?? req.query.lastEventId ?? 0);

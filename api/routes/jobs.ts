@@ -1,15 +1,25 @@
 import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { getJob, listJobs, listRuns, type JobRow } from '../../db/jobs';
 import type { Pool } from '../../db/pool';
 import { Delivery } from '../../domain/delivery';
 import type { EgressAllow } from '../../domain/egress';
 import { NewJob } from '../../domain/jobs';
 import type { JobSettings } from '../../services/job-settings';
-import { createJob, deleteJob, pauseJob, resumeJob, runJobNow, type JobResult } from '../../services/jobs';
+import {
+  createJob,
+  deleteJob,
+  getJob,
+  listJobRuns,
+  listJobs,
+  pauseJob,
+  resumeJob,
+  runJobNow,
+  type JobResult,
+  type JobRow,
+} from '../../services/jobs';
 import { assertAgentAccess } from '../auth';
-import { assertReachable, envEgressAllow } from '../egress-check';
+import { assertReachable } from '../egress-check';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
 
@@ -63,10 +73,9 @@ export function jobRoutes(deps: {
   pool: Pool;
   temporal: Client;
   jobs: JobSettings;
-  egressAllow?: EgressAllow;
+  egressAllow: EgressAllow;
 }): FastifyPluginAsyncZod {
-  const { pool, temporal } = deps;
-  const egressAllow = deps.egressAllow ?? envEgressAllow();
+  const { pool, temporal, egressAllow } = deps;
   return async (app) => {
     app.post(
       '/v1/agents/:agentId/jobs',
@@ -121,8 +130,7 @@ export function jobRoutes(deps: {
       },
       async (req) => {
         assertAgentAccess(req, req.params.agentId);
-        if (!(await getJob(pool, req.params.agentId, req.params.id))) throw notFound(`job ${req.params.id}`);
-        return listRuns(pool, req.params.id);
+        return unwrap(await listJobRuns(pool, req.params.agentId, req.params.id));
       },
     );
 

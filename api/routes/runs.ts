@@ -4,8 +4,7 @@ import { isGrpcServiceError, WorkflowNotFoundError, type Client } from '@tempora
 import { temporal as proto } from '@temporalio/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { fetchHistory, historyJson, replayHistories } from '../../worker/replay';
-import { bundleWorkflows } from '../../worker/bundle';
+import { fetchHistory, historyJson, replayOnWorker } from '../../services/run-history';
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { LIMITS } from '../../domain/limits';
@@ -31,15 +30,8 @@ async function history(client: Client, workflowId: string, runId?: string) {
   }
 }
 
-export function runRoutes(deps: { temporal: Client; namespace: string }): FastifyPluginAsyncZod {
+export function runRoutes(deps: { temporal: Client; namespace: string; taskQueue: string }): FastifyPluginAsyncZod {
   const { temporal } = deps;
-  // The workflow code this server was started with, bundled once on first use.
-  let bundle: Promise<string> | undefined;
-  const code = () =>
-    (bundle ??= bundleWorkflows().catch((err: unknown) => {
-      bundle = undefined; // tried again on the next request
-      throw err;
-    }));
   return async (app) => {
     app.get(
       '/v1/runs/:workflowId/history',
@@ -66,7 +58,7 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
       {
         schema: {
           tags: ['runs'],
-          summary: "Replays the run's history against the workflow code this server runs",
+          summary: "Replays the run's history against the workflow code the workers run (a worker replays it)",
           params: RunParams,
           querystring: RunQuery,
           response: { 200: z.object({ ok: z.boolean(), runId: z.string(), error: z.string().optional() }), ...errors },
@@ -75,8 +67,10 @@ export function runRoutes(deps: { temporal: Client; namespace: string }): Fastif
       async (req) => {
         assertOperator(req.agentScope);
         const h = await history(temporal, req.params.workflowId, req.query.runId);
-        const [outcome] = await replayHistories({ workflowBundle: { code: await code() } }, [h]);
-        return { ok: outcome?.ok ?? false, runId: h.runId ?? '', ...(outcome?.error ? { error: outcome.error } : {}) };
+        const outcome = await replayOnWorker(temporal, deps.taskQueue, { workflowId: h.workflowId, runId: h.runId! });
+        if (!outcome)
+          throw new ApiError(503, 'unavailable', 'no Keel worker replayed the run in time; is one running?');
+        return { ok: outcome.ok, runId: outcome.runId, ...(outcome.error ? { error: outcome.error } : {}) };
       },
     );
 

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ensureAgent } from '../../db/agents';
 import type { Pool } from '../../db/pool';
-import { agentBudgets, budgetStatus, usage, USAGE_GROUPS } from '../../db/spend';
-import { BUDGET_NAMES, budgetsFor, startOfMonth, type BudgetName } from '../../domain/spend';
-import { assertAgentAccess } from '../auth';
+import { BUDGET_NAMES, startOfMonth, type BudgetName } from '../../domain/spend';
+import { budgetStanding, usage, USAGE_GROUPS } from '../../services/spend';
+import { agentParams } from '../auth';
 import { AgentParams, ErrorResponse } from '../schemas';
 
 const UsageQuery = z
@@ -73,8 +72,7 @@ export function spendRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
+        const { agentId } = agentParams(req);
         const to = req.query.to ? new Date(req.query.to) : new Date();
         const from = req.query.from ? new Date(req.query.from) : startOfMonth(to);
         // A range that ends before it starts holds no calls: an empty answer, not an error.
@@ -103,26 +101,15 @@ export function spendRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = req.params;
-        assertAgentAccess(req, agentId);
-        await ensureAgent(pool, agentId);
-        const budgets = await agentBudgets(pool, agentId);
-        const calendar = budgetsFor({ agentId, kind: 'turn' }, budgets, new Date());
-        const standing = await budgetStatus(pool, agentId, calendar);
+        const { agentId } = agentParams(req);
+        const budgets = await budgetStanding(pool, agentId);
         return {
-          budgets: BUDGET_NAMES.flatMap((name) => {
-            const limitUsd = budgets[name];
-            if (limitUsd === undefined) return [];
-            const s = standing.find((b) => b.name === name);
-            return [
-              {
-                name,
-                limitUsd,
-                counts: COUNTS[name],
-                ...(s ? { spentUsd: s.spentUsd, reservedUsd: s.reservedUsd, leftUsd: s.leftUsd } : {}),
-              },
-            ];
-          }),
+          budgets: budgets.map(({ name, limitUsd, ...standing }) => ({
+            name,
+            limitUsd,
+            counts: COUNTS[name],
+            ...standing,
+          })),
         };
       },
     );

@@ -3,7 +3,8 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { historyJson, queryHistories, replayHistories, type ReplayOutcome } from '../../worker/replay';
+import { replayHistories, type ReplayOutcome } from '../../services/replay';
+import { historyJson, queryHistories } from '../../services/run-history';
 import type { CheckRow } from './checks';
 
 /** A history that the current workflow code does not replay: the run, and the first event where they part. */

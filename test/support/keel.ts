@@ -4,26 +4,27 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
-import type { Transports } from '../../activities/delivery/deliver-reply';
-import { noneTransport } from '../../activities/delivery/none';
-import { slackTransport } from '../../activities/delivery/slack';
-import { webhookTransport } from '../../activities/delivery/webhook';
+import type { Transports } from '../../adapters/delivery/transport';
+import { noneTransport } from '../../adapters/delivery/none';
+import { slackTransport } from '../../adapters/delivery/slack';
+import { webhookTransport } from '../../adapters/delivery/webhook';
 import { createActivities, type KeelActivities } from '../../activities';
-import { createScriptedProvider } from '../../activities/model/scripted';
+import { scriptedProvider } from '../../worker/wiring';
 import { buildApi } from '../../api/server';
 import { createPool, type Pool } from '../../db/pool';
-import { queueScriptedResponse, type ScriptedResponse } from '../../db/scripted-responses';
+import { queueScriptedResponse } from '../../db/scripted-responses';
+import type { ScriptedResponse } from '../../domain/scripted-model';
 import { conversationWorkflowId } from '../../domain/ids';
 import { loadConfig } from '../../domain/config';
-import { parseEgressAllow } from '../../domain/egress';
 import type { ModelProvider } from '../../domain/model';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../../domain/routines';
-import { createEgressGuard, type EgressGuard } from '../../services/egress';
+import { createEgressGuard, type EgressGuard } from '../../adapters/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../services/job-settings';
 import { defaultModelName } from '../../worker/wiring';
 import { createKeelWorker } from '../../worker/worker';
 import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks } from '../../worker/logger';
+import { LOOPBACK_ALLOW } from './egress';
 
 let runtimeInstalled = false;
 
@@ -98,13 +99,15 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   const jobs = { ...DEFAULT_JOB_SETTINGS, ...opts.jobs };
   const routines = { ...DEFAULT_ROUTINE_SETTINGS, ...opts.routines };
   // Tests allow loopback explicitly: their webhook receivers, fake Slack and integrations listen on 127.0.0.1.
-  const egress = opts.egress ?? createEgressGuard({ allow: parseEgressAllow('loopback') });
+  // A guard of its own, closed with this Keel (the shared loopbackEgress outlives every Keel of the file).
+  const egress = opts.egress ?? createEgressGuard({ allow: LOOPBACK_ALLOW });
   const { conversationIdleMs } = opts;
   const api = await buildApi({
     pool,
     temporal: client,
     taskQueue,
     tokens: opts.tokens,
+    egressAllow: egress.allow,
     jobs,
     routines,
     conversationIdleMs,
@@ -118,7 +121,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
     nativeConnection = await NativeConnection.connect({ address });
     const deps = {
       pool,
-      provider: (opts.provider ?? createScriptedProvider)(pool),
+      provider: (opts.provider ?? scriptedProvider)(pool),
       defaultModel: defaultModelName(loadConfig({})),
       transports: {
         none: noneTransport(),
@@ -133,13 +136,14 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       conversationIdleMs,
     };
     const replaced = opts.activities;
+    const workflows = { workflowBundle: { codePath: opts.workflowBundlePath ?? inject('workflowBundlePath') } };
     worker = await createKeelWorker({
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
-      workflows: { workflowBundle: { codePath: opts.workflowBundlePath ?? inject('workflowBundlePath') } },
+      workflows,
       deps,
-      ...(replaced ? { extra: { activities: withReplaced(createActivities(deps), replaced) } } : {}),
+      ...(replaced ? { extra: { activities: withReplaced(createActivities({ ...deps, workflows }), replaced) } } : {}),
     });
     running = worker.run();
   }

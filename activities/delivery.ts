@@ -1,0 +1,13 @@
+import type { Transports } from '../adapters/delivery/transport';
+import type { Pool } from '../db/pool';
+import type { DeliverReplyInput, DeliveryReport } from '../domain/delivery';
+import { deliverReply } from '../services/delivery';
+import { currentStep } from '../services/step';
+
+export function deliveryActivities({ pool, transports }: { pool: Pool; transports: Transports }) {
+  return {
+    /** Sends a turn's reply once, through the effects ledger. */
+    deliverReply: async (input: DeliverReplyInput): Promise<DeliveryReport> =>
+      deliverReply(pool, transports, input, currentStep()),
+  };
+}

@@ -1,0 +1,148 @@
+import { CancelledFailure } from '@temporalio/common';
+import { getAgent } from '../db/agents';
+import { appendTranscript, appendTranscriptTx, findByOrigin, loadTranscript } from '../db/conversations';
+import { delegateBrief } from '../db/delegates';
+import { runningRunId } from '../db/jobs';
+import { currentMemory } from '../db/memory';
+import { recordModelCall } from '../db/model-calls';
+import type { Pool, Queryable } from '../db/pool';
+import { callSpend } from '../db/spend';
+import { delegateSystemPrompt, taskMessage } from '../domain/delegation';
+import { conversationWorkflowId, JOB_CONVERSATION_PREFIX, transcriptOrigin } from '../domain/ids';
+import { memoryPrompt } from '../domain/memory';
+import { ZERO_USAGE, type CallModelInput, type ModelRequest, type ModelStep } from '../domain/model';
+import { channelSystemPrompt } from '../domain/prompts';
+import type { Payer } from '../domain/spend';
+import { toolDefinitions } from '../domain/tools';
+import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../domain/transcript';
+import { meteredModelCall, type ModelCallDeps } from './model-call';
+import type { Step } from './step';
+
+export interface ConversationModelDeps extends ModelCallDeps {
+  defaultModel: string;
+  /** Streamed text, for live event streams; never part of workflow history. */
+  onTextDelta?: (conversationKey: string, turnId: string, delta: string) => void;
+}
+
+const MAX_TOKENS = 4096;
+
+/**
+ * A turn's or a delegate's model step: the model is called once and its answer appended to the transcript, in the
+ * transaction its spending settles in. Commit before completion: a call an earlier attempt committed is returned as
+ * it was, never made twice. Interrupted by a newer message, it keeps what was streamed as a partial answer.
+ */
+export async function callConversationModel(
+  deps: ConversationModelDeps,
+  input: CallModelInput,
+  step: Step,
+): Promise<ModelStep> {
+  const { pool } = deps;
+  const origin = transcriptOrigin.modelCall(input.turnId, input.callIndex);
+  const earlier = await findByOrigin(pool, input.conversationKey, origin);
+  if (earlier) return withSpend(pool, origin, stepFrom(earlier.seq, earlier.content as ModelStep['content']));
+
+  const agent = await getAgent(pool, input.agentId);
+  const model = agent?.model ?? deps.defaultModel;
+  const brief = input.delegateId ? await delegateBrief(pool, input.delegateId) : undefined;
+  const rows = trimWindowStart(await loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW));
+  const request: ModelRequest = {
+    model,
+    system: brief
+      ? delegateSystemPrompt({ ...brief, task: taskMessage(brief.title, brief.description) })
+      : channelSystemPrompt({
+          name: agent?.name ?? input.agentId,
+          systemPrompt: agent?.systemPrompt ?? null,
+          memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
+        }),
+    messages: toModelMessages(rows),
+    tools: toolDefinitions(input.toolNames),
+    maxTokens: MAX_TOKENS,
+  };
+  const started = Date.now();
+  const record = (db: Queryable, stopReason: string | null, usage = ZERO_USAGE, error?: string) =>
+    recordModelCall(db, {
+      conversationKey: input.conversationKey,
+      turnId: input.turnId,
+      callIndex: input.callIndex,
+      attempt: step.attempt,
+      provider: deps.provider.name,
+      model,
+      stopReason,
+      usage,
+      durationMs: Date.now() - started,
+      error,
+    });
+  let partial = '';
+  // Progress shows in the Temporal UI as the activity's heartbeat details.
+  const heartbeat = () => step.heartbeat({ streamedChars: partial.length });
+  const { committed } = await meteredModelCall(deps, {
+    callKey: origin,
+    payer: await payerOf(pool, input, brief?.conversationKey),
+    request,
+    context: {
+      attempt: step.attempt,
+      conversationKey: input.conversationKey,
+      turnId: input.turnId,
+      callIndex: input.callIndex,
+      onTextDelta: (d) => {
+        partial += d;
+        deps.onTextDelta?.(input.conversationKey, input.turnId, d);
+      },
+      heartbeat,
+      signal: step.signal,
+      sleep: (ms) => step.sleep(ms),
+    },
+    // The answer and its usage commit together; if another attempt committed first, its answer is the one.
+    commit: async (db, res) => {
+      await appendTranscript(db, input.conversationKey, input.turnId, [
+        { role: 'assistant', content: res.content, text: textOf(res.content), origin },
+      ]);
+      await record(db, res.stopReason, res.usage);
+      return (await findByOrigin(db, input.conversationKey, origin))!;
+    },
+    failed: async (err) => {
+      if (step.cancelRequested()) {
+        // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
+        // the call's own origin, so that it can never be mistaken for a finished answer.
+        if (partial) {
+          await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
+            {
+              role: 'assistant',
+              content: [{ type: 'text', text: partial }],
+              text: `${partial} [interrupted]`,
+              origin: transcriptOrigin.partialModelCall(input.turnId, input.callIndex),
+            },
+          ]);
+        }
+        return new CancelledFailure('model call interrupted');
+      }
+      // A worker shutting down or a heartbeat timeout also aborts the call: that attempt simply fails and is retried.
+      await record(pool, null, ZERO_USAGE, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+      return err;
+    },
+  });
+  return withSpend(pool, origin, stepFrom(committed.seq, committed.content as ModelStep['content']));
+}
+
+/** Who a model call of a turn or a delegate is charged to: a job's conversation charges the job's run. */
+async function payerOf(pool: Pool, input: CallModelInput, delegateOf: string | undefined): Promise<Payer> {
+  const { agentId, conversationKey, turnId, delegateId } = input;
+  if (delegateId) return { agentId, kind: 'delegate', conversationKey, delegateId, rootConversationKey: delegateOf };
+  const jobKeyPrefix = conversationWorkflowId(agentId, JOB_CONVERSATION_PREFIX);
+  if (conversationKey.startsWith(jobKeyPrefix)) {
+    const jobId = conversationKey.slice(jobKeyPrefix.length);
+    const jobRunId = await runningRunId(pool, jobId);
+    return { agentId, kind: 'job', conversationKey, turnId, jobId, ...(jobRunId ? { jobRunId } : {}) };
+  }
+  return { agentId, kind: 'turn', conversationKey, turnId };
+}
+
+function stepFrom(seq: number, content: ModelStep['content']): ModelStep {
+  return { seq, stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', content };
+}
+
+/** The step with what its call used and cost, as the ledger holds it. */
+async function withSpend(pool: Pool, callKey: string, step: ModelStep): Promise<ModelStep> {
+  const spend = await callSpend(pool, callKey);
+  return spend ? { ...step, spend } : step;
+}

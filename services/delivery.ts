@@ -1,0 +1,123 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { OutboundMessage, Transport, Transports } from '../adapters/delivery/transport';
+import { getTurn, setMessageText } from '../db/conversations';
+import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../db/deliveries';
+import { beginEffect, settleEffect } from '../db/effects';
+import { publishEventNow } from '../db/events';
+import type { Pool } from '../db/pool';
+import type { DeliverReplyInput, Delivery, DeliveryOutcome, DeliveryReport, SendResult } from '../domain/delivery';
+import { FAILURE } from '../domain/failures';
+import { LIMITS } from '../domain/limits';
+import { heartbeatWhile, type Step } from './step';
+
+/** Reasons that mean "nothing to send to" rather than "the target refused it". */
+const SKIP_REASONS = new Set(['channel_none', 'slack_not_configured']);
+
+/**
+ * Sends a reply once. The effect is in the ledger before it is sent; a settled effect is answered from the ledger, so
+ * neither a retry nor a replay sends twice. Send attempts are counted in the ledger, not by Temporal, so that a
+ * database outage does not use them up.
+ */
+export async function deliverReply(
+  pool: Pool,
+  transports: Transports,
+  input: DeliverReplyInput,
+  step: Pick<Step, 'signal' | 'heartbeat'>,
+): Promise<DeliveryReport> {
+  await setMessageText(pool, input.conversationKey, input.replySeq, input.text);
+  const turn = await getTurn(pool, input.conversationKey, input.turnId);
+  if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, FAILURE.turnMissing);
+  const report = await deliverOnce(pool, transports, {
+    effectKey: input.effectKey,
+    conversationKey: input.conversationKey,
+    turnId: input.turnId,
+    target: turn.delivery,
+    message: {
+      agentId: input.agentId,
+      conversationId: input.conversationId,
+      turnId: input.turnId,
+      text: input.text,
+      idempotencyKey: input.effectKey,
+    },
+    ...step,
+  });
+  await publishEventNow(pool, input.conversationKey, 'reply.delivered', [input.effectKey], {
+    turnId: input.turnId,
+    outcome: report.outcome,
+    attempts: report.attempts,
+  });
+  return report;
+}
+
+/**
+ * One delivery through the effects ledger, for a reply, a job's result or a notice alike: a retryable failure throws
+ * for Temporal to retry until the ledger's attempts run out, then the outcome is recorded as `error:*`.
+ */
+export async function deliverOnce(
+  pool: Pool,
+  transports: Transports,
+  d: {
+    effectKey: string;
+    conversationKey: string | null;
+    turnId: string | null;
+    target: Delivery;
+    message: OutboundMessage;
+    /** The step's cancellation, which ends a send in flight. */
+    signal: AbortSignal;
+    /** Heartbeats while the transport waits (up to its 10 s timeout); a caller that heartbeats itself passes none. */
+    heartbeat?: () => void;
+  },
+): Promise<DeliveryReport> {
+  const effect = await beginEffect<DeliveryReport>(pool, d.effectKey, 'delivery', {
+    target: d.target,
+    text: d.message.text,
+  });
+  if (effect.status !== 'pending' && effect.result) return effect.result;
+
+  await recordDeliveryAttempt(
+    pool,
+    {
+      effectKey: d.effectKey,
+      conversationKey: d.conversationKey,
+      turnId: d.turnId,
+      target: d.target,
+      text: d.message.text,
+    },
+    effect.attempts,
+  );
+  const sending = send(transports, d.target, d.message, d.signal);
+  const result = d.heartbeat ? await heartbeatWhile(sending, d.heartbeat) : await sending;
+
+  if (!result.ok && result.retryable && effect.attempts < LIMITS.deliveryAttempts) {
+    await recordDeliveryError(pool, d.effectKey, result.reason);
+    const message = `delivery attempt ${effect.attempts} failed: ${result.reason}`;
+    throw ApplicationFailure.retryable(message, FAILURE.deliveryRetryable);
+  }
+  const outcome = outcomeOf(result);
+  const report: DeliveryReport = { outcome, attempts: effect.attempts };
+  await recordDeliveryOutcome(pool, d.effectKey, outcome, result.ok ? undefined : result.reason);
+  await settleEffect(pool, d.effectKey, result.ok || outcome.startsWith('skipped') ? 'done' : 'failed', report);
+  return report;
+}
+
+function send(
+  transports: Transports,
+  target: Delivery,
+  message: Parameters<Transport['send']>[1],
+  signal: AbortSignal,
+): Promise<SendResult> {
+  switch (target.channel) {
+    case 'none':
+      return transports.none.send(target, message, signal);
+    case 'webhook':
+      return transports.webhook.send(target, message, signal);
+    case 'slack':
+      return transports.slack.send(target, message, signal);
+  }
+}
+
+function outcomeOf(result: SendResult): DeliveryOutcome {
+  if (result.ok) return 'delivered';
+  if (SKIP_REASONS.has(result.reason)) return `skipped:${result.reason}`;
+  return result.retryable ? `error:${result.reason}` : `dropped:${result.reason}`;
+}

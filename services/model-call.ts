@@ -1,0 +1,197 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { pauseBucket, settleBucket, takeTurn } from '../db/rate-limits';
+import { agentBudgets, ownRunBudgetUsd, release, reserve, settle, type Overrun } from '../db/spend';
+import { inTransaction, type Pool, type Queryable } from '../db/pool';
+import { FAILURE } from '../domain/failures';
+import { ModelRequestError, ModelRetryableError } from '../domain/model';
+import type { ModelCallContext, ModelProvider, ModelRequest, ModelResponse } from '../domain/model';
+import { rateLimitFor, type RateLimits } from '../domain/rate-limits';
+import {
+  budgetPeriodKey,
+  budgetsFor,
+  costOf,
+  describeBudget,
+  estimatedInputTokens,
+  formatUsd,
+  priceOf,
+  worstCaseUsd,
+  type BudgetLimit,
+  type Payer,
+  type PriceTable,
+} from '../domain/spend';
+import { ScriptedTurnError } from '../adapters/model/scripted';
+import { heartbeatWhile } from './step';
+
+/** What a metered model call needs: the provider, PostgreSQL for the ledger and rate buckets, prices and limits. */
+export interface ModelCallDeps {
+  pool: Pool;
+  provider: ModelProvider;
+  prices: PriceTable;
+  /** The provider's rate limits (KEEL_RATE_LIMITS), shared by every worker through PostgreSQL; none when absent. */
+  rates?: { provider: string; limits: RateLimits };
+}
+
+/** A model call not made: a budget would be overrun. The message names the budget and what it has left. */
+export class BudgetStop extends Error {
+  override name = 'BudgetStop';
+  constructor(
+    readonly overrun: Overrun,
+    /** The budget's period (a day, a month, a run): its owner is told once per period. */
+    readonly periodKey: string,
+  ) {
+    super(
+      `${describeBudget(overrun.name, overrun.limitUsd)} is spent: ${formatUsd(overrun.spentUsd)} spent and ` +
+        `${formatUsd(overrun.heldUsd)} reserved, and this call could cost up to ${formatUsd(overrun.neededUsd)}`,
+    );
+  }
+}
+
+/**
+ * A call waiting for its place under a provider's rate limit: a retryable failure whose retry comes when the place
+ * is due, so the wait is Temporal's durable retry timer, never a sleep that holds a worker's slot.
+ */
+function rateLimitWait(bucket: string, waitMs: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FAILURE.modelRateLimited,
+    message: `waiting ${(waitMs / 1000).toFixed(1)} s for its place under the rate limit of ${bucket}`,
+    nextRetryDelay: waitMs,
+  });
+}
+
+/** One model call, metered. */
+export interface MeteredCall<T> {
+  /** The key its spending is recorded under (docs/spend.md); the same on every attempt. */
+  callKey: string;
+  payer: Payer;
+  request: ModelRequest;
+  /** The provider's view of the caller: its attempt, heartbeat, cancellation, sleep and streamed text. */
+  context: ModelCallContext;
+  /** Commits the answer in the transaction its spending settles in, so that a retry finds both or neither. */
+  commit: (db: Queryable, res: ModelResponse) => Promise<T>;
+  /** The call was made and failed (its hold already back): the caller's record of it, and the error to throw. */
+  failed?: (err: unknown) => Promise<unknown>;
+}
+
+/**
+ * The one model call every caller makes (turns, delegates, authoring, reflection and its judges, routine `ai.*`):
+ * its place under the provider's rate limit (a retryable wait when it must wait), its worst case reserved against
+ * every budget of its payer (BudgetStop when one would be overrun), the call, heartbeating, then the answer committed
+ * with its spending, or the hold released.
+ */
+export async function meteredModelCall<T>(
+  deps: ModelCallDeps,
+  call: MeteredCall<T>,
+): Promise<{ response: ModelResponse; committed: T }> {
+  const { pool, prices } = deps;
+  const { request } = call;
+  const rate = deps.rates && rateLimitFor(deps.rates.limits, deps.rates.provider, request.model);
+  const taken = { requests: 1, inputTokens: estimatedInputTokens(request), outputTokens: request.maxTokens };
+  if (rate) {
+    const waitMs = await takeTurn(pool, { callKey: call.callKey, bucket: rate.bucket, limit: rate.limit, cost: taken });
+    if (waitMs > 0) throw rateLimitWait(rate.bucket, waitMs);
+  }
+  const ownPerRunUsd = await ownRunBudgetUsd(pool, call.payer);
+  const budgets: BudgetLimit[] = budgetsFor(call.payer, await agentBudgets(pool, call.payer.agentId), new Date(), {
+    ...(ownPerRunUsd === undefined ? {} : { perRunUsd: ownPerRunUsd }),
+  });
+  const overrun = await reserve(pool, {
+    callKey: call.callKey,
+    payer: call.payer,
+    model: request.model,
+    worstUsd: worstCaseUsd(request, priceOf(prices, request.model)),
+    budgets,
+  });
+  if (overrun) throw new BudgetStop(overrun, budgetPeriodKey(budgets.find((b) => b.name === overrun.name)!));
+
+  let done: { response: ModelResponse; committed: T };
+  try {
+    // Heartbeats on a timer as well as on the provider's stream events: a model slow to its first token is alive.
+    const res = await heartbeatWhile(deps.provider.call(request, call.context), () => call.context.heartbeat());
+    // The answer and its spending commit together; a retry finds both or neither.
+    const committed = await inTransaction(pool, async (db) => {
+      const value = await call.commit(db, res);
+      await settle(db, {
+        callKey: call.callKey,
+        attempt: call.context.attempt,
+        model: res.model,
+        usage: res.usage,
+        costUsd: costOf(res.usage, priceOf(prices, res.model)),
+      });
+      return value;
+    });
+    done = { response: res, committed };
+  } catch (err) {
+    // No answer paid for: the hold goes back (a crash leaves it to the retry, which reserves again in its place),
+    // and a provider's 429 pauses the rate bucket for as long as it asked.
+    await release(pool, call.callKey).catch(() => undefined);
+    if (rate && err instanceof ModelRetryableError && err.status === 429 && err.retryAfterMs)
+      await pauseBucket(pool, rate.bucket, err.retryAfterMs).catch(() => undefined);
+    throw call.failed ? await call.failed(err) : err;
+  }
+  const { usage } = done.response;
+  if (rate) {
+    // The bucket took the estimate and max_tokens; it keeps only what the answer used.
+    const unused = {
+      inputTokens: taken.inputTokens - (usage.inputTokens + usage.cacheWriteTokens),
+      outputTokens: taken.outputTokens - usage.outputTokens,
+    };
+    await settleBucket(pool, rate.bucket, rate.limit, unused).catch(() => undefined);
+  }
+  return done;
+}
+
+/** A question to the model outside a conversation's turn: a system prompt and one user message, no tools. */
+export interface Question {
+  model: string;
+  system: string;
+  text: string;
+  maxTokens: number;
+}
+
+/** A question's asker as the provider reads it; nobody listens to its streamed text. */
+export type Asker = Omit<ModelCallContext, 'onTextDelta'>;
+
+/**
+ * A question (reflection and its judges, routine authoring, a routine's `ai.*` capability), asked as a metered call:
+ * reserved against the payer's budgets, settled after. A budget stop and a refused request throw as they are.
+ */
+export async function askQuestion(
+  deps: ModelCallDeps,
+  q: Question,
+  call: { callKey: string; payer: Payer; asker: Asker },
+): Promise<ModelResponse> {
+  const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: q.text }] }];
+  const { response } = await meteredModelCall(deps, {
+    callKey: call.callKey,
+    payer: call.payer,
+    request: { model: q.model, system: q.system, messages, tools: [], maxTokens: q.maxTokens },
+    context: { ...call.asker, onTextDelta: () => undefined },
+    commit: async () => undefined,
+  });
+  return response;
+}
+
+/**
+ * A model call as an activity's failure: a budget stop and a request the model refuses are not retried (the
+ * workflow decides what they mean for its turn, delegate or run); a retryable provider error honours the server's
+ * Retry-After; anything else is retried by Temporal's policy.
+ */
+export function modelCallFailure(err: unknown): unknown {
+  if (err instanceof BudgetStop)
+    return ApplicationFailure.create({
+      type: FAILURE.budgetExhausted,
+      nonRetryable: true,
+      message: err.message,
+      details: [err.overrun],
+    });
+  if (err instanceof ModelRetryableError)
+    return ApplicationFailure.create({
+      message: err.message,
+      type: FAILURE.modelRetryable,
+      nextRetryDelay: err.retryAfterMs,
+    });
+  if (err instanceof ModelRequestError)
+    return ApplicationFailure.nonRetryable(err.message, FAILURE.modelRequest, { status: err.status });
+  if (err instanceof ScriptedTurnError) return ApplicationFailure.nonRetryable(err.message, FAILURE.modelTurnError);
+  return err;
+}

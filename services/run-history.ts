@@ -1,0 +1,64 @@
+import { randomUUID } from 'node:crypto';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { TimeoutFailure } from '@temporalio/common';
+import { historyFromJSON, historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
+import { REPLAY_RUN_WORKFLOW, type ReplayOutcome, type ReplayRunWorkflow } from '../contracts/replay-run';
+import { replayRunWorkflowId } from '../domain/ids';
+
+/** A run's history, with the ids it belongs to. */
+export interface HistoryRef {
+  workflowId: string;
+  runId?: string;
+  history: History;
+}
+
+/** One history from the server (the latest run, or the given one). */
+export async function fetchHistory(client: Client, workflowId: string, runId?: string): Promise<HistoryRef> {
+  // The run first, then its history: a run that continues as new meanwhile does not mix two runs up.
+  const run = runId ?? (await client.workflow.getHandle(workflowId).describe()).runId;
+  return { workflowId, runId: run, history: await client.workflow.getHandle(workflowId, run).fetchHistory() };
+}
+
+/** Every closed or open run a visibility query finds, with its history. */
+export async function* queryHistories(client: Client, query: string): AsyncIterable<HistoryRef> {
+  for await (const w of client.workflow.list({ query })) {
+    yield {
+      workflowId: w.workflowId,
+      runId: w.runId,
+      history: await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(),
+    };
+  }
+}
+
+/** A history as the JSON `temporal workflow show -o json` prints, and back. */
+export const historyJson = {
+  stringify: (h: History) => historyToJSON(h),
+  parse: (json: string): History => historyFromJSON(JSON.parse(json) as unknown),
+};
+
+/** How long a replay may wait for a worker and run: an answer for a person waiting on the request. */
+const REPLAY_DEADLINE = '2 minutes';
+
+/**
+ * Replays a run's history where the workflow code runs: a worker of the task queue replays it against the build it
+ * runs (workflows/replay-run.ts), so the answer is about the code that would run the workflow, not a build of its own.
+ * Undefined when no worker replayed it within REPLAY_DEADLINE.
+ */
+export async function replayOnWorker(
+  client: Client,
+  taskQueue: string,
+  run: { workflowId: string; runId: string },
+): Promise<ReplayOutcome | undefined> {
+  try {
+    return await client.workflow.execute<ReplayRunWorkflow>(REPLAY_RUN_WORKFLOW, {
+      taskQueue,
+      workflowId: replayRunWorkflowId(randomUUID()),
+      workflowExecutionTimeout: REPLAY_DEADLINE,
+      memo: { replays: run.workflowId, runId: run.runId },
+      args: [run],
+    });
+  } catch (err) {
+    if (err instanceof WorkflowFailedError && err.cause instanceof TimeoutFailure) return undefined;
+    throw err;
+  }
+}
