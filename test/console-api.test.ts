@@ -149,7 +149,10 @@ describe('GET /v1/agents/:agentId/delegates', () => {
     const url = `/v1/agents/${a}/delegates`;
     const ids = async (query: string) =>
       (await allPages<{ delegateId: string }>(`${url}?${query}`)).map((d) => d.delegateId);
-    await eventually(async () => (await ids('status=completed')).length === 2, 30_000, 'two quick delegates to end');
+    // Ended and admitted by the conversation: a delegate admitted between the list's read and its own would differ.
+    const admitted = async () =>
+      (await allPages<{ admittedAt?: string }>(`${url}?status=completed`)).filter((d) => d.admittedAt).length;
+    await eventually(async () => (await admitted()) === 2, 30_000, 'two quick delegates to end and be admitted');
 
     const first = await get<Page<{ delegateId: string }>>(`${url}?limit=2`);
     expect(first.body.items.map((d) => d.delegateId)).toEqual([quick2, quick1]);

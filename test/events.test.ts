@@ -127,7 +127,15 @@ describe('live events of a conversation', () => {
     const url = `${base}/v1/agents/${a}/conversations/${c}/events`;
     await keel.post(a, c, { text: 'first' }, { wait: 30 });
     const stream = await openEvents(url);
-    const ending = stream.until(() => false); // reads until the server ends the stream
+    // Reads until the server ends the stream; the connection is dropped only once the stream has delivered what was
+    // there when it opened (under load, a drop that came first ended the stream before its backlog was read).
+    let delivered!: () => void;
+    const backlogRead = new Promise<void>((resolve) => (delivered = resolve));
+    const ending = stream.until((es) => {
+      if (es.some((e) => e.event === 'turn.finished')) delivered();
+      return false;
+    });
+    await backlogRead;
     const first = await eventually(async () => {
       const { rows } = await keel.pool.query<{ id: string }>(
         'SELECT max(id) AS id FROM conversation_events WHERE conversation_key = $1',
