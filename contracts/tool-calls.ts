@@ -30,6 +30,10 @@ export interface RunToolCallInput {
   callId: string;
 }
 
+export interface OpenToolCallApprovalInput {
+  callId: string;
+}
+
 export interface SettleToolCallInput {
   callId: string;
   decision: ToolCallDecision | null;

@@ -57,7 +57,8 @@ export async function listWaitingApprovals(
               coalesce(approval_expires_at, created_at + $6::bigint * interval '1 millisecond')
          FROM proposals WHERE status = 'awaiting_approval'
        UNION ALL
-       SELECT 'tool_call', agent_id, id::text, created_at, expires_at FROM tool_calls WHERE status = 'awaiting_approval'
+       SELECT 'tool_call', agent_id, id::text, waiting_since, expires_at
+         FROM tool_calls WHERE status = 'awaiting_approval'
      ) w
      WHERE ($1::text IS NULL OR agent_id = $1)
        AND ($2::timestamptz IS NULL OR (waiting_since, id) > ($2::timestamptz, $3::text))

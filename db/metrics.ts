@@ -21,7 +21,7 @@ const TOTALS = {
   delegateOutcomes: 'SELECT outcome_kind AS outcome, count(*) AS n FROM delegates GROUP BY outcome_kind',
   proposals: 'SELECT status, count(*) AS n FROM proposals GROUP BY status',
   toolCalls: `SELECT server, tool, status AS outcome, count(*) AS n FROM tool_calls
-     WHERE status NOT IN ('awaiting_approval', 'approved', 'running') GROUP BY 1, 2, 3`,
+     WHERE status NOT IN ('prepared', 'awaiting_approval', 'approved', 'running') GROUP BY 1, 2, 3`,
   workflowTaskFailures: `SELECT workflow_type AS type, cause, sum(failures) AS n
      FROM workflow_task_failures GROUP BY 1, 2`,
 } as const;

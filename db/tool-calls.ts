@@ -31,6 +31,7 @@ export interface ToolCallRow {
   failure: string | null;
   durationMs: number | null;
   createdAt: string;
+  waitingSince: string | null;
   expiresAt: string | null;
   decidedAt: string | null;
   finishedAt: string | null;
@@ -66,6 +67,7 @@ interface Record_ {
   failure: string | null;
   duration_ms: number | null;
   created_at: Date;
+  waiting_since: Date | null;
   expires_at: Date | null;
   decided_at: Date | null;
   finished_at: Date | null;
@@ -103,6 +105,7 @@ const toRow = (r: Record_): ToolCallRow => ({
   failure: r.failure,
   durationMs: r.duration_ms,
   createdAt: r.created_at.toISOString(),
+  waitingSince: iso(r.waiting_since),
   expiresAt: iso(r.expires_at),
   decidedAt: iso(r.decided_at),
   finishedAt: iso(r.finished_at),
@@ -130,16 +133,15 @@ export type NewToolCall = Pick<
   | 'policy'
   | 'retriesSafely'
   | 'status'
-> & { expiresInMs: number | null };
+>;
 
 /** Records a call under its key; a retry of the step that records it finds the first record and answers it. */
 export async function recordToolCall(db: Queryable, c: NewToolCall): Promise<ToolCallRow> {
   await db.query(
     `INSERT INTO tool_calls (id, key, agent_id, server, tool, model_name, arguments, args_digest, origin,
        transcript_key, conversation_key, turn_id, delegate_id, tool_use_id, workflow_id, tools_hash, policy,
-       retries_safely, status, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-       now() + $20::bigint * interval '1 millisecond')
+       retries_safely, status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
      ON CONFLICT (key) DO NOTHING`,
     [
       c.id,
@@ -161,7 +163,6 @@ export async function recordToolCall(db: Queryable, c: NewToolCall): Promise<Too
       c.policy,
       c.retriesSafely,
       c.status,
-      c.expiresInMs,
     ],
   );
   return (await toolCallByKey(db, c.key))!;
@@ -205,6 +206,20 @@ export async function toolCallsOfTurns(
   return rows.map(toRow);
 }
 
+/**
+ * The call's turn waits now: it enters the inbox, with the wait's end. A retry of the step finds it open already and
+ * answers it as it is.
+ */
+export async function openToolCallApproval(db: Queryable, id: string, waitMs: number): Promise<ToolCallRow> {
+  await db.query(
+    `UPDATE tool_calls SET status = 'awaiting_approval', waiting_since = now(),
+       expires_at = now() + $2::bigint * interval '1 millisecond'
+      WHERE id = $1 AND status = 'prepared'`,
+    [id, waitMs],
+  );
+  return (await toolCall(db, id))!;
+}
+
 /** A person's decision (or the wait's end) on a call that waits; a call no longer waiting is left as it is. */
 export async function decideToolCallRecord(
   db: Queryable,
@@ -212,7 +227,7 @@ export async function decideToolCallRecord(
 ): Promise<ToolCallRow | undefined> {
   const { rows } = await db.query<Record_>(
     `UPDATE tool_calls SET status = $2, decided_by = $3, note = $4, decided_at = now()
-      WHERE id = $1 AND status = 'awaiting_approval' RETURNING ${COLUMNS}`,
+      WHERE id = $1 AND status IN ('prepared', 'awaiting_approval') RETURNING ${COLUMNS}`,
     [d.id, d.status, d.actor, d.note ?? null],
   );
   return rows[0] && toRow(rows[0]);

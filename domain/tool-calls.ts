@@ -5,10 +5,12 @@
 import type { ToolPolicy } from './tool-servers';
 
 /**
- * A call's record: waiting for a person, decided, sent, or ended. `unknown`: it was sent and no answer came back (a
- * timeout, a dropped connection), and it may not be sent again, so a person has to look.
+ * A call's record: prepared (its approval not yet open), waiting for a person, decided, sent, or ended. `unknown`:
+ * it was sent and no answer came back (a timeout, a dropped connection), and it may not be sent again, so a person
+ * has to look.
  */
 export type ToolCallStatus =
+  | 'prepared'
   | 'awaiting_approval'
   | 'approved'
   | 'running'
@@ -21,6 +23,7 @@ export type ToolCallStatus =
   | 'denied';
 
 export const TOOL_CALL_STATUSES: readonly ToolCallStatus[] = [
+  'prepared',
   'awaiting_approval',
   'approved',
   'running',
@@ -57,7 +60,7 @@ export const IDEMPOTENCY_META_KEY = 'io.keel/idempotency-key';
 /** How a prepared call goes on: it runs, it waits for a person, or it is answered at once (denied, unknown tool). */
 export type PreparedToolCall =
   | { kind: 'run'; callId: string; policy: ToolPolicy; label: string }
-  | { kind: 'approve'; callId: string; argsDigest: string; expiresInMs: number; label: string }
+  | { kind: 'approve'; callId: string; argsDigest: string; label: string }
   | { kind: 'answer'; content: string; isError: true };
 
 /** A person's decision on a call that waits, bound to the exact arguments it was shown with. */

@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ToolServerError } from '../adapters/mcp/client';
 import type { Transports } from '../adapters/delivery/transport';
 import type {
+  OpenToolCallApprovalInput,
   PrepareToolCallInput,
   RunToolCallInput,
   SettleToolCallInput,
@@ -70,11 +71,22 @@ export async function prepareToolCall(deps: ToolCallDeps, input: PrepareToolCall
     toolsHash: pinned.hash,
     policy: tool.policy,
     retriesSafely: retriesSafely(tool.annotations),
-    status: waits ? 'awaiting_approval' : 'approved',
-    expiresInMs: waits ? deps.approvalWaitMs : null,
+    status: waits ? 'prepared' : 'approved',
   });
   const label = `tool ${row.modelName}`;
   if (row.policy !== 'approve') return { kind: 'run', callId: row.id, policy: row.policy, label };
+  return { kind: 'approve', callId: row.id, argsDigest: row.argsDigest, label };
+}
+
+/**
+ * The call's turn is waiting for a decision now: the call enters the inbox (only now, so that a decision sent from
+ * it always finds the workflow waiting) and its owner hears of it. Answers how long the wait lasts from here.
+ */
+export async function openToolCallApproval(
+  deps: ToolCallDeps,
+  input: OpenToolCallApprovalInput,
+): Promise<{ expiresInMs: number }> {
+  const row = await calls.openToolCallApproval(deps.pool, input.callId, deps.approvalWaitMs);
   const expiresInMs = Math.max(0, Date.parse(row.expiresAt ?? '') - Date.now());
   // The owner hears of it once (the effects ledger); a notice that cannot be sent never holds the call up.
   await noticeToOwner(
@@ -85,11 +97,11 @@ export async function prepareToolCall(deps: ToolCallDeps, input: PrepareToolCall
       effectKey: toolApprovalNoticeEffectKey(row.id),
       text:
         `Agent ${row.agentId} waits for your approval to call ${row.modelName} with ` +
-        `${canonicalJson(args).slice(0, 500)} (tool call ${row.id}; it expires at ${row.expiresAt}).`,
+        `${canonicalJson(row.arguments).slice(0, 500)} (tool call ${row.id}; it expires at ${row.expiresAt}).`,
     },
     { signal: AbortSignal.timeout(5_000), heartbeat: () => undefined },
   ).catch(() => undefined);
-  return { kind: 'approve', callId: row.id, argsDigest: row.argsDigest, expiresInMs, label };
+  return { expiresInMs };
 }
 
 /** Records how a wait for a person ended: the decision the workflow took, or its expiry or cancellation. */

@@ -8,6 +8,7 @@ import { conversationWorkflowId } from '../domain/ids';
 import { FAKE_SECRET } from '../domain/scripted-model';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
+import { startWebhookReceiver } from './support/webhook-receiver';
 
 /**
  * A conversation's turn calls a tool server's tools (issue 26): each call an activity the effects ledger knows, a
@@ -223,6 +224,32 @@ describe('a risky tool waits for a person', () => {
     expect(again.body.error.message).toContain('is ok, not waiting for approval');
     expect(received('refund').filter((c) => c.args.orderId === 'R1')).toHaveLength(1);
     expect(await approvalsOf(agent)).toEqual([]);
+  });
+
+  it("the agent's owner hears once that a call waits, with the tool and its arguments", async () => {
+    const owner = await startWebhookReceiver();
+    try {
+      const agent = await agentWithShop();
+      const set = await call('PUT', `/v1/agents/${agent}`, {
+        name: agent,
+        owner: { delivery: { channel: 'webhook', url: owner.url } },
+      });
+      expect(set.status, set.raw).toBe(200);
+      await keel.post(agent, uniqueId('c'), { text: '/tool shop__refund {"orderId":"N1","amount":2}' });
+      const approval = await waitingApproval(agent);
+      await owner.waitFor((r) => r.length > 0, 30_000);
+      const text = (owner.received[0]!.body as { text: string }).text;
+      expect(text).toContain(
+        `Agent ${agent} waits for your approval to call shop__refund with {"amount":2,"orderId":"N1"}`,
+      );
+      expect(text).toContain(`tool call ${approval.id}`);
+      // Decided, the turn ends: no second notice could come after that.
+      expect((await call('POST', approval.reject.path, {})).status).toBe(200);
+      await eventually(async () => (await approvalsOf(agent)).length === 0, 30_000, 'the wait to end');
+      expect(owner.received).toHaveLength(1);
+    } finally {
+      await owner.close();
+    }
   });
 
   it('a rejection reaches the model with its note, and the tool never runs', async () => {

@@ -26,25 +26,28 @@ export class ToolApprovals {
     return { approved: d.approved };
   }
 
-  /** Waits for the decision until the deadline, or until `cancelled` names a reason to stop waiting. */
+  /**
+   * Waits for the decision until the deadline, or until `cancelled` names a reason to stop waiting. The workflow
+   * takes decisions for the call before the call enters the inbox (`open`), so that a decision sent from the inbox
+   * always finds it waiting, whatever order Temporal hands the two to a worker in.
+   */
   async waitFor(
-    call: { callId: string; argsDigest: string; expiresInMs: number; label: string },
+    call: { callId: string; argsDigest: string; label: string },
+    open: () => Promise<{ expiresInMs: number }>,
     cancelled: () => string | undefined,
   ): Promise<ToolCallDecision | ToolCallRefusal> {
     const waiting = { callId: call.callId, argsDigest: call.argsDigest } as NonNullable<typeof this.waiting>;
     this.waiting = waiting;
     try {
-      const ended = await condition(
-        () => waiting.decision !== undefined || cancelled() !== undefined,
-        call.expiresInMs,
-        {
-          summary: `waiting for approval: ${call.label}`,
-        },
-      );
+      const { expiresInMs } = await open();
+      const decidedOrCancelled = () => waiting.decision !== undefined || cancelled() !== undefined;
+      const ended = await condition(decidedOrCancelled, expiresInMs, {
+        summary: `waiting for approval: ${call.label}`,
+      });
       if (waiting.decision) return waiting.decision;
       const reason = cancelled();
       if (ended && reason) return { kind: 'cancelled', reason };
-      return { kind: 'expired', waitedMs: call.expiresInMs };
+      return { kind: 'expired', waitedMs: expiresInMs };
     } finally {
       this.waiting = undefined;
     }
@@ -85,12 +88,13 @@ export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext):
 
 /** The wait, and its end recorded whatever it is: a cancel of the whole workflow still settles the record. */
 async function waitForPerson(
-  prepared: { callId: string; argsDigest: string; expiresInMs: number; label: string },
+  prepared: { callId: string; argsDigest: string; label: string },
   ctx: ServerToolContext,
 ): Promise<ToolCallDecision | ToolCallRefusal> {
   let answer: ToolCallDecision | ToolCallRefusal;
   try {
-    answer = await ctx.approvals.waitFor(prepared, ctx.cancelled);
+    const open = () => store.openToolCallApproval({ callId: prepared.callId });
+    answer = await ctx.approvals.waitFor(prepared, open, ctx.cancelled);
   } catch (err) {
     if (isCancellation(err)) {
       const refusal = { kind: 'cancelled' as const, reason: 'the run waiting for it was cancelled' };

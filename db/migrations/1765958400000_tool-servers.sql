@@ -60,8 +60,9 @@ CREATE TABLE tool_calls (
   tools_hash       text NOT NULL,
   policy           text NOT NULL CHECK (policy IN ('auto', 'approve', 'deny')),
   retries_safely   boolean NOT NULL,
-  status           text NOT NULL CHECK (status IN ('awaiting_approval', 'approved', 'running', 'ok', 'error', 'unknown',
-                                                   'rejected', 'expired', 'cancelled', 'denied')),
+  -- prepared: recorded, its turn not yet waiting; awaiting_approval: in the inbox, its workflow waiting.
+  status           text NOT NULL CHECK (status IN ('prepared', 'awaiting_approval', 'approved', 'running', 'ok', 'error',
+                                                   'unknown', 'rejected', 'expired', 'cancelled', 'denied')),
   decided_by       text,
   note             text,
   result           text,
@@ -70,13 +71,14 @@ CREATE TABLE tool_calls (
   failure          text,
   duration_ms      integer,
   created_at       timestamptz NOT NULL DEFAULT now(),
+  waiting_since    timestamptz,
   expires_at       timestamptz,
   decided_at       timestamptz,
   started_at       timestamptz,
   finished_at      timestamptz
 );
 CREATE INDEX tool_calls_by_agent ON tool_calls (agent_id, created_at DESC, id);
-CREATE INDEX tool_calls_waiting ON tool_calls (created_at) WHERE status = 'awaiting_approval';
+CREATE INDEX tool_calls_waiting ON tool_calls (waiting_since) WHERE status = 'awaiting_approval';
 CREATE INDEX tool_calls_by_turn ON tool_calls (transcript_key, turn_id);
 
 -- A task may name the tool servers its delegate may use; NULL: all of the agent's.
