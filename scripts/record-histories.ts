@@ -177,8 +177,14 @@ async function main(): Promise<void> {
         await call<{ messages: { turnId: string | null; role: string }[] }>('GET', '/v1/agents/rec/conversations/c5')
       ).messages.some((m) => m.turnId === refund.turnId && m.role === 'tool'),
     );
-    await until('the tool conversation to close idle', () => closed(conversationWorkflowId('rec', 'c5')));
-    await save('conversation-tool-calls', conversationWorkflowId('rec', 'c5'));
+    const toolConversation = conversationWorkflowId('rec', 'c5');
+    await until('the tool conversation to close idle', () => closed(toolConversation));
+    // The runs that made the calls, oldest first (with this server's short limit it continues as new after a turn).
+    const toolRuns: string[] = [];
+    const toolQuery = `WorkflowId = '${toolConversation}'`;
+    for await (const w of client.workflow.list({ query: toolQuery })) toolRuns.unshift(w.runId);
+    await save('conversation-tool-calls', toolConversation, toolRuns[0]);
+    await save('conversation-tool-approval', toolConversation, toolRuns[1]);
 
     // A job run whose first attempt fails and whose retry succeeds.
     const job = await call<{ id: string }>('POST', '/v1/agents/rec/jobs', {
