@@ -17,6 +17,10 @@ import { MODEL_PRICES, type PriceTable } from '../domain/spend';
 import type { RateLimits } from '../domain/rate-limits';
 import type { EgressGuard } from '../adapters/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
+import type { ToolSessionPool } from '../adapters/mcp/sessions';
+import { NO_SECRET_BOX, type SecretBox } from '../services/secrets';
+import { TOOL_CALLS } from '../domain/tool-calls';
+import { toolCallActivities } from './tool-calls';
 
 export interface ActivityDeps {
   pool: Pool;
@@ -40,6 +44,12 @@ export interface ActivityDeps {
   rateLimits?: RateLimits;
   /** The workflow code this worker runs, which an operator's replay checks a history against. */
   workflows: WorkflowSource;
+  /** Opens the sealed secrets of tool servers (KEEL_SECRETS_KEY); none can be opened when unset. */
+  secrets?: SecretBox;
+  /** The worker's live sessions with tool servers (its owner closes them); one session per call when unset. */
+  toolSessions?: ToolSessionPool;
+  /** How long a tool call that needs a person's approval waits (KEEL_TOOL_APPROVAL_WAIT); 24 h when unset. */
+  toolApprovalWaitMs?: number;
 }
 
 /** Every activity the worker registers; workflows import only its type. */
@@ -56,6 +66,12 @@ export function createActivities(deps: ActivityDeps) {
     ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
     ...reflectionActivities({ ...deps, prices, rates, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
     ...replayActivities(deps),
+    ...toolCallActivities({
+      ...deps,
+      secrets: deps.secrets ?? NO_SECRET_BOX,
+      ...(deps.toolSessions ? { sessions: deps.toolSessions } : {}),
+      approvalWaitMs: deps.toolApprovalWaitMs ?? TOOL_CALLS.approvalWaitMs,
+    }),
   };
 }
 

@@ -40,6 +40,8 @@ async function main(): Promise<void> {
     workerMetricsUrl: config.workerMetricsUrl,
     temporalUiUrl: config.temporalUiUrl,
     egressAllow: config.egress.allow,
+    ...(config.secretsKey ? { secretsKey: config.secretsKey } : {}),
+    toolCommands: config.tools.commands,
   });
   await app.listen({ host: config.api.host, port: config.api.port });
 

@@ -1,6 +1,6 @@
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry, type MetricType } from 'prom-client';
 import type { Pool } from '../db/pool';
-import { budgetsRemaining, totals as readTotals, type TotalsName } from '../services/metrics';
+import { budgetsRemaining, toolCallDurations, totals as readTotals, type TotalsName } from '../services/metrics';
 
 /**
  * Keel's metrics, read from PostgreSQL when Prometheus scrapes: the totals hold across every worker process and every
@@ -61,6 +61,13 @@ export function createMetrics(pool: Pool, opts: { workerMetricsUrl?: string } = 
   totals('keel_reflection_proposals_total', 'Reflection proposals by status', ['status'], 'proposals');
 
   totals(
+    'keel_tool_calls_total',
+    "Calls of tool servers' tools that ended, by server, tool and outcome (ok, error, unknown, rejected, expired, …)",
+    ['server', 'tool', 'outcome'],
+    'toolCalls',
+  );
+  new ToolCallDurations(registry, pool);
+  totals(
     'keel_workflow_task_failures_total',
     'Workflow tasks that failed, by workflow type and cause (nondeterminism, error), as the workers saw them',
     ['type', 'cause'],
@@ -94,4 +101,43 @@ function budgetRemaining(registry: Registry, pool: Pool): void {
       for (const r of remaining) this.set({ agent: r.agent, budget: r.budget }, r.leftUsd);
     },
   });
+}
+
+const TOOL_CALL_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * keel_tool_call_duration_seconds: a histogram of how long calls of tool servers' tools took, per server and tool,
+ * read from the committed calls when Prometheus scrapes (so it holds across workers and restarts). prom-client's
+ * Histogram only counts what it observes itself, so this is a metric of its own exposed as a histogram.
+ */
+class ToolCallDurations extends Gauge<'server' | 'tool' | 'le'> {
+  constructor(
+    registry: Registry,
+    private readonly pool: Pool,
+  ) {
+    super({
+      name: 'keel_tool_call_duration_seconds',
+      help: "How long calls of tool servers' tools took, by server and tool",
+      labelNames: ['server', 'tool', 'le'],
+      registers: [registry],
+    });
+  }
+
+  override async get(): ReturnType<Gauge<'server' | 'tool' | 'le'>['get']> {
+    const name = 'keel_tool_call_duration_seconds';
+    const rows = await toolCallDurations(this.pool, TOOL_CALL_BUCKETS);
+    const values: { metricName: string; labels: Partial<Record<'server' | 'tool' | 'le', string>>; value: number }[] =
+      [];
+    const last = TOOL_CALL_BUCKETS[TOOL_CALL_BUCKETS.length - 1];
+    for (const r of rows) {
+      const labels = { server: r.server, tool: r.tool };
+      values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: String(r.le) }, value: r.n });
+      if (r.le !== last) continue;
+      values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: r.count });
+      values.push({ metricName: `${name}_sum`, labels, value: r.sumSeconds });
+      values.push({ metricName: `${name}_count`, labels, value: r.count });
+    }
+    // prom-client's types declare MetricType a numeric enum; at run time, and in the exposition, it is the name.
+    return { ...(await super.get()), type: 'histogram' as unknown as MetricType, values };
+  }
 }

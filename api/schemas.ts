@@ -105,6 +105,31 @@ export const ConversationView = z.object({
       text: z.string(),
       at: z.string(),
       turnId: z.string().nullable(),
+      toolCalls: z
+        .array(
+          z.object({
+            toolUseId: z.string(),
+            name: z.string().nullable().describe('The name the model called; null when its step is on another page'),
+            arguments: z.record(z.string(), z.unknown()).nullable(),
+            result: z.string().describe('The result as the transcript keeps it (a preview of a large one)'),
+            isError: z.boolean(),
+            server: z
+              .object({
+                id: z.string().describe("The tool call's id (GET …/tool-calls/:callId)"),
+                server: z.string(),
+                tool: z.string(),
+                policy: z.enum(['auto', 'approve', 'deny']),
+                status: z.string(),
+                decidedBy: z.string().nullable(),
+                note: z.string().nullable(),
+                durationMs: z.number().nullable(),
+              })
+              .optional()
+              .describe("A tool server's tool: its policy, a person's decision, and how long it took"),
+          }),
+        )
+        .optional()
+        .describe('On tool rows: each tool call the row answers'),
     }),
   ),
 });

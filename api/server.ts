@@ -11,6 +11,7 @@ import {
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import type { EgressAllow } from '../domain/egress';
+import type { ToolCommands } from '../domain/tool-servers';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
 import { CONSOLE_DIST, consoleRoutes } from './console';
@@ -36,6 +37,9 @@ import { artifactRoutes } from './routes/artifacts';
 import { memoryRoutes } from './routes/memory';
 import { proposalRoutes } from './routes/proposals';
 import { runRoutes } from './routes/runs';
+import { toolCallRoutes } from './routes/tool-calls';
+import { toolServerRoutes } from './routes/tool-servers';
+import { apiToolServerDeps } from '../services/tool-servers';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
@@ -44,7 +48,8 @@ export interface ApiDeps {
   temporal: Client;
   taskQueue: string;
   tokens: Map<string, string> | undefined;
-  logger?: boolean | { level: string };
+  /** Fastify's request log (pino): off, or at a level, to stdout or the given stream. */
+  logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
   /** How long a conversation's workflow stays open idle (KEEL_CONVERSATION_IDLE_MS); the default when unset. */
   conversationIdleMs?: number;
   /** How long a submission may wait for Temporal and a worker before the API answers 503. */
@@ -57,6 +62,10 @@ export interface ApiDeps {
   temporalUiUrl?: string | null;
   /** The egress guard's allow list (KEEL_EGRESS_ALLOW), which configured webhook URLs are checked against. */
   egressAllow: EgressAllow;
+  /** Keys that seal secrets at rest (KEEL_SECRETS_KEY); unset: a tool server with secrets is refused. */
+  secretsKey?: string;
+  /** The commands a stdio tool server may run (KEEL_TOOL_COMMANDS); DEFAULT_TOOL_COMMANDS when unset. */
+  toolCommands?: ToolCommands;
   /** Where the built console is (console/dist unless a test says otherwise). */
   consoleDir?: string;
 }
@@ -206,6 +215,10 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(routineRunRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));
   await app.register(routineToolRoutes(deps.pool));
   await app.register(artifactRoutes(deps.pool));
+  const toolServerDeps = apiToolServerDeps(deps.pool, deps.egressAllow, deps.secretsKey, deps.toolCommands);
+  app.addHook('onClose', () => toolServerDeps.close());
+  await app.register(toolServerRoutes(toolServerDeps));
+  await app.register(toolCallRoutes({ ...deps, temporalDeadlineMs }));
   await app.register(
     jobRoutes({ ...deps, jobs: { ...DEFAULT_JOB_SETTINGS, ...deps.jobs, taskQueue: deps.taskQueue } }),
   );

@@ -41,3 +41,20 @@ export async function bareConversation(): Promise<void> {
 
 /** The burst's floor: a workflow that does nothing, started by a Temporal Schedule (only its start is measured). */
 export async function emptyWorkflow(): Promise<void> {}
+
+const { callShop } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
+
+/** One call of the shop's read-only tool: the tool bench's floor turn. */
+export const toolTurn = defineUpdate<string, [{ url: string; orderId: string; emptySteps: number }]>('toolTurn');
+
+/**
+ * The tool bench's floors: a long-lived workflow whose turn is one activity calling the same MCP server Keel's turn
+ * calls, after `emptySteps` empty activities (0: the bare floor; Keel's other steps per turn: the same-steps floor).
+ */
+export async function toolFloor(): Promise<void> {
+  setHandler(toolTurn, async ({ url, orderId, emptySteps }) => {
+    for (let i = 0; i < emptySteps; i++) await noop();
+    return callShop({ url, orderId });
+  });
+  await condition(() => false);
+}

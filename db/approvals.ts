@@ -6,15 +6,16 @@ import { memoryVersion } from './memory';
 import { exactInstant, type PageRequest } from './page';
 import type { Queryable } from './pool';
 import { proposalsByIds, type ProposalRow } from './proposals';
+import { toolCallsByIds, type ToolCallRow } from './tool-calls';
 import { gatedTargets } from './routine-journal';
 import { runsByIds, type RoutineRunRow } from './routine-runs';
 import { routineLabels, routineRef } from './routines';
 
-/** Something waiting for a person's decision: a routine run stopped at a gate, or a reflection proposal. */
+/** Something waiting for a person's decision: a routine run stopped at a gate, a reflection proposal, a tool call. */
 export interface WaitingApproval {
-  kind: 'routine_run' | 'proposal';
+  kind: 'routine_run' | 'proposal' | 'tool_call';
   agentId: string;
-  /** The run's or the proposal's id (both UUIDs, so unique across the two). */
+  /** The run's, the proposal's or the tool call's id (UUIDs, so unique across the three). */
   id: string;
   waitingSince: string;
   expiresAt: string;
@@ -55,6 +56,9 @@ export async function listWaitingApprovals(
        SELECT 'proposal', agent_id, id, created_at,
               coalesce(approval_expires_at, created_at + $6::bigint * interval '1 millisecond')
          FROM proposals WHERE status = 'awaiting_approval'
+       UNION ALL
+       SELECT 'tool_call', agent_id, id::text, waiting_since, expires_at
+         FROM tool_calls WHERE status = 'awaiting_approval'
      ) w
      WHERE ($1::text IS NULL OR agent_id = $1)
        AND ($2::timestamptz IS NULL OR (waiting_since, id) > ($2::timestamptz, $3::text))
@@ -93,7 +97,8 @@ export type PendingApproval =
       proposal: ProposalRow;
       /** The memory the proposal was made against (its base version). */
       baseFiles: MemoryFiles;
-    });
+    })
+  | (WaitingApproval & { kind: 'tool_call'; call: ToolCallRow });
 
 /** listWaitingApprovals, each with its run or proposal. One decided meanwhile is shown as it was read. */
 export async function pendingApprovals(
@@ -103,10 +108,11 @@ export async function pendingApprovals(
 ): Promise<PendingApproval[]> {
   const waiting = await listWaitingApprovals(db, scope, page);
   const ids = (kind: WaitingApproval['kind']) => waiting.filter((w) => w.kind === kind).map((w) => w.id);
-  const [runs, targets, proposals] = await Promise.all([
+  const [runs, targets, proposals, toolCalls] = await Promise.all([
     runsByIds(db, ids('routine_run')),
     gatedTargets(db, ids('routine_run')),
     proposalsByIds(db, ids('proposal')),
+    toolCallsByIds(db, ids('tool_call')),
   ]);
   const labels = await routineLabels(db, runs);
   const bases = new Map<string, MemoryFiles>();
@@ -116,7 +122,12 @@ export async function pendingApprovals(
   }
   const runById = new Map(runs.map((r) => [r.runId, r]));
   const proposalById = new Map(proposals.map((p) => [p.id, p]));
+  const callById = new Map(toolCalls.map((c) => [c.id, c]));
   return waiting.flatMap((w): PendingApproval[] => {
+    if (w.kind === 'tool_call') {
+      const call = callById.get(w.id);
+      return call ? [{ ...w, kind: 'tool_call', call }] : [];
+    }
     if (w.kind === 'routine_run') {
       const run = runById.get(w.id);
       if (!run) return [];

@@ -346,6 +346,8 @@ export interface TranscriptView {
   text: string;
   at: string;
   turnId: string | null;
+  /** The row's blocks: what tool calls a model step asked for, and their results. */
+  content: ContentBlock[];
 }
 
 export async function listMessages(
@@ -360,8 +362,9 @@ export async function listMessages(
     text: string;
     created_at: Date;
     turn_id: string | null;
+    content: ContentBlock[];
   }>(
-    `SELECT seq, role, text, created_at, turn_id FROM messages
+    `SELECT seq, role, text, created_at, turn_id, content FROM messages
       WHERE conversation_key = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     [conversationKey, afterSeq, limit],
   );
@@ -371,6 +374,7 @@ export async function listMessages(
     text: r.text,
     at: r.created_at.toISOString(),
     turnId: r.turn_id,
+    content: r.content,
   }));
 }
 

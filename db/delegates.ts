@@ -123,6 +123,8 @@ export interface DelegateBrief {
   wallClockSeconds: number;
   requiredSkills: { name: string; body: string }[];
   skillIndex: string[];
+  /** The tool servers the delegate may use; null: all of the agent's. */
+  toolServers: string[] | null;
 }
 
 export async function delegateBrief(db: Queryable, delegateId: string): Promise<DelegateBrief> {
@@ -157,6 +159,7 @@ export async function delegateBrief(db: Queryable, delegateId: string): Promise<
     wallClockSeconds: d.wall_clock_seconds,
     requiredSkills: required,
     skillIndex: await skillNames(db, d.agent_id),
+    toolServers: task?.toolServers ?? null,
   };
 }
 

@@ -20,6 +20,8 @@ const TOTALS = {
   routineRuns: 'SELECT status, count(*) AS n FROM routine_runs GROUP BY status',
   delegateOutcomes: 'SELECT outcome_kind AS outcome, count(*) AS n FROM delegates GROUP BY outcome_kind',
   proposals: 'SELECT status, count(*) AS n FROM proposals GROUP BY status',
+  toolCalls: `SELECT server, tool, status AS outcome, count(*) AS n FROM tool_calls
+     WHERE status NOT IN ('prepared', 'awaiting_approval', 'approved', 'running') GROUP BY 1, 2, 3`,
   workflowTaskFailures: `SELECT workflow_type AS type, cause, sum(failures) AS n
      FROM workflow_task_failures GROUP BY 1, 2`,
 } as const;
@@ -40,4 +42,35 @@ export async function agentsWithCalendarBudgets(db: Queryable): Promise<{ id: st
     `SELECT id, budgets FROM agents WHERE budgets ?| array['dailyUsd', 'monthlyUsd']`,
   );
   return rows;
+}
+
+/** Tool calls that reached their server, per server and tool: how many took at most each bucket's seconds. */
+export async function toolCallDurations(
+  db: Queryable,
+  bucketsSeconds: readonly number[],
+): Promise<{ server: string; tool: string; le: number; n: number; count: number; sumSeconds: number }[]> {
+  const { rows } = await db.query<{
+    server: string;
+    tool: string;
+    le: number;
+    n: string;
+    count: string;
+    sum_seconds: number;
+  }>(
+    `SELECT c.server, c.tool, b.le,
+            count(*) FILTER (WHERE c.duration_ms <= b.le * 1000) AS n,
+            count(*) AS count, coalesce(sum(c.duration_ms), 0) / 1000.0 AS sum_seconds
+       FROM tool_calls c CROSS JOIN unnest($1::float8[]) AS b(le)
+      WHERE c.duration_ms IS NOT NULL
+      GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+    [bucketsSeconds],
+  );
+  return rows.map((r) => ({
+    server: r.server,
+    tool: r.tool,
+    le: Number(r.le),
+    n: Number(r.n),
+    count: Number(r.count),
+    sumSeconds: Number(r.sum_seconds),
+  }));
 }

@@ -13,6 +13,8 @@ export interface TaskRow {
   requiredSkills: string[];
   historyMode: HistoryMode;
   wallClockSeconds: number;
+  /** The tool servers its delegate may use; null: all of the agent's. */
+  toolServers: string[] | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -26,6 +28,7 @@ export interface TaskRecord {
   required_skills: string[];
   history_mode: HistoryMode;
   wall_clock_seconds: number;
+  tool_servers: string[] | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -38,6 +41,7 @@ const toTask = (r: TaskRecord): TaskRow => ({
   requiredSkills: r.required_skills,
   historyMode: r.history_mode,
   wallClockSeconds: r.wall_clock_seconds,
+  toolServers: r.tool_servers,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
 });
@@ -48,10 +52,10 @@ export async function createTask(pool: Pool, agentId: string, t: NewTask): Promi
     await lockAgent(db, agentId);
     const { rows } = await db.query<TaskRecord>(
       `INSERT INTO tasks (agent_id, number, title, description, status, required_skills, history_mode,
-         wall_clock_seconds)
-       VALUES ($1, (SELECT COALESCE(max(number), 0) + 1 FROM tasks WHERE agent_id = $1), $2, $3, $4, $5, $6, $7)
+         wall_clock_seconds, tool_servers)
+       VALUES ($1, (SELECT COALESCE(max(number), 0) + 1 FROM tasks WHERE agent_id = $1), $2, $3, $4, $5, $6, $7, $8)
        RETURNING *`,
-      [agentId, t.title, t.description, t.status, t.requiredSkills, t.historyMode, t.wallClockSeconds],
+      [agentId, t.title, t.description, t.status, t.requiredSkills, t.historyMode, t.wallClockSeconds, t.toolServers],
     );
     return toTask(rows[0]!);
   });

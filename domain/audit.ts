@@ -16,6 +16,14 @@ export const AUDIT_ACTIONS = {
   'agent.destinations':
     "the agent's owner delivery or named destinations changed (subject: the agent id; detail: what changed, " +
     'webhooks by origin only: no path, query or secret)',
+  'tool_server.create': 'a tool server was added (subject: its name; detail: {transport, tools})',
+  'tool_server.replace': 'a tool server was replaced by a PUT (subject: its name; detail: {transport, tools})',
+  'tool_server.delete': 'a tool server was removed (subject: its name)',
+  'tool_server.policies':
+    "a tool server's policies or its being enabled changed (subject: its name; detail: {policies?, defaultPolicy?, " +
+    'enabled?})',
+  'tool_call.approve': "a tool call waiting for a person was approved (subject: the call's id; detail: {note?})",
+  'tool_call.reject': "a tool call waiting for a person was rejected (subject: the call's id; detail: {note?})",
 } as const satisfies Record<string, string>;
 export type AuditAction = keyof typeof AUDIT_ACTIONS;
 

@@ -6,6 +6,8 @@ import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from './reflecti
 import { DEFAULT_ROUTINE_SETTINGS, ROUTINES, type RoutineSettings } from './routines';
 import { MODEL_PRICES, ModelPriceSchema, type PriceTable } from './spend';
 import { RateLimitsSchema, type RateLimits } from './rate-limits';
+import { TOOL_CALLS } from './tool-calls';
+import { DEFAULT_TOOL_COMMANDS, type ToolCommands } from './tool-servers';
 
 /** A version of Keel's workers as Temporal's Worker Deployments name it: the deployment, and the build. */
 export interface WorkerDeployment {
@@ -137,6 +139,15 @@ const Env = z.object({
     .default(`${DEFAULT_REFLECTION_SETTINGS.prices.input},${DEFAULT_REFLECTION_SETTINGS.prices.output}`),
   KEEL_REFLECTION_URL_ALLOWLIST: z.string().default(DEFAULT_REFLECTION_SETTINGS.urlAllowlist.join(',')),
   /** Exceptions to the egress guard: hosts, `*.domain`, addresses, CIDRs and `loopback`, comma-separated. */
+  /** Keys that seal secrets at rest (`keyId:base64key`, comma-separated; the first seals). */
+  KEEL_SECRETS_KEY: z.string().optional(),
+  /** How long a tool call that needs a person's approval waits: ms, or a number with s, m, h or d. */
+  KEEL_TOOL_APPROVAL_WAIT: z
+    .string()
+    .regex(/^\d+(ms|s|m|h|d)?$/, 'a duration: ms, or a whole number with s, m, h or d (e.g. 24h)')
+    .optional(),
+  /** The commands a stdio tool server may run: comma-separated, `*` for any, `none` for none. */
+  KEEL_TOOL_COMMANDS: z.string().default(DEFAULT_TOOL_COMMANDS.join(',')),
   KEEL_EGRESS_ALLOW: z
     .string()
     .optional()
@@ -304,6 +315,10 @@ export interface KeelConfig {
   prices: PriceTable;
   /** What the egress guard lets through besides public addresses. */
   egress: { allow: EgressAllow };
+  /** KEEL_SECRETS_KEY as written; services/secrets.ts reads its keys. Unset: no secret can be stored. */
+  secretsKey?: string;
+  /** Tool servers: how long a call waits for a person's approval, and the commands a stdio server may run. */
+  tools: { approvalWaitMs: number; commands: ToolCommands };
   /** Provider rate limits per model (KEEL_RATE_LIMITS); none when unset. */
   rateLimits?: RateLimits;
 }
@@ -390,7 +405,27 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     prices: { ...MODEL_PRICES, ...e.KEEL_MODEL_PRICES },
     ...(e.KEEL_RATE_LIMITS ? { rateLimits: e.KEEL_RATE_LIMITS } : {}),
     egress: { allow: e.KEEL_EGRESS_ALLOW },
+    ...(e.KEEL_SECRETS_KEY ? { secretsKey: e.KEEL_SECRETS_KEY } : {}),
+    tools: {
+      approvalWaitMs: e.KEEL_TOOL_APPROVAL_WAIT ? durationMs(e.KEEL_TOOL_APPROVAL_WAIT) : TOOL_CALLS.approvalWaitMs,
+      commands: toolCommands(e.KEEL_TOOL_COMMANDS),
+    },
   };
+}
+
+function toolCommands(raw: string): ToolCommands {
+  const trimmed = raw.trim();
+  if (trimmed === '*') return '*';
+  if (trimmed === 'none') return [];
+  return list(trimmed);
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "24h", "90s", "1500" (ms). The schema has checked the form. */
+function durationMs(raw: string): number {
+  const [, n, unit] = /^(\d+)(ms|s|m|h|d)?$/.exec(raw)!;
+  return Number(n) * UNIT_MS[unit ?? 'ms']!;
 }
 
 /** `token=agentId` pairs, comma-separated; `*` grants every agent. Unset means development mode (no tokens). */

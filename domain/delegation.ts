@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { TranscriptMessage } from './transcript';
 import { storableString } from './text';
+import { TOOL_SERVER_NAME, TOOL_SERVER_NAME_RULE } from './tool-servers';
 
 /** Spacebot's delegation numbers, kept. */
 export const DELEGATION = {
@@ -35,6 +36,13 @@ export const NewTask = z
     requiredSkills: z.array(SkillName).max(50).default([]),
     historyMode: z.enum(HISTORY_MODES).default('fork'),
     wallClockSeconds: z.number().int().min(1).max(86_400).default(DELEGATION.defaultWallClockSeconds),
+    /** The tool servers its delegate may use; null: all of the agent's. */
+    toolServers: z
+      .array(z.string().regex(TOOL_SERVER_NAME, TOOL_SERVER_NAME_RULE))
+      .max(50)
+      .nullable()
+      .default(null)
+      .describe("The agent's tool servers its delegate may use (none: []); null or absent: all of them"),
   })
   .strict();
 export type NewTask = z.infer<typeof NewTask>;

@@ -71,6 +71,19 @@ export function replyEffectKey(conversationKey: ConversationKey, turnId: string,
   return `${conversationKey}/turn/${turnId}/reply/${modelCall}`;
 }
 
+/**
+ * Idempotency key of a call of a tool server's tool: the model step that asked for it and its tool_use id. The server
+ * receives it in `_meta`; the effects ledger and the tool call's record are kept under it.
+ */
+export function toolCallKey(transcriptKey: string, turnId: string, callIndex: number, toolUseId: string): string {
+  return `${transcriptKey}/turn/${turnId}/call/${callIndex}/tool/${toolUseId}`;
+}
+
+/** The owner's notice that a tool call waits for a decision: once per call. */
+export function toolApprovalNoticeEffectKey(callId: string): string {
+  return `tool-call/${callId}/approval-notice`;
+}
+
 /** Idempotency key of the delivery of a job run's result. */
 export function jobDeliveryEffectKey(runId: string): string {
   return `${runId}/delivery`;

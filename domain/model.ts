@@ -19,6 +19,8 @@ export interface ToolResultBlock {
   tool_use_id: string;
   content: string;
   is_error?: boolean;
+  /** A tool call whose whole result Keel keeps (the content is its preview); never sent to a provider. */
+  ref?: string;
 }
 export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
 

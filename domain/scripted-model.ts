@@ -18,7 +18,8 @@ export interface ScriptedQueue {
  *   /delay <ms> <text>      → streams for <ms> (heartbeating), then replies "echo: <text>"
  *   /fail <n> <text>        → the first n attempts of the model call fail retryably, then "echo: <text>"
  *   /error <n> <text>       → the first n turns carrying this text end in a turn error (non-retryable)
- *   /tool <name> <json>     → calls tool <name> with <json>, then replies with what the tool answered
+ *   /tool <name> <json>     → calls tool <name> with <json>, then replies with what the tool answered (a long
+ *                             answer by its first 1,000 characters and its length)
  *   /skip                   → calls skip
  *   /leak                   → tries to reply with a fake secret, every time (the reply guard must block it)
  */
@@ -69,15 +70,10 @@ export function scriptedPlan(messages: readonly ModelMessage[], callIndex: numbe
     }
     case 'tool': {
       const last = stepResults[stepResults.length - 1];
-      if (last) return reply(`tool ${last.is_error ? 'error' : 'result'}: ${last.content}`);
+      if (last) return reply(`tool ${last.is_error ? 'error' : 'result'}: ${shortened(last.content)}`);
       const [name, json] = splitFirst(rest);
-      let input: Record<string, unknown> = {};
-      try {
-        const parsed: unknown = json ? JSON.parse(json) : {};
-        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) input = parsed as Record<string, unknown>;
-      } catch {
-        return reply(`echo: could not parse the arguments of /tool ${name}`);
-      }
+      const input = parseArguments(json);
+      if (input === undefined) return reply(`echo: could not parse the arguments of /tool ${name}`);
       return { kind: 'respond', content: [{ type: 'tool_use', id: toolId(name), name, input }], delayMs: 0 };
     }
     case 'skip':
@@ -128,6 +124,7 @@ function lastRetrigger(messages: readonly ModelMessage[]): string | undefined {
  *   /loop                   → reports progress forever (ten segments, then partial)
  *   /blocked <reason>       → sets the outcome blocked
  *   /skill <name>           → reads the skill, then sets the outcome to its first line
+ *   /tool <name> <json>     → calls tool <name> with <json>, then sets the outcome to what the tool answered
  */
 export function scriptedDelegatePlan(
   system: string,
@@ -196,8 +193,33 @@ export function scriptedDelegatePlan(
       const read = lastMessage?.content.find((b): b is ToolResultBlock => b.type === 'tool_result');
       return status('outcome', `skill ${rest}: ${read?.content.split('\n')[0] ?? ''}`);
     }
+    case 'tool': {
+      const lastMessage = messages[messages.length - 1];
+      const answered = calls > 0 && lastMessage?.content.find((b): b is ToolResultBlock => b.type === 'tool_result');
+      if (answered)
+        return status('outcome', `tool ${answered.is_error ? 'error' : 'result'}: ${shortened(answered.content)}`);
+      const [name, json] = splitFirst(rest);
+      const input = parseArguments(json);
+      if (input === undefined) return status('outcome', `could not parse the arguments of /tool ${name}`);
+      return { kind: 'respond', content: [{ type: 'tool_use', id: toolId, name, input }], delayMs: 0 };
+    }
     default:
       return status('outcome', `done: ${title}`);
+  }
+}
+
+/** A long tool result is echoed by its start and its length: the reply says how much of it the model read. */
+function shortened(text: string): string {
+  return text.length <= 1_000 ? text : `${text.slice(0, 1_000)}… (${text.length} characters)`;
+}
+
+/** A command's JSON arguments: an object, or none; undefined when they do not parse. */
+function parseArguments(json: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = json ? JSON.parse(json) : {};
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return undefined;
   }
 }
 

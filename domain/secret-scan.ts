@@ -169,6 +169,11 @@ function allowed(a: Allowlist, secret: string, match: string, line: string): boo
 
 /** Whether one of the rule's matches in `text` is a finding: gitleaks' secret group, entropy and allowlists. */
 function finds(rule: Rule, text: string): boolean {
+  return !findings(rule, text).next().done;
+}
+
+/** The rule's findings in `text`, as gitleaks judges a match (secret group, entropy, allowlists). */
+function* findings(rule: Rule, text: string): Generator<{ start: number; end: number }> {
   for (const m of text.matchAll(rule.regex)) {
     const match = m[0].replace(/^\n+|\n+$/g, '');
     const groups = m.slice(1);
@@ -184,9 +189,59 @@ function finds(rule: Rule, text: string): boolean {
     const line = text.slice(start, end < 0 ? text.length : end);
     if (allowed(GLOBAL_ALLOWLIST, secret, match, line)) continue;
     if (rule.allowlists.some((a) => allowed(a, secret, match, line))) continue;
-    return true;
+    yield { start: m.index, end: m.index + m[0].length };
   }
-  return false;
+}
+
+/** Text with every secret the scan finds replaced by `[redacted: <rule>]`, and the rules that found one. */
+export interface Redacted {
+  text: string;
+  rules: string[];
+}
+
+/**
+ * Redacts what `findSecret` would find: each raw finding's match, and each encoded run (base64, hex) or URL-encoded
+ * text that decodes to a secret. What leaves holds no secret the scanner knows, and says where one was.
+ */
+export function redactSecrets(text: string): Redacted {
+  const rules = new Set<string>();
+  const spans: { start: number; end: number; rule: string }[] = [];
+  const present = keywordsIn(text);
+  for (const { name, pattern } of SECRET_PATTERNS)
+    for (const m of text.matchAll(new RegExp(pattern.source, `${pattern.flags}g`)))
+      spans.push({ start: m.index, end: m.index + m[0].length, rule: name });
+  for (const rule of RULES)
+    if (prefiltered(rule, present)) for (const f of findings(rule, text)) spans.push({ ...f, rule: rule.id });
+  let out = replaceSpans(text, spans, rules);
+  // Encoded secrets: the runs that decode to one are replaced whole; a URL-encoded one redacts the text it is in.
+  out = out.replace(/[A-Za-z0-9+/_-]{24,}={0,2}|[0-9a-fA-F]{40,}/g, (run) => {
+    const found = findSecret(run);
+    if (!found || found.how === 'raw' || found.how === 'url') return run;
+    rules.add(found.rule);
+    return `[redacted: ${found.rule}]`;
+  });
+  const url = findSecret(out);
+  if (url) {
+    rules.add(url.rule);
+    return { text: `[redacted: the whole text, which held a ${describeFinding(url)}]`, rules: [...rules] };
+  }
+  return { text: out, rules: [...rules] };
+}
+
+function replaceSpans(text: string, spans: { start: number; end: number; rule: string }[], rules: Set<string>): string {
+  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  let out = '';
+  let at = 0;
+  for (const s of spans) {
+    if (s.start < at) {
+      at = Math.max(at, s.end);
+      continue;
+    }
+    out += `${text.slice(at, s.start)}[redacted: ${s.rule}]`;
+    at = s.end;
+    rules.add(s.rule);
+  }
+  return out + text.slice(at);
 }
 
 /**

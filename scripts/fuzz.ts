@@ -111,7 +111,8 @@ async function main(): Promise<void> {
   const st = ensureSchemathesis();
   // Keel's own logs (the dev server's included) go to a file, printed only when the run fails.
   const logFile = path.join(os.tmpdir(), `keel-fuzz-${process.pid}.log`);
-  const keel = await startKeel({ KEEL_API_TOKENS: `${TOKEN}=*` }, { logFile });
+  // Generated stdio tool servers are never run: no command is allowed (a PUT of one is refused with 400).
+  const keel = await startKeel({ KEEL_API_TOKENS: `${TOKEN}=*`, KEEL_TOOL_COMMANDS: 'none' }, { logFile });
   console.log(`fuzz: Keel's logs are in ${logFile}`);
   try {
     const ids = await seed(keel.api);

@@ -9,6 +9,7 @@ import { startDevServer, type DevServer } from './dev-server';
 import { freePort } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { spawnTs, spawnWorker, stopProcess } from './processes';
+import { newSecretKey } from '../services/secrets';
 import { waitForReady } from './ready';
 
 /**
@@ -62,6 +63,8 @@ export async function startKeelStack(
     KEEL_TASK_QUEUE: taskQueue,
     // The soak's and the benchmarks' webhook receivers listen on loopback: allowed explicitly, as npm start does.
     KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
+    // A key of this stack's own for secrets at rest (tool servers' headers), unless the caller gave one.
+    KEEL_SECRETS_KEY: process.env.KEEL_SECRETS_KEY ?? newSecretKey('stack'),
     ...opts.env,
   };
   const startWorker = () => spawnWorker(env, ['ignore', logs, logs]);

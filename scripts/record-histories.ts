@@ -28,6 +28,7 @@ import { freePort } from './ports';
 import { startPostgresOnFreePort } from './postgres-process';
 import { createEgressGuard } from '../adapters/egress';
 import { parseEgressAllow } from '../domain/egress';
+import { startShopHttp } from '../test/support/mcp-shop';
 
 const OUT = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
     },
   });
   const running = worker.run();
+  const shop = await startShopHttp();
 
   const call = async <T>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown): Promise<T> => {
     const res = await api.inject({
@@ -159,6 +161,30 @@ async function main(): Promise<void> {
     await save('conversation-idle-closed', idle, firstRun);
     await until('the woken conversation to close idle', () => closed(idle));
     await save('conversation-woken', idle);
+
+    // A conversation that calls a tool server's tools: one at once, one after a person's approval (issue 26).
+    await call('PUT', '/v1/agents/rec/tool-servers/shop', { url: shop.url });
+    await say('rec', 'c5', '/tool shop__lookup_order {"orderId":"A1"}');
+    const refund = await call<{ turnId: string }>('POST', '/v1/agents/rec/conversations/c5/messages', {
+      text: '/tool shop__refund {"orderId":"A1","amount":5}',
+    });
+    const refundWaiting = await until('the refund to wait for approval', async () =>
+      (await call<{ items: { approve: { path: string } }[] }>('GET', '/v1/agents/rec/approvals')).items.at(0),
+    );
+    await call('POST', refundWaiting.approve.path, {});
+    await until('the approved refund to be answered', async () =>
+      (
+        await call<{ messages: { turnId: string | null; role: string }[] }>('GET', '/v1/agents/rec/conversations/c5')
+      ).messages.some((m) => m.turnId === refund.turnId && m.role === 'tool'),
+    );
+    const toolConversation = conversationWorkflowId('rec', 'c5');
+    await until('the tool conversation to close idle', () => closed(toolConversation));
+    // The runs that made the calls, oldest first (with this server's short limit it continues as new after a turn).
+    const toolRuns: string[] = [];
+    const toolQuery = `WorkflowId = '${toolConversation}'`;
+    for await (const w of client.workflow.list({ query: toolQuery })) toolRuns.unshift(w.runId);
+    await save('conversation-tool-calls', toolConversation, toolRuns[0]);
+    await save('conversation-tool-approval', toolConversation, toolRuns[1]);
 
     // A job run whose first attempt fails and whose retry succeeds.
     const job = await call<{ id: string }>('POST', '/v1/agents/rec/jobs', {
@@ -250,7 +276,7 @@ async function main(): Promise<void> {
     await api.close();
     await connection.close();
     await pool.end();
-    await Promise.all([temporal.stop(), pg.stop()]);
+    await Promise.all([temporal.stop(), pg.stop(), shop.close()]);
     await rm(workDir, { recursive: true, force: true });
   }
 }

@@ -8,6 +8,8 @@ import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
 import { REPO_ROOT, spawnTs, spawnWorker, stopProcess } from './processes';
 import { waitForReady } from './ready';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { newSecretKey } from '../services/secrets';
 import { Supervisor } from './supervisor';
 
 /**
@@ -69,8 +71,10 @@ async function main(): Promise<void> {
     // npm start is Keel on this machine, for trying it: its webhook receivers and fakes listen on loopback, so the
     // egress guard allows loopback here, explicitly and on the banner. `npm run worker` alone allows only the list.
     const egressAllow = withLoopback(process.env.KEEL_EGRESS_ALLOW);
+    const secrets = config.secretsKey ? { key: config.secretsKey, where: 'KEEL_SECRETS_KEY' } : devSecretsKey(dataDir);
     const env = {
       ...process.env,
+      KEEL_SECRETS_KEY: secrets.key,
       KEEL_EGRESS_ALLOW: egressAllow,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: address,
@@ -100,6 +104,7 @@ async function main(): Promise<void> {
         `  Temporal UI  ${uiUrl}`,
         `  PostgreSQL   ${pg ? describeEmbeddedPg(pg) : 'DATABASE_URL'}`,
         `  Egress       ${describeEgress(parseEgressAllow(egressAllow))} — loopback allowed by npm start`,
+        `  Secrets      sealed with the key in ${secrets.where}`,
         `  Model        ${config.model.provider}` +
           (config.model.provider === 'scripted'
             ? ' (offline; set ANTHROPIC_API_KEY to use Claude)'
@@ -115,6 +120,20 @@ async function main(): Promise<void> {
     console.error('keel: start failed:', err instanceof Error ? err.message : err);
     await supervisor.shutdown(1);
   }
+}
+
+/**
+ * The development key that seals secrets at rest (tool servers' headers and environment), made on first start into the
+ * data folder, readable by its owner only; the same key on every later start, so what was sealed stays readable.
+ */
+function devSecretsKey(dataDir: string): { key: string; where: string } {
+  const file = path.join(dataDir, 'secrets.key');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, `${newSecretKey('dev')}\n`, { mode: 0o600 });
+    console.log(`keel: generated a development key for secrets at rest into ${file}`);
+  }
+  return { key: readFileSync(file, 'utf8').trim(), where: `${file} (development; set KEEL_SECRETS_KEY in production)` };
 }
 
 /**

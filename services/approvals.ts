@@ -41,7 +41,7 @@ export async function submitDecision(
 
 /** A person's decision on what waited for it, as the audit trail records it: who, which way, and their note. */
 export function decisionAudit(
-  what: 'proposal' | 'routine_run',
+  what: 'proposal' | 'routine_run' | 'tool_call',
   d: { agentId: string; subject: string; approved: boolean; note?: string | undefined; actor: string },
 ): NewAuditEntry {
   return {

@@ -17,6 +17,8 @@ import { toolDefinitions } from '../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../domain/transcript';
 import { meteredModelCall, type ModelCallDeps } from './model-call';
 import type { Step } from './step';
+import { withWholeResults } from './tool-results';
+import { serverToolDefinitions, turnTools } from './turn-tools';
 
 export interface ConversationModelDeps extends ModelCallDeps {
   defaultModel: string;
@@ -54,8 +56,18 @@ export async function callConversationModel(
           systemPrompt: agent?.systemPrompt ?? null,
           memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
         }),
-    messages: toModelMessages(rows),
-    tools: toolDefinitions(input.toolNames),
+    messages: await withWholeResults(pool, toModelMessages(rows)),
+    tools: [
+      ...toolDefinitions(input.toolNames),
+      ...serverToolDefinitions(
+        await turnTools(pool, {
+          agentId: input.agentId,
+          transcriptKey: input.conversationKey,
+          turnId: input.turnId,
+          allowedServers: brief ? brief.toolServers : null,
+        }),
+      ),
+    ],
     maxTokens: MAX_TOKENS,
   };
   const started = Date.now();

@@ -18,6 +18,7 @@ import type { Pool } from '../db/pool';
 import { isFinished, type ConversationState, type FinishedTurnStatus, type SubmitResult } from '../domain/conversation';
 import { conversationWorkflowId, submitMessageUpdateId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
+import { transcriptToolCalls, type TranscriptToolCall } from './tool-results';
 import { SA } from '../domain/search-attributes';
 
 // A read the API serves as it is.
@@ -122,10 +123,12 @@ export async function conversationWithTranscript(
   conversationId: string,
   page: { afterSeq: number; limit: number },
   liveState: () => Promise<ConversationStateView | undefined>,
-): Promise<{ state: ConversationStateView; messages: TranscriptView[] } | undefined> {
+): Promise<
+  { state: ConversationStateView; messages: (TranscriptView & { toolCalls?: TranscriptToolCall[] })[] } | undefined
+> {
   const key = conversationWorkflowId(agentId, conversationId);
   if (!(await conversationExists(pool, key))) return undefined;
-  const [messages, live] = await Promise.all([listMessages(pool, key, page.afterSeq, page.limit), liveState()]);
+  const [rows, live] = await Promise.all([listMessages(pool, key, page.afterSeq, page.limit), liveState()]);
   const state = live ?? { ...(await conversationStateFromDb(pool, key)), liveDelegates: [] };
-  return { state, messages };
+  return { state, messages: await transcriptToolCalls(pool, key, rows) };
 }

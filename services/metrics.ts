@@ -1,4 +1,10 @@
-import { agentsWithCalendarBudgets, readTotals, type TotalsName, type TotalsRow } from '../db/metrics';
+import {
+  agentsWithCalendarBudgets,
+  readTotals,
+  toolCallDurations,
+  type TotalsName,
+  type TotalsRow,
+} from '../db/metrics';
 import type { Pool } from '../db/pool';
 import { calendarStanding } from './spend';
 
@@ -17,3 +23,5 @@ export async function budgetsRemaining(pool: Pool): Promise<{ agent: string; bud
   }
   return remaining;
 }
+
+export { toolCallDurations };

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
@@ -42,5 +42,17 @@ describe('activities/, as the worker registers it', () => {
     }
     expect(exported.filter((e) => !/:[a-z][A-Za-z]*Activities:function$/.test(e))).toEqual([]);
     expect(exported).toContain('index.ts:createActivities:function');
+  });
+});
+
+describe('the workflow bundle, as the worker loads it', () => {
+  it('holds no MCP client or schema: tool servers are reached by activities only (issue 26)', async () => {
+    const bundle = await readFile(inject('workflowBundlePath'), 'utf8');
+    // The bundle is the workflows' own code: it names the tool-call steps it schedules…
+    expect(bundle).toContain('prepareToolCall');
+    // …and nothing of the SDK that talks to servers.
+    expect(bundle).not.toContain('@modelcontextprotocol');
+    expect(bundle).not.toContain('StreamableHTTPClientTransport');
+    expect(bundle).not.toContain('openToolServer');
   });
 });

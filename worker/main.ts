@@ -7,7 +7,14 @@ import { ensureSearchAttributes, MissingSearchAttributesError } from '../service
 import { bundleInChildProcess, type WorkflowSource } from './bundle';
 import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks, workerLogger } from './logger';
 import { tracingFromConfig } from './tracing';
-import { defaultModelName, egressFromConfig, providerFromConfig, transportsFromConfig } from './wiring';
+import {
+  defaultModelName,
+  egressFromConfig,
+  providerFromConfig,
+  toolSessionPool,
+  transportsFromConfig,
+} from './wiring';
+import { secretBoxOf } from '../services/secrets';
 import { promoteIfFirst } from './deployment';
 import { createKeelWorker } from './worker';
 import { temporalConnectionOptions } from '../services/temporal-connection';
@@ -44,6 +51,7 @@ async function main(): Promise<void> {
     workflowBundle: bundle ? { codePath: bundle } : { code: await bundleInChildProcess(tracing?.workflowModules) },
   };
   const egress = egressFromConfig(config);
+  const toolSessions = toolSessionPool();
   try {
     const worker = await createKeelWorker({
       connection,
@@ -61,6 +69,9 @@ async function main(): Promise<void> {
         conversationIdleMs: config.conversationIdleMs,
         prices: config.prices,
         rateLimits: config.rateLimits,
+        secrets: secretBoxOf(config.secretsKey),
+        toolSessions,
+        toolApprovalWaitMs: config.tools.approvalWaitMs,
       },
       workflows,
       capacity: config.worker,
@@ -93,6 +104,7 @@ async function main(): Promise<void> {
     await connection.close();
     await pool.end();
     await tracing?.shutdown();
+    await toolSessions.closeAll();
     await egress.close();
   }
 }

@@ -10,6 +10,12 @@ import { takeScriptedResponse } from '../db/scripted-responses';
 import type { KeelConfig } from '../domain/config';
 import type { ModelProvider } from '../domain/model';
 import { createEgressGuard, type EgressGuard } from '../adapters/egress';
+import { ToolSessionPool } from '../adapters/mcp/sessions';
+
+/** The worker's live sessions with tool servers: a few, each closed after five idle minutes. */
+export function toolSessionPool(): ToolSessionPool {
+  return new ToolSessionPool({ max: 32, idleMs: 5 * 60_000 });
+}
 
 /** The egress guard every outbound request of the worker goes through, with KEEL_EGRESS_ALLOW's exceptions. */
 export function egressFromConfig(config: KeelConfig): EgressGuard {

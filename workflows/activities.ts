@@ -1,6 +1,7 @@
 import { ActivityCancellationType, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
+import { TOOL_CALLS } from '../domain/tool-calls';
 
 /**
  * The retry policies of Keel's activities, named for what they protect. Database steps retry without limit: an
@@ -51,4 +52,20 @@ export const delivery = proxyActivities<KeelActivities>({
   startToCloseTimeout: '20 seconds',
   heartbeatTimeout: '5 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/**
+ * Calls of tool servers' tools. The step itself decides what a retry may do (services/tool-calls.ts): a call never
+ * sent, or one whose tool says a repeat is harmless, is sent again; any other call found sent is not.
+ */
+export const tools = proxyActivities<KeelActivities>({
+  // A call's own timeout (TOOL_CALLS.callTimeoutMs) and a connection's, with room to record the end.
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: TOOL_CALLS.attempts,
+  },
 });

@@ -18,7 +18,9 @@ import {
   spawnDelegateTool,
 } from '../domain/tools';
 import { toolResult } from '../domain/transcript';
+import { isServerToolName } from '../domain/tool-servers';
 import { delivery, store } from './activities';
+import { runServerTool, type ServerToolContext } from './server-tools';
 
 /** What a channel tool sees of the turn it runs in. */
 export interface TurnContext {
@@ -33,6 +35,8 @@ export interface TurnContext {
   corrections: number;
   /** The conversation's running delegates (a spawn adds to it). */
   liveDelegates: Set<string>;
+  /** Tool servers' calls: the decisions a person sends, and what ends a wait for one early. */
+  serverTools: Pick<ServerToolContext, 'approvals' | 'cancelled'>;
 }
 
 export interface ToolOutcome {
@@ -195,7 +199,21 @@ const legacyScheduleInput = scheduleTool.input.extend({ delivery: Delivery.optio
 const givesDelivery = (call: ToolUseBlock) =>
   call.name === scheduleTool.name && typeof call.input === 'object' && call.input !== null && 'delivery' in call.input;
 
+/** The patch from which a tool server's tool is called; a history recorded before it answered such a name unknown. */
+export const SERVER_TOOLS_PATCH = 'tool-servers';
+
 export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promise<ToolOutcome> {
+  if (isServerToolName(call.name) && patched(SERVER_TOOLS_PATCH)) {
+    const source = {
+      agentId: turn.agentId,
+      origin: 'conversation' as const,
+      transcriptKey: turn.conversationKey,
+      conversationKey: turn.conversationKey,
+      turnId: turn.turnId,
+      callIndex: turn.callIndex,
+    };
+    return { result: await runServerTool(call, { ...turn.serverTools, source, workflowId: turn.conversationKey }) };
+  }
   // A history recorded before the patch parsed a delivery with the old schema; it replays that way.
   if (givesDelivery(call) && !patched(NAMED_DESTINATIONS_PATCH)) {
     const legacy = legacyScheduleInput.safeParse(call.input);

@@ -34,6 +34,11 @@ export class ConversationQueue {
     return this.waiting.length + this.steered.length;
   }
 
+  /** Whether a message was steered into the running turn and the turn has not read it yet. */
+  get hasSteered(): boolean {
+    return this.steered.length > 0;
+  }
+
   /** Queues a turn once: at the back, at the front, or ahead of everything but earlier interrupts. */
   enqueue(entry: QueuedMessage, at: 'back' | 'front' | 'after-interrupts'): void {
     if (this.taken.has(entry.turnId)) return;

@@ -39,6 +39,9 @@ import { textOf, toolResult, toolUses } from '../domain/transcript';
 import { model, steps, store } from './activities';
 import { dispatchTool, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
 import { ConversationQueue } from './conversation-queue';
+import { ToolApprovals } from './server-tools';
+import { decideToolCall } from '../contracts/tool-calls';
+import type { ToolCallDecision } from '../domain/tool-calls';
 import { DelegateRelay } from './relay';
 
 /** The turn in progress: an interrupting message flags it, and cancels its model call if one is running. */
@@ -98,6 +101,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   let lastOutcome: string | undefined;
   // Messages are accepted one at a time, so the queue's order is the order of acceptance.
   const accepting = new Mutex();
+  const approvals = new ToolApprovals();
 
   setHandler(stateQuery, () => ({
     busy: current !== undefined,
@@ -107,6 +111,10 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     turnsCompleted,
   }));
   setHandler(delegateFinished, (claim) => relay.claim(claim));
+  setHandler(decideToolCall, (d) => approvals.decide(d), {
+    validator: (d: ToolCallDecision) => approvals.validate(d),
+    description: "A person's decision on a tool call that waits for approval.",
+  });
   setHandler(submitMessage, (message) => accepting.runExclusive(() => accept(message)), {
     validator: assertValidInbound,
     description: 'Submit an inbound message; idempotent by messageId.',
@@ -254,6 +262,16 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       stepSeq: 0,
       corrections: 0,
       liveDelegates: relay.live,
+      serverTools: {
+        approvals,
+        // A newer message ends a wait for a person: the model hears why, and reads the message next.
+        cancelled: () =>
+          turn.interrupted
+            ? 'a newer message interrupted the turn while it waited for approval'
+            : turns.hasSteered
+              ? 'a new message arrived while it waited for approval'
+              : undefined,
+      },
     };
     const maxCalls = first.retrigger ? LIMITS.modelCallsPerRetriggerTurn : LIMITS.modelCallsPerTurn;
     if (!first.retrigger) relay.userTurnStarted();

@@ -4,6 +4,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -30,6 +31,11 @@ import { toolResult, toolUses } from '../domain/transcript';
 import { SA } from '../domain/search-attributes';
 import { model, store } from './activities';
 import { budgetStopOf } from './budget-stop';
+import { SERVER_TOOLS_PATCH } from './channel-tools';
+import { runServerTool, ToolApprovals } from './server-tools';
+import { decideToolCall } from '../contracts/tool-calls';
+import type { ToolCallDecision } from '../domain/tool-calls';
+import { isServerToolName } from '../domain/tool-servers';
 
 interface WorkEnd {
   event: EndEvent;
@@ -55,6 +61,11 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
 
   setHandler(delegateStateQuery, () => ({ lifecycle: live.lifecycle, modelCalls }));
   setHandler(budgetsChanged, () => void budgets.changes++);
+  const approvals = new ToolApprovals();
+  setHandler(decideToolCall, (d) => approvals.decide(d), {
+    validator: (d: ToolCallDecision) => approvals.validate(d),
+    description: "A person's decision on a tool call that waits for approval.",
+  });
   setHandler(cancelDelegate, ({ reason }) => {
     cancelReason ??= reason;
     if (live.lifecycle === 'running') live.lifecycle = 'cancelling';
@@ -184,6 +195,25 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   }
 
   async function runTool(c: ToolUseBlock): Promise<{ result: ToolResultBlock; end?: WorkEnd }> {
+    if (isServerToolName(c.name) && patched(SERVER_TOOLS_PATCH)) {
+      const source = {
+        agentId,
+        origin: 'delegate' as const,
+        transcriptKey,
+        conversationKey,
+        turnId: delegateId,
+        callIndex: modelCalls,
+        delegateId,
+      };
+      // A cancel or the wall clock ends a wait for a person through the work's cancellation scope.
+      const result = await runServerTool(c, {
+        source,
+        workflowId: transcriptKey,
+        approvals,
+        cancelled: () => undefined,
+      });
+      return { result };
+    }
     const parsed = parseToolCall(c, DELEGATE_TOOL_NAMES);
     if (!parsed.ok) return { result: toolResult(c.id, parsed.error, true) };
     const args = parsed.input as Record<string, unknown>;

@@ -11,6 +11,7 @@ import { AgentParams, ErrorResponse } from '../schemas';
 import { Change } from './memory';
 import { Check, proposalDecisionRoute } from './proposals';
 import { Gate, routineRunDecisionRoute } from './routines';
+import { ToolCall, toolCallDecisionRoute, toolCallView } from './tool-calls';
 
 const Decision = z.object({ method: z.literal('POST'), path: z.string() });
 const Waiting = {
@@ -19,10 +20,14 @@ const Waiting = {
   approve: Decision,
   reject: Decision,
 };
-const RoutineRunApproval = z.object({
-  kind: z.literal('routine_run'),
+/** What every kind of approval begins with: its kind, its agent, and the id its decision is about. */
+const about = <K extends string>(kind: K, id: string) => ({
+  kind: z.literal(kind),
   agentId: z.string(),
-  id: z.string().describe('The run id'),
+  id: z.string().describe(id),
+});
+const RoutineRunApproval = z.object({
+  ...about('routine_run', 'The run id'),
   appId: z.string(),
   slug: z.string(),
   label: z.string().describe("The routine's label (its slug when the routine was deleted since)"),
@@ -32,9 +37,7 @@ const RoutineRunApproval = z.object({
   ...Waiting,
 });
 const ProposalApproval = z.object({
-  kind: z.literal('proposal'),
-  agentId: z.string(),
-  id: z.string().describe('The proposal id'),
+  ...about('proposal', 'The proposal id'),
   reason: z.string().describe('Why it waits for a person (the human_approval check)'),
   changes: z.array(Change),
   conversationIds: z.array(z.string()),
@@ -46,7 +49,16 @@ const ProposalApproval = z.object({
     .describe('Each file it touches, in its base version and as the proposal leaves it (null: absent)'),
   ...Waiting,
 });
-const Approval = z.discriminatedUnion('kind', [RoutineRunApproval, ProposalApproval]);
+const ToolCallApproval = z.object({
+  ...about('tool_call', "The tool call's id"),
+  server: z.string(),
+  tool: z.string(),
+  modelName: z.string(),
+  arguments: z.record(z.string(), z.unknown()).describe('Exactly what the call will be sent with, if approved'),
+  origin: ToolCall.shape.origin,
+  ...Waiting,
+});
+const Approval = z.discriminatedUnion('kind', [RoutineRunApproval, ProposalApproval, ToolCallApproval]);
 const ApprovalsQuery = PageQuery.strict();
 /** An approvals list's sort key: when the wait began (to the microsecond) and the run's or proposal's id. */
 const ApprovalCursor = z.tuple([CursorInstant, CursorText]);
@@ -76,6 +88,23 @@ function approvalView(a: PendingApproval): z.infer<typeof Approval> {
       ...waiting,
       approve: { method: 'POST', path: pathOf(routineRunDecisionRoute('approve'), params) },
       reject: { method: 'POST', path: pathOf(routineRunDecisionRoute('reject'), params) },
+    };
+  }
+  if (a.kind === 'tool_call') {
+    const c = toolCallView(a.call);
+    const params = { agentId: a.agentId, callId: c.id };
+    return {
+      kind: 'tool_call',
+      agentId: a.agentId,
+      id: c.id,
+      server: c.server,
+      tool: c.tool,
+      modelName: c.modelName,
+      arguments: c.arguments,
+      origin: c.origin,
+      ...waiting,
+      approve: { method: 'POST', path: pathOf(toolCallDecisionRoute('approve'), params) },
+      reject: { method: 'POST', path: pathOf(toolCallDecisionRoute('reject'), params) },
     };
   }
   const p = a.proposal;
@@ -117,7 +146,7 @@ export function approvalRoutes(pool: Pool): FastifyPluginAsyncZod {
       {
         schema: {
           tags: ['approvals'],
-          summary: "The agent's pending approvals (routine runs at a gate, proposals), oldest waiting first",
+          summary: "The agent's pending approvals (routine runs at a gate, proposals, tool calls), oldest first",
           params: AgentParams,
           querystring: ApprovalsQuery,
           response: { 200: Page(Approval), 400: ErrorResponse, 404: ErrorResponse },

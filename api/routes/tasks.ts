@@ -17,6 +17,7 @@ const Task = z.object({
   requiredSkills: z.array(z.string()),
   historyMode: z.enum(['clean', 'fork']),
   wallClockSeconds: z.number(),
+  toolServers: z.array(z.string()).nullable().describe('The tool servers its delegate may use; null: all'),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

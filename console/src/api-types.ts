@@ -58,7 +58,38 @@ export interface ProposalApproval extends WaitingBase {
   checks?: { name: string; kind: 'hard' | 'soft'; passed: boolean; detail?: string }[];
 }
 
-export type Approval = RoutineRunApproval | ProposalApproval;
+export interface ToolCallApproval extends WaitingBase {
+  kind: 'tool_call';
+  server: string;
+  tool: string;
+  modelName: string;
+  /** Exactly what the call will be sent with, if approved. */
+  arguments: Record<string, unknown>;
+  origin: { kind: 'conversation' | 'delegate'; conversationKey: string; turnId: string; delegateId: string | null };
+}
+
+export type Approval = RoutineRunApproval | ProposalApproval | ToolCallApproval;
+
+export type ToolPolicy = 'auto' | 'approve' | 'deny';
+
+/** A tool call as a transcript shows it; `server` is set for a tool server's tool. */
+export interface TranscriptToolCall {
+  toolUseId: string;
+  name: string | null;
+  arguments: Record<string, unknown> | null;
+  result: string;
+  isError: boolean;
+  server?: {
+    id: string;
+    server: string;
+    tool: string;
+    policy: ToolPolicy;
+    status: string;
+    decidedBy: string | null;
+    note: string | null;
+    durationMs: number | null;
+  };
+}
 
 export interface TranscriptMessage {
   seq: number;
@@ -66,8 +97,31 @@ export interface TranscriptMessage {
   text: string;
   at: string;
   turnId: string | null;
-  /** The tool a tool message answers, when the server records it. */
-  toolName?: string;
+  /** On tool rows: each tool call the row answers. */
+  toolCalls?: TranscriptToolCall[];
+}
+
+export interface ServerTool {
+  name: string;
+  modelName: string;
+  description: string;
+  annotations: { title?: string; readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
+  policy: ToolPolicy;
+}
+
+export interface ToolServer {
+  name: string;
+  transport: 'http' | 'stdio';
+  url: string | null;
+  command: string | null;
+  args: string[];
+  headers: Record<string, { hasSecret: true; fingerprint: string }>;
+  env: Record<string, { hasSecret: true; fingerprint: string }>;
+  policies: Record<string, ToolPolicy>;
+  defaultPolicy: ToolPolicy | null;
+  enabled: boolean;
+  tools: ServerTool[];
+  toolsListedAt: string;
 }
 
 export interface ConversationView {

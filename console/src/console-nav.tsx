@@ -8,6 +8,7 @@ const PLACES: { route: Place; label: string }[] = [
   { route: { view: 'delegates' }, label: 'Delegates' },
   { route: { view: 'jobs' }, label: 'Jobs and routines' },
   { route: { view: 'memory' }, label: 'Memory' },
+  { route: { view: 'tools' }, label: 'Tools' },
   { route: { view: 'usage' }, label: 'Usage and budgets' },
 ];
 

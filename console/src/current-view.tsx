@@ -6,6 +6,7 @@ import { ConversationsView } from './views/conversations';
 import { DelegatesView } from './views/delegates';
 import { JobsAndRoutinesView } from './views/jobs-and-routines';
 import { MemoryView } from './views/memory';
+import { ToolsView } from './views/tools';
 import { UsageView } from './views/usage';
 
 /** The view a route names. */
@@ -27,6 +28,8 @@ export function CurrentView({ route, ...props }: ViewProps & { route: Route }) {
       return <JobsAndRoutinesView {...props} />;
     case 'memory':
       return <MemoryView {...props} />;
+    case 'tools':
+      return <ToolsView {...props} />;
     case 'usage':
       return <UsageView {...props} />;
   }

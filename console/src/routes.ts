@@ -11,6 +11,7 @@ export type Route =
   | { view: 'delegates' }
   | { view: 'jobs' }
   | { view: 'memory' }
+  | { view: 'tools' }
   | { view: 'usage' };
 
 export function parseRoute(hash: string): Route {
@@ -30,6 +31,7 @@ export function parseRoute(hash: string): Route {
     case 'delegates':
     case 'jobs':
     case 'memory':
+    case 'tools':
     case 'usage':
       return { view: first };
     default:

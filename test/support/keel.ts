@@ -25,6 +25,12 @@ import { defaultModelName } from '../../worker/wiring';
 import { createKeelWorker } from '../../worker/worker';
 import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks } from '../../worker/logger';
 import { LOOPBACK_ALLOW } from './egress';
+import { secretBoxOf } from '../../services/secrets';
+import { DEFAULT_TOOL_COMMANDS } from '../../domain/tool-servers';
+import { toolSessionPool } from '../../worker/wiring';
+
+/** The tests' key for secrets at rest (KEEL_SECRETS_KEY's form): fixed, so a worker process can be given it too. */
+export const TEST_SECRETS_KEY = `test:${Buffer.alloc(32, 7).toString('base64')}`;
 
 let runtimeInstalled = false;
 
@@ -76,6 +82,10 @@ export interface TestKeelOptions {
   conversationIdleMs?: number;
   /** Where the console links runs in the Temporal UI (KEEL_TEMPORAL_UI_URL); no links when unset. */
   temporalUiUrl?: string;
+  /** The API's request log at debug level, into this stream (none otherwise). */
+  apiLog?: NodeJS.WritableStream;
+  /** How long a tool call waits for a person's approval (the deployment's 24 h otherwise). */
+  toolApprovalWaitMs?: number;
   /** Replaces some of the worker's activities (a test holding one at an instant it chooses). */
   activities?: (real: KeelActivities) => Partial<KeelActivities>;
 }
@@ -108,12 +118,17 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
     taskQueue,
     tokens: opts.tokens,
     egressAllow: egress.allow,
+    secretsKey: TEST_SECRETS_KEY,
+    ...(opts.apiLog ? { logger: { level: 'debug', stream: opts.apiLog } } : {}),
+    // This very node too: a test starts a command that is not an MCP server with it.
+    toolCommands: [...DEFAULT_TOOL_COMMANDS, process.execPath],
     jobs,
     routines,
     conversationIdleMs,
     ...(opts.temporalUiUrl ? { temporalUiUrl: opts.temporalUiUrl } : {}),
   });
 
+  const toolSessions = toolSessionPool();
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
   let nativeConnection: NativeConnection | undefined;
@@ -134,6 +149,9 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       routines,
       reflection: { ...DEFAULT_REFLECTION_SETTINGS, ...opts.reflection },
       conversationIdleMs,
+      secrets: secretBoxOf(TEST_SECRETS_KEY),
+      toolSessions,
+      ...(opts.toolApprovalWaitMs ? { toolApprovalWaitMs: opts.toolApprovalWaitMs } : {}),
     };
     const replaced = opts.activities;
     const workflows = { workflowBundle: { codePath: opts.workflowBundlePath ?? inject('workflowBundlePath') } };
@@ -152,6 +170,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
     await running;
     await nativeConnection?.close();
     nativeConnection = undefined;
+    await toolSessions.closeAll();
   };
 
   return {

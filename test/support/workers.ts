@@ -1,8 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { temporal } from '@temporalio/proto';
 import { inject } from 'vitest';
 import { spawnWorker } from '../../scripts/processes';
-import { eventually, type TestKeel } from './keel';
+import { eventually, TEST_SECRETS_KEY, type TestKeel } from './keel';
 
 /**
  * A Keel worker as a process of its own (worker/main.ts) on the test Keel's task queue, with the scripted model and
@@ -12,6 +12,7 @@ export function startWorkerProcess(
   keel: TestKeel,
   databaseUrl: string,
   env: Record<string, string> = {},
+  stdio: StdioOptions = ['ignore', 'ignore', 'inherit'],
 ): ChildProcess {
   return spawnWorker(
     {
@@ -23,9 +24,10 @@ export function startWorkerProcess(
       KEEL_MODEL: 'scripted',
       // Tests allow loopback explicitly: their receivers and fakes listen on 127.0.0.1.
       KEEL_EGRESS_ALLOW: 'loopback',
+      KEEL_SECRETS_KEY: TEST_SECRETS_KEY,
       ...env,
     },
-    ['ignore', 'ignore', 'inherit'],
+    stdio,
   );
 }
 

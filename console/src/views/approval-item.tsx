@@ -1,12 +1,12 @@
 import { useId, useState } from 'react';
-import type { Approval, DecisionLink, ProposalApproval } from '../api-types';
+import type { Approval, DecisionLink, ProposalApproval, ToolCallApproval } from '../api-types';
 import { post } from '../api';
 import { ConfirmDialog } from '../confirm-dialog';
 import { describeDelivery } from '../delivery';
 import { ErrorAlert } from '../error-alert';
 import { FileDiff } from '../file-diff';
-import { href } from '../routes';
 import { expiresIn, instant, waitingFor } from '../time';
+import { LearnedFrom } from '../learned-from';
 import { useAction } from '../use-action';
 
 type Verdict = 'approve' | 'reject';
@@ -17,7 +17,19 @@ const ASK = {
 } as const;
 
 export const approvalTitle = (item: Approval) =>
-  item.kind === 'routine_run' ? `${item.label} (${item.appId}/${item.slug})` : `Memory proposal ${item.id}`;
+  item.kind === 'routine_run'
+    ? `${item.label} (${item.appId}/${item.slug})`
+    : item.kind === 'tool_call'
+      ? `Tool call ${item.modelName}`
+      : `Memory proposal ${item.id}`;
+
+/** What a decision is about, in one line for the confirmation dialog. */
+const decisionSubject = (item: Approval) =>
+  item.kind === 'routine_run'
+    ? item.gate.detail
+    : item.kind === 'tool_call'
+      ? `Runs ${item.tool} on ${item.server} once, with the arguments shown.`
+      : `Changes ${item.files.map((f) => f.path).join(', ') || 'no file'} as shown.`;
 
 /** The decision goes where the API said, and only to the API. */
 async function send(link: DecisionLink, note: string): Promise<void> {
@@ -74,6 +86,8 @@ export function ApprovalItem({ item, onDecided }: { item: Approval; onDecided: (
             </div>
           ) : null}
         </dl>
+      ) : item.kind === 'tool_call' ? (
+        <ToolCallDetails item={item} />
       ) : (
         <ProposalDetails item={item} />
       )}
@@ -106,14 +120,35 @@ export function ApprovalItem({ item, onDecided }: { item: Approval; onDecided: (
         onCancel={() => setAsking(null)}
       >
         <p>{approvalTitle(item)}</p>
-        <p className="text">
-          {item.kind === 'routine_run'
-            ? item.gate.detail
-            : `Changes ${item.files.map((f) => f.path).join(', ') || 'no file'} as shown.`}
-        </p>
+        <p className="text">{decisionSubject(item)}</p>
         {note.trim() ? <p className="text">Note: {note}</p> : null}
       </ConfirmDialog>
     </article>
+  );
+}
+
+function ToolCallDetails({ item }: { item: ToolCallApproval }) {
+  const from =
+    item.origin.kind === 'delegate' ? `delegate ${item.origin.delegateId ?? ''}` : `turn ${item.origin.turnId}`;
+  return (
+    <dl className="facts">
+      <div>
+        <dt>Tool</dt>
+        <dd>
+          <code>{item.tool}</code> on server <code>{item.server}</code>
+        </dd>
+      </div>
+      <div>
+        <dt>Arguments</dt>
+        <dd>
+          <pre className="code">{JSON.stringify(item.arguments, null, 2)}</pre>
+        </dd>
+      </div>
+      <div>
+        <dt>Asked by</dt>
+        <dd className="text">{from}</dd>
+      </div>
+    </dl>
   );
 }
 
@@ -140,17 +175,7 @@ function ProposalDetails({ item }: { item: ProposalApproval }) {
         <FileDiff key={f.path} path={f.path} before={f.before} after={f.after} />
       ))}
       <ProposalChecks checks={item.checks} />
-      {item.conversationIds?.length ? (
-        <p className="learned">
-          Learned from{' '}
-          {item.conversationIds.map((c, i) => (
-            <span key={c}>
-              {i > 0 ? ', ' : ''}
-              <a href={href({ view: 'conversation', conversationId: c })}>{c}</a>
-            </span>
-          ))}
-        </p>
-      ) : null}
+      <LearnedFrom conversationIds={item.conversationIds ?? []} />
     </>
   );
 }

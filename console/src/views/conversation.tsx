@@ -1,4 +1,4 @@
-import type { TranscriptMessage } from '../api-types';
+import type { TranscriptMessage, TranscriptToolCall } from '../api-types';
 import { apiPath } from '../api';
 import { conversationWorkflowId, temporalUiLink } from '../console-config';
 import { ErrorAlert } from '../error-alert';
@@ -129,17 +129,43 @@ function Turn({ group, state }: { group: TurnGroup; state: TurnState | undefined
   );
 }
 
-/** The transcript does not say which tool a result answers unless the server records it. */
-const toolName = (m: TranscriptMessage) => m.toolName ?? '(name not recorded)';
+/** A tool server's call: its policy, a person's decision and how long it took, in a few words. */
+function serverFacts(s: NonNullable<TranscriptToolCall['server']>): string {
+  const decided = s.decidedBy ? ` by ${s.decidedBy}${s.note ? ` (${s.note})` : ''}` : '';
+  const took = s.durationMs === null ? '' : ` · ${s.durationMs} ms`;
+  return `policy ${s.policy} · ${s.status}${decided}${took}`;
+}
+
+function ToolCallEntry({ c }: { c: TranscriptToolCall }) {
+  return (
+    <details className="tool">
+      <summary>
+        Tool call: <code>{c.name ?? '(its model step is on another page)'}</code>
+        {c.isError ? ' (error)' : ''}
+        {c.server ? <span className="meta"> · {serverFacts(c.server)}</span> : null}
+      </summary>
+      {c.arguments ? <pre className="code">{JSON.stringify(c.arguments, null, 2)}</pre> : null}
+      <pre className="text">{c.result}</pre>
+    </details>
+  );
+}
 
 function Entry({ m }: { m: TranscriptMessage }) {
   switch (m.role) {
     case 'tool':
+      if (!m.toolCalls)
+        return (
+          <details className="tool">
+            <summary>Tool results</summary>
+            <pre className="text">{m.text}</pre>
+          </details>
+        );
       return (
-        <details className="tool">
-          <summary>Tool call: {toolName(m)}</summary>
-          <pre className="text">{m.text}</pre>
-        </details>
+        <>
+          {m.toolCalls.map((c) => (
+            <ToolCallEntry key={c.toolUseId} c={c} />
+          ))}
+        </>
       );
     case 'assistant':
       // A model call that only called tools has no text of its own.

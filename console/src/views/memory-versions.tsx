@@ -3,8 +3,8 @@ import type { MemoryVersion } from '../api-types';
 import { apiPath, post } from '../api';
 import { ConfirmDialog } from '../confirm-dialog';
 import { ErrorAlert } from '../error-alert';
-import { href } from '../routes';
 import { instant } from '../time';
+import { LearnedFrom } from '../learned-from';
 import { useAction } from '../use-action';
 
 const KIND = { initial: 'defaults', proposal: 'learned', rollback: 'rolled back' } as const;
@@ -52,17 +52,7 @@ export function MemoryVersions({
                 ))}
               </ul>
             ) : null}
-            {v.learnedFrom.length ? (
-              <p className="learned">
-                Learned from{' '}
-                {v.learnedFrom.map((c, i) => (
-                  <span key={c}>
-                    {i > 0 ? ', ' : ''}
-                    <a href={href({ view: 'conversation', conversationId: c })}>{c}</a>
-                  </span>
-                ))}
-              </p>
-            ) : null}
+            <LearnedFrom conversationIds={v.learnedFrom} />
             {v.version !== current ? (
               <button type="button" className="button" disabled={rollback.pending} onClick={() => setAsking(v.version)}>
                 Roll back to version {v.version}

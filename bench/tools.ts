@@ -1,0 +1,175 @@
+/**
+ * `npm run bench:tools` (issue 26): a turn with one read-only MCP call, against its floors, side by side in one run on
+ * one Temporal dev server and PostgreSQL, with the scripted model at zero delay and the SDK's McpServer over
+ * streamable HTTP on loopback (zero latency of its own):
+ *
+ *   keel        POST `/tool shop__lookup_order {…}` with ?wait → the reply (model call, the call, model call, reply)
+ *   bare floor  an Update whose one activity calls the same tool through a live MCP session
+ *   same steps  the same, after as many empty activities as Keel's turn schedules besides its tool call
+ *
+ * Each round runs the three in turn, so that all see the same machine at the same moments. Writes
+ * bench/tools-results.json and the tool section of bench/REPORT.md (between its markers). TOOLS_ROUNDS (default 200).
+ */
+import { randomUUID } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { conversationWorkflowId } from '../domain/ids';
+import { startKeelStack } from '../scripts/keel-stack';
+import { REPO_ROOT, spawnTs, stopProcess } from '../scripts/processes';
+import { startShopHttp } from '../test/support/mcp-shop';
+import { AGENT, BENCH_QUEUE, submit } from './drive';
+import { fetchEvents, percentile, round } from './measure';
+
+const ROUNDS = Number(process.env.TOOLS_ROUNDS ?? 200);
+const GOAL_RATIO = 1.3;
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const logFile = path.join(os.tmpdir(), `keel-bench-tools-${process.pid}.log`);
+  console.log(`bench:tools: ${ROUNDS} rounds; Keel's logs in ${logFile}`);
+  const shop = await startShopHttp();
+  const stack = await startKeelStack({ logFile });
+  const floorWorker = spawnTs(
+    'bench/worker.ts',
+    { ...process.env, TEMPORAL_ADDRESS: stack.temporalAddress, BENCH_TASK_QUEUE: BENCH_QUEUE },
+    ['ignore', 'pipe', 'inherit'],
+  );
+  try {
+    await new Promise<void>((resolve, reject) => {
+      createInterface({ input: floorWorker.stdout! }).on('line', (l) => l === 'bench worker ready' && resolve());
+      floorWorker.once('exit', (code) => reject(new Error(`bench worker exited (${code})`)));
+    });
+    const client = new Client({ connection: await Connection.connect({ address: stack.temporalAddress }) });
+    const put = await fetch(`${stack.api}/v1/agents/${AGENT}/tool-servers/shop`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: shop.url }),
+    });
+    if (put.status !== 201) throw new Error(`PUT tool server: ${put.status} ${await put.text()}`);
+
+    const conversationId = `tools-${randomUUID().slice(0, 8)}`;
+    const turn = async (i: number) => {
+      const t0 = performance.now();
+      const res = await submit(
+        stack,
+        conversationId,
+        { text: `/tool shop__lookup_order {"orderId":"B${i}"}`, messageId: `${conversationId}-${i}` },
+        30,
+      );
+      if (res.reply?.text !== `tool result: order B${i}: shipped`) throw new Error(`turn ${i}: ${JSON.stringify(res)}`);
+      return performance.now() - t0;
+    };
+    // Warm both: the worker's live session, the floor worker's session, the caches.
+    await turn(0);
+    const keelSteps = await stepsPerTurn(client, conversationWorkflowId(AGENT, conversationId));
+    const floorCall = (workflowId: string, emptySteps: number) => async (i: number) => {
+      const t0 = performance.now();
+      await client.workflow.executeUpdateWithStart('toolTurn', {
+        args: [{ url: shop.url, orderId: `F${i}`, emptySteps }],
+        startWorkflowOperation: new WithStartWorkflowOperation('toolFloor', {
+          workflowId,
+          taskQueue: BENCH_QUEUE,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+        }),
+      });
+      return performance.now() - t0;
+    };
+    const bare = floorCall(`tool-floor-${randomUUID().slice(0, 8)}`, 0);
+    const sameSteps = floorCall(`tool-floor-steps-${randomUUID().slice(0, 8)}`, keelSteps.total - 1);
+    await bare(0);
+    await sameSteps(0);
+
+    const samples = { keel: [] as number[], bare: [] as number[], sameSteps: [] as number[] };
+    for (let i = 1; i <= ROUNDS; i++) {
+      samples.keel.push(await turn(i));
+      samples.bare.push(await bare(i));
+      samples.sameSteps.push(await sameSteps(i));
+    }
+    const stats = (s: number[]) => ({ p50Ms: round(percentile(s, 50)), p95Ms: round(percentile(s, 95)) });
+    const results = {
+      date: started.toISOString(),
+      rounds: ROUNDS,
+      keelStepsPerTurn: keelSteps,
+      keel: stats(samples.keel),
+      bareFloor: stats(samples.bare),
+      sameStepsFloor: stats(samples.sameSteps),
+      ratioToBare: round(percentile(samples.keel, 50) / percentile(samples.bare, 50), 2),
+      ratioToSameSteps: round(percentile(samples.keel, 50) / percentile(samples.sameSteps, 50), 2),
+    };
+    console.log(JSON.stringify(results, null, 2));
+    await writeFile(path.join(REPO_ROOT, 'bench', 'tools-results.json'), `${JSON.stringify(results, null, 2)}\n`);
+    await writeSection(results);
+  } finally {
+    await stopProcess(floorWorker);
+    await stack.stop();
+    await shop.close();
+  }
+}
+
+/** The activities one turn of the conversation schedules (the second run's, the first turn's aside), by type. */
+async function stepsPerTurn(client: Client, workflowId: string) {
+  const byType: Record<string, number> = {};
+  for (const e of await fetchEvents(client, workflowId)) {
+    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (name) byType[name] = (byType[name] ?? 0) + 1;
+  }
+  return { total: Object.values(byType).reduce((a, b) => a + b, 0), byType };
+}
+
+type Results = {
+  date: string;
+  rounds: number;
+  keelStepsPerTurn: { total: number; byType: Record<string, number> };
+  keel: { p50Ms: number; p95Ms: number };
+  bareFloor: { p50Ms: number; p95Ms: number };
+  sameStepsFloor: { p50Ms: number; p95Ms: number };
+  ratioToBare: number;
+  ratioToSameSteps: number;
+};
+
+const BEGIN = '<!-- bench:tools -->';
+const END = '<!-- /bench:tools -->';
+
+/** The tool section of REPORT.md, replaced in place between its markers (appended the first time). */
+async function writeSection(r: Results): Promise<void> {
+  const met = (ratio: number) => (ratio <= GOAL_RATIO ? 'yes' : '**no**');
+  const steps = Object.entries(r.keelStepsPerTurn.byType)
+    .map(([k, v]) => `${k} ×${v}`)
+    .join(', ');
+  const section = [
+    BEGIN,
+    '## A turn with one read-only MCP call (issue 26)',
+    '',
+    `Run ${r.date} by \`npm run bench:tools\`: ${r.rounds} rounds, each a Keel turn and its floors in turn,`,
+    "against the SDK's McpServer over streamable HTTP on loopback (no latency of its own); the scripted model at",
+    'zero delay.',
+    '',
+    '| goal | measured | met |',
+    '| --- | --- | --- |',
+    `| Keel's turn p50 ≤ ${GOAL_RATIO}× a bare workflow whose one activity calls the same server | ` +
+      `${r.keel.p50Ms} ms vs ${r.bareFloor.p50Ms} ms: ${r.ratioToBare}× | ${met(r.ratioToBare)} |`,
+    `| the same, against a floor of as many steps as Keel's turn (${r.keelStepsPerTurn.total}), one calling the ` +
+      `server | ${r.keel.p50Ms} ms vs ${r.sameStepsFloor.p50Ms} ms: ${r.ratioToSameSteps}× | ` +
+      `${met(r.ratioToSameSteps)} |`,
+    '',
+    `p95: Keel ${r.keel.p95Ms} ms, bare floor ${r.bareFloor.p95Ms} ms, same-steps floor ${r.sameStepsFloor.p95Ms} ms.`,
+    `Keel's first turn scheduled: ${steps}.`,
+    END,
+  ].join('\n');
+  const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');
+  const report = await readFile(file, 'utf8');
+  const at = report.indexOf(BEGIN);
+  const next =
+    at < 0
+      ? `${report.trimEnd()}\n\n${section}\n`
+      : `${report.slice(0, at)}${section}${report.slice(report.indexOf(END) + END.length)}`;
+  await writeFile(file, next);
+}
+
+main().catch((err: unknown) => {
+  console.error('bench:tools failed:', err);
+  process.exit(1);
+});

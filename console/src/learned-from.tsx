@@ -1,0 +1,17 @@
+import { href } from './routes';
+
+/** The conversations a memory change was learned from, each a link to its transcript. */
+export function LearnedFrom({ conversationIds }: { conversationIds: readonly string[] }) {
+  if (conversationIds.length === 0) return null;
+  return (
+    <p className="learned">
+      Learned from{' '}
+      {conversationIds.map((c, i) => (
+        <span key={c}>
+          {i > 0 ? ', ' : ''}
+          <a href={href({ view: 'conversation', conversationId: c })}>{c}</a>
+        </span>
+      ))}
+    </p>
+  );
+}

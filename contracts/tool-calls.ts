@@ -1,0 +1,53 @@
+/**
+ * A tool server's tool called from a workflow (a conversation's turn, a delegate), as the workflow and its callers
+ * share it: what the activities take, and the Update by which a person's decision reaches the waiting workflow.
+ */
+import { defineUpdate } from '@temporalio/workflow';
+import type { ToolUseBlock } from '../domain/model';
+import type { ToolCallDecision, ToolCallOrigin } from '../domain/tool-calls';
+
+/** Where a call comes from; the key of its transcript and turn make its idempotency key. */
+export interface ToolCallSource {
+  agentId: string;
+  origin: ToolCallOrigin;
+  /** The transcript the call's model step is in: the conversation's key, or the delegate's workflow id. */
+  transcriptKey: string;
+  /** The conversation the call belongs to (a delegate's parent conversation). */
+  conversationKey: string;
+  /** The turn (a delegate's id for a delegate). */
+  turnId: string;
+  callIndex: number;
+  delegateId?: string;
+}
+
+export interface PrepareToolCallInput extends ToolCallSource {
+  toolUse: ToolUseBlock;
+  /** The workflow a person's decision is sent to. */
+  workflowId: string;
+}
+
+export interface RunToolCallInput {
+  callId: string;
+}
+
+export interface OpenToolCallApprovalInput {
+  callId: string;
+}
+
+export interface SettleToolCallInput {
+  callId: string;
+  decision: ToolCallDecision | null;
+  /** Why a waiting call ends without running, when it does. */
+  refusal?: { kind: 'expired'; waitedMs: number } | { kind: 'cancelled'; reason: string };
+}
+
+/** The result as the model step's transcript keeps it: whole, or a preview and a reference when it is large. */
+export interface ToolCallResult {
+  content: string;
+  isError: boolean;
+  /** Set when the whole result is kept in PostgreSQL under this call's id. */
+  ref?: string;
+}
+
+/** A person's decision on a call that waits; the Update fails when no such call waits with these arguments. */
+export const decideToolCall = defineUpdate<{ approved: boolean }, [ToolCallDecision]>('decideToolCall');

@@ -1,0 +1,45 @@
+import { createHash } from 'node:crypto';
+import type { Pool } from '../db/pool';
+import { pinnedTools, pinTools } from '../db/tool-lists';
+import { listToolServers } from '../db/tool-servers';
+import { canonicalJson } from '../domain/canonical-json';
+import type { ToolDefinition } from '../domain/model';
+import { serverTools, type PinnedTool } from '../domain/tool-servers';
+
+/**
+ * The tool servers' tools a turn (or a delegate) is offered: read by the turn's first model call from what the
+ * servers listed last, pinned under the list's content hash, and read back by every later step of the turn. Workflow
+ * code never sees a server or a schema; a replay or a retry sees the list the first attempt saw. Denied tools are
+ * not offered at all.
+ */
+export async function turnTools(
+  pool: Pool,
+  t: { agentId: string; transcriptKey: string; turnId: string; allowedServers: string[] | null },
+): Promise<PinnedTool[]> {
+  const pinned = await pinnedTools(pool, t.transcriptKey, t.turnId);
+  if (pinned) return pinned.tools;
+  const servers = (await listToolServers(pool, t.agentId)).filter(
+    (s) => s.enabled && (t.allowedServers === null || t.allowedServers.includes(s.name)),
+  );
+  // An agent without tool servers pins nothing: its turns cost no more than before.
+  if (servers.length === 0) return [];
+  const tools: PinnedTool[] = servers.flatMap((s) =>
+    serverTools(s.name, s.tools, s)
+      .filter((tool) => tool.policy !== 'deny')
+      .map((tool) => ({ ...tool, server: s.name, serverVersion: s.version })),
+  );
+  const hash = createHash('sha256').update(canonicalJson(tools)).digest('hex');
+  return (await pinTools(pool, { transcriptKey: t.transcriptKey, turnId: t.turnId, hash, tools })).tools;
+}
+
+/** The list pinned to the turn, if its first model call pinned one. */
+export const pinnedTurnTools = pinnedTools;
+
+/** The tools as the model reads them: its model-facing name, the server's description and input schema. */
+export function serverToolDefinitions(tools: readonly PinnedTool[]): ToolDefinition[] {
+  return tools.map((t) => ({
+    name: t.modelName,
+    description: t.description || t.annotations.title || t.name,
+    input_schema: t.inputSchema,
+  }));
+}
