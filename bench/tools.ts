@@ -3,7 +3,8 @@
  * one Temporal dev server and PostgreSQL, with the scripted model at zero delay and the SDK's McpServer over
  * streamable HTTP on loopback (zero latency of its own):
  *
- *   keel        POST `/tool shop__lookup_order {…}` with ?wait → the reply (model call, the call, model call, reply)
+ *   keel        POST `/tool shop__lookup_order {…}` → its `turn.finished` event (model call, the call, model call,
+ *               reply), on the conversation's open event stream as the main bench times turns
  *   bare floor  an Update whose one activity calls the same tool through a live MCP session
  *   same steps  the same, after as many empty activities as Keel's turn schedules besides its tool call
  *
@@ -20,7 +21,8 @@ import { conversationWorkflowId } from '../domain/ids';
 import { startKeelStack } from '../scripts/keel-stack';
 import { REPO_ROOT, spawnTs, stopProcess } from '../scripts/processes';
 import { startShopHttp } from '../test/support/mcp-shop';
-import { AGENT, BENCH_QUEUE, submit } from './drive';
+import pg from 'pg';
+import { AGENT, BENCH_QUEUE, eventsOf, submit } from './drive';
 import { fetchEvents, percentile, round } from './measure';
 
 const ROUNDS = Number(process.env.TOOLS_ROUNDS ?? 200);
@@ -51,16 +53,14 @@ async function main(): Promise<void> {
     if (put.status !== 201) throw new Error(`PUT tool server: ${put.status} ${await put.text()}`);
 
     const conversationId = `tools-${randomUUID().slice(0, 8)}`;
+    const events = await eventsOf(stack, conversationId);
     const turn = async (i: number) => {
       const t0 = performance.now();
-      const res = await submit(
-        stack,
-        conversationId,
-        { text: `/tool shop__lookup_order {"orderId":"B${i}"}`, messageId: `${conversationId}-${i}` },
-        30,
-      );
-      if (res.reply?.text !== `tool result: order B${i}: shipped`) throw new Error(`turn ${i}: ${JSON.stringify(res)}`);
-      return performance.now() - t0;
+      const { turnId } = await submit(stack, conversationId, {
+        text: `/tool shop__lookup_order {"orderId":"B${i}"}`,
+        messageId: `${conversationId}-${i}`,
+      });
+      return (await events.awaitTurn(turnId)) - t0;
     };
     // Warm both: the worker's live session, the floor worker's session, the caches.
     await turn(0);
@@ -88,6 +88,12 @@ async function main(): Promise<void> {
       samples.bare.push(await bare(i));
       samples.sameSteps.push(await sameSteps(i));
     }
+    events.close();
+    // Every turn called the tool and replied with its answer.
+    const replies = await replyTexts(stack.databaseUrl, conversationWorkflowId(AGENT, conversationId));
+    for (let i = 1; i <= ROUNDS; i++)
+      if (!replies.has(`tool result: order B${i}: shipped`))
+        throw new Error(`turn ${i} did not reply with the tool's answer`);
     const stats = (s: number[]) => ({ p50Ms: round(percentile(s, 50)), p95Ms: round(percentile(s, 95)) });
     const results = {
       date: started.toISOString(),
@@ -106,6 +112,21 @@ async function main(): Promise<void> {
     await stopProcess(floorWorker);
     await stack.stop();
     await shop.close();
+  }
+}
+
+async function replyTexts(databaseUrl: string, conversationKey: string): Promise<Set<string>> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ text: string }>(
+      `SELECT m.text FROM turns t JOIN messages m ON m.conversation_key = t.conversation_key AND m.seq = t.reply_seq
+        WHERE t.conversation_key = $1`,
+      [conversationKey],
+    );
+    return new Set(rows.map((r) => r.text));
+  } finally {
+    await db.end();
   }
 }
 

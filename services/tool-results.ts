@@ -1,6 +1,7 @@
 import type { Pool } from '../db/pool';
 import * as calls from '../db/tool-calls';
 import type { ContentBlock, ModelMessage, ToolUseBlock } from '../domain/model';
+import { redactSecrets } from '../domain/secret-scan';
 import { TOOL_CALLS } from '../domain/tool-calls';
 
 /**
@@ -74,7 +75,8 @@ export async function transcriptToolCalls<R extends { role: string; turnId: stri
         {
           toolUseId: b.tool_use_id,
           name: use?.name ?? record?.modelName ?? null,
-          arguments: use?.input ?? record?.arguments ?? null,
+          // What the model wrote may hold a secret (a reply the guard blocked, say): shown through the scanner.
+          arguments: redactedArguments(use?.input ?? record?.arguments ?? null),
           result: b.content,
           isError: b.is_error === true,
           ...(record
@@ -96,4 +98,17 @@ export async function transcriptToolCalls<R extends { role: string; turnId: stri
     });
     return { ...r, toolCalls };
   });
+}
+
+/** Arguments with every string passed through the secret scanner, as a transcript shows them. */
+function redactedArguments(args: Record<string, unknown> | null): Record<string, unknown> | null {
+  const redact = (v: unknown): unknown =>
+    typeof v === 'string'
+      ? redactSecrets(v).text
+      : Array.isArray(v)
+        ? v.map(redact)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redact(x)]))
+          : v;
+  return args && (redact(args) as Record<string, unknown>);
 }

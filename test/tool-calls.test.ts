@@ -338,6 +338,22 @@ describe('an outcome that is unknown is never sent again', () => {
   });
 });
 
+describe('a read-only call that loses its answer is sent again', () => {
+  it('with backoff and the same idempotency key, until it is answered', async () => {
+    const agent = await agentWithShop();
+    const res = await keel.post(
+      agent,
+      uniqueId('c'),
+      { text: '/tool shop__flaky_lookup {"orderId":"F1"}' },
+      { wait: 60 },
+    );
+    expect(res.body.reply?.text).toMatch(/^tool result: order F1: found on try \d+$/);
+    const sent = received('flaky_lookup').filter((c) => c.args.orderId === 'F1');
+    expect(sent).toHaveLength(2);
+    expect(sent[1]!.idempotencyKey).toBe(sent[0]!.idempotencyKey);
+  });
+});
+
 describe('secrets stay secret', () => {
   it('the header value is in no API answer and nowhere in the exported history', async () => {
     const agent = await agentWithShop();

@@ -601,6 +601,8 @@ describe('NewTask', () => {
       requiredSkills: [],
       historyMode: 'fork',
       wallClockSeconds: 1800,
+      // Without a list of its own, the task's delegate may use every tool server of the agent.
+      toolServers: null,
     });
     expect(DELEGATION.defaultWallClockSeconds).toBe(1800);
   });
@@ -613,6 +615,7 @@ describe('NewTask', () => {
       requiredSkills: ['web.search-2'],
       historyMode: 'clean',
       wallClockSeconds: 60,
+      toolServers: ['fs'],
     });
     expect(t).toEqual({
       title: 't',
@@ -621,7 +624,14 @@ describe('NewTask', () => {
       requiredSkills: ['web.search-2'],
       historyMode: 'clean',
       wallClockSeconds: 60,
+      toolServers: ['fs'],
     });
+  });
+
+  it('refuses a tool server name that is not one', () => {
+    const bad = NewTask.safeParse({ title: 't', toolServers: ['Not A Name'] });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]?.message).toBe('a tool server name is 1 to 32 lowercase letters, digits or hyphens');
   });
 
   it.each(['pending_approval', 'backlog', 'ready'])('accepts status %s at creation', (status) => {

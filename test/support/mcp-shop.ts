@@ -21,7 +21,7 @@ export interface ReceivedCall {
 export const BIG_REPORT = Array.from({ length: 3_000 }, (_, i) => `line ${i}: ${'x'.repeat(92)}`).join('\n');
 
 export interface ShopOptions {
-  /** Called when `charge` arrives, after it is recorded: the HTTP server drops every connection there. */
+  /** Called when a call must lose its answer (`charge`, `flaky_lookup`'s first): the server drops its connections. */
   onCharge?: () => void;
   /** Tools added since the shop started (addTool): every session has them. */
   extraTools?: readonly string[];
@@ -70,6 +70,22 @@ export function shopServer(calls: ReceivedCall[], opts: ShopOptions = {}): McpSe
       opts.onCharge?.();
       // The connection is gone before an answer could be sent.
       return new Promise<never>(() => undefined);
+    },
+  );
+  server.registerTool(
+    'flaky_lookup',
+    {
+      description: 'Looks an order up; the connection drops the first time an order is asked for.',
+      inputSchema: { orderId: z.string() },
+      annotations: { readOnlyHint: true },
+    },
+    async (args, extra) => {
+      received('flaky_lookup', args, extra._meta);
+      if (calls.filter((c) => c.tool === 'flaky_lookup' && c.args.orderId === args.orderId).length === 1) {
+        opts.onCharge?.();
+        return new Promise<never>(() => undefined);
+      }
+      return text(`order ${args.orderId}: found on try ${calls.filter((c) => c.tool === 'flaky_lookup').length}`);
     },
   );
   server.registerTool(
