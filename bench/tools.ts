@@ -178,6 +178,12 @@ async function writeSection(r: Results): Promise<void> {
     '',
     `p95: Keel ${r.keel.p95Ms} ms, bare floor ${r.bareFloor.p95Ms} ms, same-steps floor ${r.sameStepsFloor.p95Ms} ms.`,
     `Keel's first turn scheduled: ${steps}.`,
+    '',
+    `Where the time goes: Keel's turn is ${r.keelStepsPerTurn.total} durable steps, about ` +
+      `${round(r.keel.p50Ms / r.keelStepsPerTurn.total)} ms each at p50; the bare floor is one step of ` +
+      `${r.bareFloor.p50Ms} ms. Against a floor of as many steps, Keel's tool call costs nothing extra. The bare ` +
+      'ratio falls only with fewer durable steps per turn (a model call, the call, a model call and the reply at the ' +
+      'least), which is what issue 27 takes on.',
     END,
   ].join('\n');
   const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');
