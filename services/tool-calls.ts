@@ -170,9 +170,12 @@ export async function runToolCall(deps: ToolCallDeps, input: RunToolCallInput, s
     }
     if (err.sent && row.retriesSafely && !lastAttempt)
       throw ApplicationFailure.retryable(`tool call failed: ${err.message}`, 'ToolCallFailed');
+    // Unknown only where a repeat could have changed the world twice; a read-only call that never got its answer
+    // simply failed, after its attempts.
+    const unknown = err.sent && !row.retriesSafely;
     return finish(deps, row, {
-      status: err.sent ? 'unknown' : 'error',
-      failure: err.sent ? `${err.message}; it was not sent again` : `${err.message} (tried ${step.attempt} times)`,
+      status: unknown ? 'unknown' : 'error',
+      failure: unknown ? `${err.message}; it was not sent again` : `${err.message} (tried ${step.attempt} times)`,
       started,
     });
   }

@@ -73,7 +73,16 @@ describe('a tool server, configured by a person', () => {
 
     const listed = await call<{ items: Server[] }>('GET', `/v1/agents/${agent}/tool-servers`);
     expect(listed.body.items.map((s) => s.name)).toEqual(['shop']);
-    expect((await call<Server>('GET', `/v1/agents/${agent}/tool-servers/shop`)).body.tools).toHaveLength(6);
+    const one = await call<Server>('GET', `/v1/agents/${agent}/tool-servers/shop`);
+    expect(one.body.tools.map((t) => t.name).sort()).toEqual([
+      'big_report',
+      'charge',
+      'flaky_lookup',
+      'leaky_lookup',
+      'lookup_order',
+      'out_of_stock',
+      'refund',
+    ]);
 
     // A person's policy wins over the annotations, and deny is a policy too.
     const patched = await call<Server>('PATCH', `/v1/agents/${agent}/tool-servers/shop`, {
