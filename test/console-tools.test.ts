@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, uniqueId, type ApiMethod, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 import { startWorkerProcess } from './support/workers';
 
@@ -50,14 +50,7 @@ async function consoleFor(agentId: string, view: string): Promise<Page> {
   return page;
 }
 
-async function api<T>(method: 'GET' | 'PUT' | 'POST', url: string, body?: unknown) {
-  const res = await keel.api.inject({
-    method,
-    url,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
-  });
-  return { status: res.statusCode, body: res.json<T>() };
-}
+const api = <T>(method: ApiMethod, url: string, body?: unknown) => keel.call<T>(method, url, body);
 
 describe('a tool call in the console', () => {
   it('waits in the inbox, survives a kill -9, runs once after two clicks, and the transcript shows it', async () => {

@@ -6,7 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
 import { FAKE_SECRET } from '../domain/scripted-model';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, uniqueId, type ApiMethod, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 import { startWebhookReceiver } from './support/webhook-receiver';
 
@@ -40,14 +40,7 @@ interface Approval {
   reject: { method: string; path: string };
 }
 
-async function call<T>(method: 'GET' | 'PUT' | 'POST', url: string, body?: unknown) {
-  const res = await keel.api.inject({
-    method,
-    url,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
-  });
-  return { status: res.statusCode, body: res.json<T>(), raw: res.body };
-}
+const call = <T>(method: ApiMethod, url: string, body?: unknown) => keel.call<T>(method, url, body);
 
 /** An agent with the shop as its tool server (the credentials in a header), and one PUT. */
 async function agentWithShop(policies: Record<string, string> = {}): Promise<string> {

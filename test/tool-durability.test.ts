@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
 import { stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, uniqueId, type ApiMethod, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 import { quiescent } from './support/quiescence';
 import { startWorkerProcess } from './support/workers';
@@ -51,14 +51,7 @@ function worker(): ChildProcess {
   return child;
 }
 
-async function call<T>(method: 'GET' | 'PUT' | 'POST', url: string, body?: unknown) {
-  const res = await keel.api.inject({
-    method,
-    url,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
-  });
-  return { status: res.statusCode, body: res.json<T>(), raw: res.body };
-}
+const call = <T>(method: ApiMethod, url: string, body?: unknown) => keel.call<T>(method, url, body);
 
 describe('a kill -9 of the worker while a tool call waits for a person', () => {
   it('changes nothing: the approval runs the call once and the turn replies; no log holds the secret', async () => {

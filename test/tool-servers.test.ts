@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startTestKeel, uniqueId, type ApiMethod, type TestKeel } from './support/keel';
 import { startShopHttp, startWebPage, type ShopHttp } from './support/mcp-shop';
 
 /**
@@ -43,14 +43,7 @@ interface Server {
   tools: Tool[];
 }
 
-async function call<T>(method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) {
-  const res = await keel.api.inject({
-    method,
-    url,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
-  });
-  return { status: res.statusCode, body: res.json<T>(), raw: res.body };
-}
+const call = <T>(method: ApiMethod, url: string, body?: unknown) => keel.call<T>(method, url, body);
 const put = (agent: string, name: string, body: unknown) =>
   call<Server & ErrorBody>('PUT', `/v1/agents/${agent}/tool-servers/${name}`, body);
 

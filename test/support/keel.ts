@@ -47,9 +47,13 @@ export interface TestKeel {
     body: Record<string, unknown>,
     opts?: { wait?: number; token?: string },
   ): Promise<{ status: number; body: SubmitAnswer }>;
+  /** Any request to the API, JSON in and out: its status, its parsed body and its raw text. */
+  call<T>(method: ApiMethod, url: string, body?: unknown): Promise<{ status: number; body: T; raw: string }>;
   stopWorker(): Promise<void>;
   stop(): Promise<void>;
 }
+
+export type ApiMethod = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
 
 export interface SubmitAnswer {
   messageId: string;
@@ -187,6 +191,16 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
         payload: JSON.stringify(body),
       });
       return { status: res.statusCode, body: res.json<SubmitAnswer>() };
+    },
+    async call<T>(method: ApiMethod, url: string, body?: unknown) {
+      const res = await api.inject({
+        method,
+        url,
+        ...(body === undefined
+          ? {}
+          : { headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) }),
+      });
+      return { status: res.statusCode, body: res.json<T>(), raw: res.body };
     },
     stopWorker,
     async stop() {
