@@ -1,6 +1,9 @@
 import { QueryRejectedError, WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { stateQuery } from '../contracts/conversation';
+import type { Pool } from '../db/pool';
 import type { ConversationState, SubmitResult } from '../domain/conversation';
+import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
 import * as conversations from '../services/conversation';
@@ -13,6 +16,7 @@ import { ApiError } from './errors';
  */
 export async function submitToConversation(
   client: Client,
+  pool: Pool,
   to: conversations.ConversationAddress,
   message: InboundMessage,
   deadlineMs: number,
@@ -20,9 +24,12 @@ export async function submitToConversation(
   try {
     // Bounded: with Temporal or every worker down the client gets a 503 to retry (the messageId keeps that safe).
     return await client.withDeadline(Date.now() + deadlineMs, () =>
-      conversations.submitToConversation(client, to, message),
+      conversations.submitToConversation({ client, pool }, to, message),
     );
   } catch (err) {
+    // PostgreSQL refused to store it (the schema lets little through that it would refuse).
+    if (err instanceof ApplicationFailure && err.type === FAILURE.invalidInput)
+      throw new ApiError(400, 'invalid_message', err.message);
     // The Update validator refused the message: the same rules as the API's own schema, so this is rare.
     if (err instanceof WorkflowUpdateFailedError)
       throw new ApiError(400, 'invalid_message', err.cause?.message ?? err.message);

@@ -185,6 +185,24 @@ export async function openTurns(db: Queryable, conversationKey: string): Promise
   }));
 }
 
+/** Whether the turn is still to run or running (not ended, and not folded into the turn it was steered into). */
+export async function turnIsOpen(db: Queryable, turnId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`SELECT 1 FROM turns WHERE turn_id = $1 AND status IN ('queued', 'running')`, [
+    turnId,
+  ]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** Whether a message that interrupts the running turn waits in the conversation: recorded, its turn not begun. */
+export async function interruptWaits(db: Queryable, conversationKey: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM turns t JOIN inbound_messages i ON i.conversation_key = t.conversation_key AND i.message_id = t.message_id
+      WHERE t.conversation_key = $1 AND t.status = 'queued' AND i.mode = 'interrupt' LIMIT 1`,
+    [conversationKey],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** The turn that answers a message (a steered message is answered by the turn it joined). */
 export async function turnOfMessage(
   db: Queryable,

@@ -9,6 +9,12 @@ export const CONVERSATION = {
    * nothing.
    */
   idleCloseMs: 5 * 60_000,
+  /**
+   * A conversation's workflow task timeout. A turn runs in one workflow task (its steps are local activities), and
+   * the SDK extends a task that waits on a long step (a model call) at 80% of this: a message sent meanwhile (a steer,
+   * an interrupt, a person's decision) reaches the workflow within that. Short, for that; far above a task's own work.
+   */
+  workflowTaskTimeout: '3 seconds',
 } as const;
 
 /** Where a turn is, or how it ended, as the API reports it. */

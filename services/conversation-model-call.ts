@@ -1,6 +1,12 @@
 import { CancelledFailure } from '@temporalio/common';
 import { getAgent } from '../db/agents';
-import { appendTranscript, appendTranscriptTx, findByOrigin, loadTranscript } from '../db/conversations';
+import {
+  appendTranscript,
+  appendTranscriptTx,
+  findByOrigin,
+  interruptWaits,
+  loadTranscript,
+} from '../db/conversations';
 import { delegateBrief } from '../db/delegates';
 import { runningRunId } from '../db/jobs';
 import { currentMemory } from '../db/memory';
@@ -85,6 +91,11 @@ export async function callConversationModel(
       error,
     });
   let partial = '';
+  // A turn's call is cancelled on request by an interrupting message, which the API recorded before it reached the
+  // workflow; also when its run is terminated and the worker drops it, which leaves no partial answer. A delegate's
+  // call is cancelled on request only by the delegate's own cancel.
+  const interruptedByMessage = async () =>
+    step.cancelRequested() && (input.delegateId !== undefined || (await interruptWaits(pool, input.conversationKey)));
   // Progress shows in the Temporal UI as the activity's heartbeat details.
   const heartbeat = () => step.heartbeat({ streamedChars: partial.length });
   const { committed } = await meteredModelCall(deps, {
@@ -113,7 +124,7 @@ export async function callConversationModel(
       return (await findByOrigin(db, input.conversationKey, origin))!;
     },
     failed: async (err) => {
-      if (step.cancelRequested()) {
+      if (await interruptedByMessage()) {
         // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
         // the call's own origin, so that it can never be mistaken for a finished answer.
         if (partial) {

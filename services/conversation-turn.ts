@@ -7,6 +7,7 @@ import {
   finishTurn as commitTurnEnd,
   inboundTexts,
   markTurnRunning,
+  turnIsOpen,
   type AcceptInput,
   type NewTranscriptEntry,
 } from '../db/conversations';
@@ -17,6 +18,7 @@ import { publishEvent, publishEventNow } from '../db/events';
 import { admittedResults, markRelay } from '../db/admissions';
 import { isDataError } from '../db/errors';
 import { inTransaction, type Pool } from '../db/pool';
+import type { PoolClient } from 'pg';
 import { retriggerText } from '../domain/delegation';
 import type { QueuedMessage, ToolResults, TurnEnd, TurnNote } from '../domain/conversation';
 import { FAILURE } from '../domain/failures';
@@ -74,26 +76,36 @@ export async function openTurns(
   return queuedTurns(pool, input.conversationKey);
 }
 
+type TurnStart = { conversationKey: string; turnId: string; messageIds: string[] };
+
 /** Puts the turn's message into the transcript and marks the turn running; returns the transcript's last seq. */
-export async function startTurn(
-  deps: ConversationTurnDeps,
-  input: { conversationKey: string; turnId: string; messageIds: string[] },
-): Promise<number> {
-  const { pool } = deps;
-  return inTransaction(pool, async (db) => {
-    const seq = await appendTranscript(
-      db,
-      input.conversationKey,
-      input.turnId,
-      await userEntries(db, input.conversationKey, input.messageIds),
-    );
-    await markTurnRunning(db, input.turnId);
-    await publishEvent(db, input.conversationKey, 'turn.started', [input.turnId], {
-      turnId: input.turnId,
-      messageIds: input.messageIds,
-    });
-    return seq;
+export async function startTurn(deps: ConversationTurnDeps, input: TurnStart): Promise<number> {
+  return inTransaction(deps.pool, (db) => startInTransaction(db, input));
+}
+
+/**
+ * startTurn for a turn whose message may have reached the workflow twice (the API records a message, then hands it
+ * over; a retry hands it over again): null when the turn has ended already, and nothing is written.
+ */
+export async function beginTurn(deps: ConversationTurnDeps, input: TurnStart): Promise<number | null> {
+  return inTransaction(deps.pool, async (db) =>
+    (await turnIsOpen(db, input.turnId)) ? startInTransaction(db, input) : null,
+  );
+}
+
+async function startInTransaction(db: PoolClient, input: TurnStart): Promise<number> {
+  const seq = await appendTranscript(
+    db,
+    input.conversationKey,
+    input.turnId,
+    await userEntries(db, input.conversationKey, input.messageIds),
+  );
+  await markTurnRunning(db, input.turnId);
+  await publishEvent(db, input.conversationKey, 'turn.started', [input.turnId], {
+    turnId: input.turnId,
+    messageIds: input.messageIds,
   });
+  return seq;
 }
 
 /** Appends tool results and steered messages between two model calls; returns the last seq. */

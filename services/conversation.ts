@@ -3,6 +3,7 @@
  * message to the conversation's workflow, then wait for the turn that answers it. And the conversation as the API
  * reads it: the agent's conversations, and one's state and transcript.
  */
+import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { CONVERSATION_WORKFLOW, submitMessage, type ConversationWorkflow } from '../contracts/conversation';
 import {
@@ -10,14 +11,22 @@ import {
   conversationStateFromDb,
   getTurn,
   listMessages,
+  turnIsOpen,
   turnOfMessage,
   type TranscriptView,
   type TurnView,
 } from '../db/conversations';
 import type { Pool } from '../db/pool';
-import { isFinished, type ConversationState, type FinishedTurnStatus, type SubmitResult } from '../domain/conversation';
+import {
+  CONVERSATION,
+  isFinished,
+  type ConversationState,
+  type FinishedTurnStatus,
+  type SubmitResult,
+} from '../domain/conversation';
 import { conversationWorkflowId, submitMessageUpdateId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
+import { acceptMessage } from './conversation-turn';
 import { transcriptToolCalls, type TranscriptToolCall } from './tool-results';
 import { SA } from '../domain/search-attributes';
 
@@ -38,18 +47,32 @@ export interface ConversationAddress {
 export type FinishedTurn = TurnView & { status: FinishedTurnStatus };
 
 /**
- * Update-with-start delivers a message to the conversation's workflow, starting it when this is the first message.
- * The update id comes from the messageId, so Temporal dedupes a retried submission too.
+ * The message is recorded in PostgreSQL once per messageId, under a turn id drawn here; then update-with-start hands
+ * it to the conversation's workflow, starting it when this is the first message, and the workflow only places it
+ * (its handler takes no step, so that a turn's steps can run as local activities: workflows/activities.ts). A
+ * message sent again is handed over again while its turn is open (the first hand-over may never have arrived), and
+ * answered as a duplicate without one once it has ended. The update id comes from the messageId, so Temporal
+ * dedupes a hand-over repeated within a run too.
  */
 export async function submitToConversation(
-  client: Client,
+  deps: { client: Client; pool: Pool },
   to: ConversationAddress,
   message: InboundMessage,
 ): Promise<SubmitResult> {
+  const { client, pool } = deps;
   const { agentId, conversationId, jobId } = to;
+  const conversationKey = conversationWorkflowId(agentId, conversationId);
+  const accepted = await acceptMessage(
+    { pool },
+    { conversationKey, agentId, conversationId, message, turnId: randomUUID(), startsTurn: true },
+  );
+  const { messageId } = message;
+  if (accepted.duplicate && !(await turnIsOpen(pool, accepted.turnId)))
+    return { messageId, turnId: accepted.turnId, status: 'accepted', duplicate: true };
   const start = new WithStartWorkflowOperation<ConversationWorkflow>(CONVERSATION_WORKFLOW, {
-    workflowId: conversationWorkflowId(agentId, conversationId),
+    workflowId: conversationKey,
     taskQueue: to.taskQueue,
+    workflowTaskTimeout: CONVERSATION.workflowTaskTimeout,
     args: [{ agentId, conversationId, ...(to.idleMs ? { idleMs: to.idleMs } : {}) }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     typedSearchAttributes: [
@@ -64,11 +87,12 @@ export async function submitToConversation(
   // A message that reaches a run at the instant it closes idle, before the workflow saw it, is not lost: Temporal
   // (history.enableUpdateWithStartRetryOnClosedWorkflowAbort, on by default in server 1.29) retries the
   // update-with-start, which then starts the next run with it.
-  return client.workflow.executeUpdateWithStart(submitMessage, {
-    args: [message],
-    updateId: submitMessageUpdateId(message.messageId),
+  const placed = await client.workflow.executeUpdateWithStart(submitMessage, {
+    args: [{ ...message, turnId: accepted.turnId }],
+    updateId: submitMessageUpdateId(messageId),
     startWorkflowOperation: start,
   });
+  return { ...placed, duplicate: accepted.duplicate };
 }
 
 /** The turn that answers the message, once it has finished (a steered message is answered by the turn it joined). */

@@ -146,7 +146,12 @@ export async function askForJobTurn(deps: JobRunDeps, input: JobTurnAsk & { noti
   const { agentId, jobId, messageId, notify } = input;
   const conversationId = jobConversationId(jobId);
   const to = { agentId, conversationId, taskQueue: ctx.info.taskQueue, jobId, idleMs: deps.conversationIdleMs };
-  return submitToConversation(ctx.client, to, { messageId, text: input.task, mode: 'queue', notify });
+  return submitToConversation({ client: ctx.client, pool: deps.pool }, to, {
+    messageId,
+    text: input.task,
+    mode: 'queue',
+    notify,
+  });
 }
 
 /** The job's turn as it ended, or null while it has not. */
@@ -196,7 +201,7 @@ export async function runJobTurn(deps: JobRunDeps, input: JobTurnAsk): Promise<T
   const { agentId, jobId, messageId } = input;
   const conversationId = jobConversationId(jobId);
   const to = { agentId, conversationId, taskQueue: ctx.info.taskQueue, jobId, idleMs: deps.conversationIdleMs };
-  await submitToConversation(ctx.client, to, { messageId, text: input.task, mode: 'queue' });
+  await submitToConversation({ client: ctx.client, pool }, to, { messageId, text: input.task, mode: 'queue' });
   const turn = await waitForTurnEnd(pool, conversationWorkflowId(agentId, conversationId), messageId, {
     pollMs: 1000,
     sleep: (ms) => {

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
 import { freePort } from '../scripts/ports';
 import { spawnTs, stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, streamingText, uniqueId, type TestKeel } from './support/keel';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -121,7 +121,7 @@ describe('while the API shuts down', () => {
 });
 
 const streaming = (keel: TestKeel, a: string, c: string) =>
-  eventually(async () => (await streamedChars(keel, conversationWorkflowId(a, c))) > 0, 30_000, 'the turn to stream');
+  streamingText(keel.pool, conversationWorkflowId(a, c), 30_000);
 
 type Answer = Partial<ErrorBody> & Record<string, unknown>;
 

@@ -4,7 +4,7 @@ import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import { stateQuery } from '../contracts/conversation';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
-import { eventually, queueAnswer, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
+import { eventually, queueAnswer, startTestKeel, streamingText, uniqueId, type TestKeel } from './support/keel';
 import { inject } from 'vitest';
 
 let keel: TestKeel;
@@ -111,9 +111,12 @@ describe('a conversation turn', () => {
       expect(r.turnId).toBe(u.turnId);
       if (i > 0) expect(u.seq).toBeGreaterThan(replies[i - 1]!.seq);
     }
-    // The order of turns is the order in which the workflow accepted the messages.
-    const turns = await turnRows(key);
-    expect(users.map((u) => u.turnId)).toEqual(turns.map((x) => x.turn_id));
+    // The turns started in the transcript's order, each after the one before it had ended.
+    const { rows: started } = await keel.pool.query<{ turn_id: string }>(
+      'SELECT turn_id FROM turns WHERE conversation_key = $1 ORDER BY started_at',
+      [key],
+    );
+    expect(users.map((u) => u.turnId)).toEqual(started.map((x) => x.turn_id));
     // The webhook heard each reply exactly once, in the transcript's order.
     const received = hook.received.filter((x) => (x.body as { conversationId?: string }).conversationId === c);
     expect(received.map((x) => (x.body as { text: string }).text)).toEqual(replies.map((r) => r.text));
@@ -121,12 +124,19 @@ describe('a conversation turn', () => {
 
   it('runs a queued message after the running turn, and says it was queued', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
-    const first = await keel.post(a, c, { text: '/delay 3000 first' });
+    const first = await keel.post(a, c, { text: '/delay 6000 first' });
     expect(first.body.status).toBe('accepted');
     const second = await keel.post(a, c, { text: 'second' });
     expect(second.body.status).toBe('queued');
-    const busy = await transcript(a, c);
-    expect(busy.state).toMatchObject({ busy: true, queued: 1 });
+    // The first turn may still be starting: it is running, and the second waits behind it.
+    await eventually(
+      async () => {
+        const { state } = await transcript(a, c);
+        return state.busy && state.queued === 1;
+      },
+      5_000,
+      'the first turn to run with the second queued',
+    );
     const done = await keel.post(a, c, { text: 'second', messageId: second.body.messageId }, { wait: 30 });
     expect(done.status).toBe(200);
     expect(done.body.reply?.text).toBe('echo: second');
@@ -140,18 +150,19 @@ describe('a conversation turn', () => {
       'the conversation to be idle',
     );
     const t = await transcript(a, c);
-    expect(t.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual(['/delay 3000 first', 'second']);
+    expect(t.messages.filter((m) => m.role === 'user').map((m) => m.text)).toEqual(['/delay 6000 first', 'second']);
   });
 
   it('steers a message into the running turn at its next model call', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const key = conversationWorkflowId(a, c);
-    // The first model call takes 2 s and asks for a tool, so the turn makes a second model call.
+    // The first model call takes 4 s and asks for a tool, so the turn makes a second model call. A message reaches a
+    // turn whose model call is out when its workflow task is extended (every 2.4 s): the steer comes in meanwhile.
     await queueAnswer(keel, a, c, {
       content: [{ type: 'tool_use', id: 'toolu_1', name: 'look_around', input: {} }],
       stopReason: 'tool_use',
       usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 },
-      delayMs: 2000,
+      delayMs: 4000,
     });
     const first = await keel.post(a, c, { text: 'start' });
     await eventually(async () => (await turnRows(key))[0]?.status === 'running', 10_000, 'turn running');
@@ -167,7 +178,7 @@ describe('a conversation turn', () => {
     const key = conversationWorkflowId(a, c);
     const first = await keel.post(a, c, { text: '/delay 6000 one two three four five six seven eight nine ten' });
     // Wait until the model call reports streamed text in its heartbeat.
-    await eventually(async () => (await streamedChars(keel, key)) > 0, 10_000, 'streamed text');
+    await streamingText(keel.pool, key, 10_000);
     const second = await keel.post(a, c, { text: 'stop', mode: 'interrupt' }, { wait: 30 });
     expect(second.body.reply?.text).toBe('echo: stop');
     const turns = await turnRows(key);

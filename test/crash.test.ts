@@ -7,7 +7,7 @@ import { migrate } from '../db/migrate';
 import { conversationWorkflowId, delegateWorkflowId, jobConversationId } from '../domain/ids';
 import { startPostgresProcess, type PostgresProcess } from '../scripts/postgres-process';
 import { stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, streamedChars, streamingText, uniqueId, type TestKeel } from './support/keel';
 import { freePort } from '../scripts/ports';
 import { propose, reflectionApi } from './support/reflection';
 import { author, CONTACT_ADA, contactRecords, finished, routineApi } from './support/routines';
@@ -56,7 +56,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
       delivery: { channel: 'webhook', url: hook.url },
     });
     expect(posted.status).toBe(202);
-    await eventually(async () => (await streamedChars(keel, key)) > 0, 60_000, 'the model call to be streaming');
+    await streamingText(keel.pool, key, 60_000);
 
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.kill('SIGKILL');
@@ -158,11 +158,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
     });
     const jobId = created.json<{ id: string }>().id;
     await keel.api.inject({ method: 'POST', url: `/v1/agents/${a}/jobs/${jobId}/run` });
-    await eventually(
-      async () => (await streamedChars(keel, conversationWorkflowId(a, jobConversationId(jobId)))) > 0,
-      60_000,
-      'the job turn to be streaming',
-    );
+    await streamingText(keel.pool, conversationWorkflowId(a, jobConversationId(jobId)), 60_000);
 
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     worker.kill('SIGKILL');
@@ -199,7 +195,7 @@ describe('a crash mid-turn loses nothing and doubles nothing', () => {
       text: '/delay 3000 outlived the outage',
       delivery: { channel: 'webhook', url: hook.url },
     });
-    await eventually(async () => (await streamedChars(keel, key)) > 0, 30_000, 'the model call to be streaming');
+    await streamingText(keel.pool, key, 30_000);
 
     await pg.stop();
     // The outage itself: the scenario is a database that is gone for ten seconds.

@@ -145,7 +145,11 @@ describe('a job run waiting for its turn', () => {
     // turn up from PostgreSQL. Whom to tell comes with it, so the job's run is woken, not left to its recheck timer.
     await keel.client.workflow.getHandle(key).terminate('test: the run holding the job turn is gone');
     const to = { agentId: a, conversationId: jobConversationId(jobId), taskQueue: keel.taskQueue };
-    await submitToConversation(keel.client, to, { messageId: uniqueId('m'), text: 'hello', mode: 'queue' });
+    await submitToConversation({ client: keel.client, pool: keel.pool }, to, {
+      messageId: uniqueId('m'),
+      text: 'hello',
+      mode: 'queue',
+    });
     const woken = Date.now();
     const run = await eventually(
       async () => {

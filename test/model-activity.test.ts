@@ -78,12 +78,27 @@ async function cancelMidStream(input: CallModelInput, details: ActivityCancellat
 describe('the model activity', () => {
   it('keeps an interrupted answer as partial text under an origin of its own, never as the finished call', async () => {
     const input = await seed('/delay 2000 one two three four five six seven eight');
+    // The interrupting message, as the API records it before it reaches the workflow.
+    await acceptInbound(keel.pool, {
+      conversationKey: input.conversationKey,
+      agentId: input.agentId,
+      conversationId: input.conversationKey.split(':').at(-1)!,
+      turnId: uniqueId('turn'),
+      startsTurn: true,
+      message: { messageId: 'stop', text: 'stop', mode: 'interrupt' },
+    });
     const err = await cancelMidStream(input, new ActivityCancellationDetails({ cancelRequested: true }));
     expect(err).toBeInstanceOf(CancelledFailure);
     const rows = await assistantRows(input.conversationKey);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.origin).toBe(`${transcriptOrigin.modelCall(input.turnId, 1)}:partial`);
     expect(rows[0]!.text).toMatch(/^echo: .*\[interrupted\]$/);
+  });
+
+  it('keeps nothing when a turn is cancelled with no interrupting message (its run was terminated)', async () => {
+    const input = await seed('/delay 2000 one two three four five six seven eight');
+    await cancelMidStream(input, new ActivityCancellationDetails({ cancelRequested: true }));
+    expect(await assistantRows(input.conversationKey)).toEqual([]);
   });
 
   it('keeps nothing when the worker shuts down mid-stream, and the retry gives the whole answer', async () => {

@@ -6,7 +6,7 @@ import { reserve } from '../db/spend';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { budgetsFor } from '../domain/spend';
 import { stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, streamedChars, uniqueId, type TestKeel } from './support/keel';
+import { eventually, startTestKeel, streamingText, uniqueId, type TestKeel } from './support/keel';
 import { quiescent } from './support/quiescence';
 import { author, routineApi } from './support/routines';
 import { startWebhookReceiver } from './support/webhook-receiver';
@@ -433,7 +433,7 @@ describe('a crash mid-call leaks no reservation', () => {
 
     const posted = await k.post(a, 'c1', { text: '/delay 6000 crash' });
     expect(posted.status).toBe(202);
-    await eventually(async () => (await streamedChars(k, key)) > 0, 60_000, 'the model call to be streaming');
+    await streamingText(k.pool, key, 60_000);
     const held = await ledger(k, a);
     expect(held.heldUsd).toBeGreaterThan(0);
     worker.kill('SIGKILL');

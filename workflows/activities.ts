@@ -1,4 +1,10 @@
-import { ActivityCancellationType, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  CancellationScope,
+  condition,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
 import { TOOL_CALLS } from '../domain/tool-calls';
@@ -69,3 +75,93 @@ export const tools = proxyActivities<KeelActivities>({
     maximumAttempts: TOOL_CALLS.attempts,
   },
 });
+
+/** One activity as a turn calls it: plainly, or with options of its own (a summary for the Temporal UI). */
+type TurnStep<F> = F extends (...args: infer A) => infer R
+  ? ((...args: A) => R) & { executeWithOptions(options: { summary?: string }, args: A): R }
+  : never;
+
+/** Keel's activities as a turn takes them: ordinary activities, or local ones (TURN_IN_ONE_TASK_PATCH). */
+export type Steps = { [K in keyof KeelActivities]: TurnStep<KeelActivities[K]> };
+
+/** The proxies a turn runs its steps through, by what each protects. */
+export interface TurnSteps {
+  store: Steps;
+  model: Steps;
+  delivery: Steps;
+  tools: Steps;
+}
+
+/** A turn of ordinary activities: delegates, and conversations begun before TURN_IN_ONE_TASK_PATCH. */
+export const activitySteps: TurnSteps = { store, model, delivery, tools };
+
+/**
+ * A turn's steps as local activities, so that a whole turn runs in one workflow task, with no round trip to the
+ * Temporal server between its steps. Each still commits before it returns (its PostgreSQL row, the effects ledger):
+ * a workflow task lost with a killed worker runs them again, and they answer what they committed.
+ */
+export const localSteps: TurnSteps = {
+  store: afterEachHandlersFirst(steps),
+  model: afterEachHandlersFirst(
+    proxyLocalActivities<KeelActivities>({
+      startToCloseTimeout: '10 minutes',
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      retry: MODEL_CALL_RETRY,
+    }),
+  ),
+  delivery: afterEachHandlersFirst(
+    proxyLocalActivities<KeelActivities>({
+      startToCloseTimeout: '20 seconds',
+      localRetryThreshold: '10 seconds',
+      retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+    }),
+  ),
+  tools: afterEachHandlersFirst(
+    proxyLocalActivities<KeelActivities>({
+      startToCloseTimeout: '2 minutes',
+      localRetryThreshold: '10 seconds',
+      retry: {
+        initialInterval: '1 second',
+        backoffCoefficient: 2,
+        maximumInterval: '30 seconds',
+        maximumAttempts: TOOL_CALLS.attempts,
+      },
+    }),
+  ),
+};
+
+/**
+ * Local activities whose caller, once one resolves, goes on only after the handlers of the same activation have
+ * finished (issue 24's lesson). A local activity that outlives its workflow task resolves in an activation of its own
+ * live, but beside the Updates of the next task on replay, where the SDK resolves it last. The caller's next command
+ * must then still come after what those handlers emit (an Update's completion), whatever the count of promise hops on
+ * either side: a condition that is false when it is made is evaluated only once the activation's microtasks have
+ * run. Handlers of a workflow that uses these must therefore be synchronous: they emit no command of their own.
+ */
+function afterEachHandlersFirst(acts: Steps): Steps {
+  const settled = async <R>(run: () => Promise<R>): Promise<R> => {
+    try {
+      return await run();
+    } finally {
+      await CancellationScope.nonCancellable(async () => {
+        let handlersRan = false;
+        const later = condition(() => handlersRan);
+        handlersRan = true;
+        await later;
+      });
+    }
+  };
+  return new Proxy(acts, {
+    get(target, name, receiver) {
+      const step: unknown = Reflect.get(target, name, receiver);
+      if (typeof step !== 'function') return step;
+      const call = step as (...args: unknown[]) => Promise<unknown>;
+      const { executeWithOptions } = step as unknown as {
+        executeWithOptions: (o: unknown, a: unknown[]) => Promise<unknown>;
+      };
+      return Object.assign((...args: unknown[]) => settled(() => call(...args)), {
+        executeWithOptions: (options: unknown, args: unknown[]) => settled(() => executeWithOptions(options, args)),
+      });
+    },
+  });
+}

@@ -19,7 +19,7 @@ import {
 } from '../domain/tools';
 import { toolResult } from '../domain/transcript';
 import { isServerToolName } from '../domain/tool-servers';
-import { delivery, store } from './activities';
+import type { TurnSteps } from './activities';
 import { runServerTool, type ServerToolContext } from './server-tools';
 
 /** What a channel tool sees of the turn it runs in. */
@@ -35,6 +35,8 @@ export interface TurnContext {
   corrections: number;
   /** The conversation's running delegates (a spawn adds to it). */
   liveDelegates: Set<string>;
+  /** The proxies the turn takes its steps through (local activities from TURN_IN_ONE_TASK_PATCH). */
+  steps: TurnSteps;
   /** Tool servers' calls: the decisions a person sends, and what ends a wait for one early. */
   serverTools: Pick<ServerToolContext, 'approvals' | 'cancelled'>;
 }
@@ -73,7 +75,8 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
     }
     return { result: toolResult(toolUseId, message, true) };
   }
-  const report = await delivery.deliverReply.executeWithOptions({ summary: `reply of turn ${turn.turnId}` }, [
+  const summary = `reply of turn ${turn.turnId}`;
+  const report = await turn.steps.delivery.deliverReply.executeWithOptions({ summary }, [
     {
       conversationKey: turn.conversationKey,
       agentId: turn.agentId,
@@ -100,7 +103,7 @@ async function spawnDelegate(
   turn: TurnContext,
 ): Promise<ToolOutcome> {
   const delegateId = uuid4();
-  const decision = await store.claimDelegate({
+  const decision = await turn.steps.store.claimDelegate({
     agentId: turn.agentId,
     conversationKey: turn.conversationKey,
     delegateId,
@@ -173,7 +176,7 @@ async function cancelDelegateCall(
 
 /** The agent manages its scheduled jobs through the same functions and rules as the API. */
 async function scheduleCall(call: ToolUseBlock, input: ScheduleToolInput, turn: TurnContext): Promise<ToolOutcome> {
-  const { text, isError } = await store.scheduleJobs({ agentId: turn.agentId, request: input });
+  const { text, isError } = await turn.steps.store.scheduleJobs({ agentId: turn.agentId, request: input });
   return { result: toolResult(call.id, text, isError) };
 }
 
@@ -212,7 +215,8 @@ export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promi
       turnId: turn.turnId,
       callIndex: turn.callIndex,
     };
-    return { result: await runServerTool(call, { ...turn.serverTools, source, workflowId: turn.conversationKey }) };
+    const serverTools = { ...turn.serverTools, steps: turn.steps, source, workflowId: turn.conversationKey };
+    return { result: await runServerTool(call, serverTools) };
   }
   // A history recorded before the patch parsed a delivery with the old schema; it replays that way.
   if (givesDelivery(call) && !patched(NAMED_DESTINATIONS_PATCH)) {

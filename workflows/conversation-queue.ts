@@ -34,6 +34,11 @@ export class ConversationQueue {
     return this.waiting.length + this.steered.length;
   }
 
+  /** Whether this run has taken the turn already (queued, steered, running or done). */
+  has(turnId: string): boolean {
+    return this.taken.has(turnId);
+  }
+
   /** Whether a message was steered into the running turn and the turn has not read it yet. */
   get hasSteered(): boolean {
     return this.steered.length > 0;

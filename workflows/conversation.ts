@@ -31,12 +31,12 @@ import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolUseBlock } from '../domain/model';
-import { assertValidInbound, type InboundMessage } from '../domain/messages';
+import { assertValidInbound, type InboundMessage, type SubmittedMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
 import { DELEGATION } from '../domain/delegation';
 import { textOf, toolResult, toolUses } from '../domain/transcript';
-import { model, steps, store } from './activities';
+import { activitySteps, localSteps, steps, store, type TurnSteps } from './activities';
 import { dispatchTool, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
 import { ConversationQueue } from './conversation-queue';
 import { ToolApprovals } from './server-tools';
@@ -77,6 +77,15 @@ export const IDLE_CLOSE_PATCH = 'conversation-idle-close-local-steps';
 export const NO_LOCAL_STEPS_PATCH = 'conversation-steps-as-activities';
 
 /**
+ * The patch from which a turn runs in one workflow task: its steps (the model calls, the tools, the reply, the
+ * transcript) are local activities, with no round trip to the Temporal server between two of them. What made local
+ * steps unsafe here (NO_LOCAL_STEPS_PATCH) is gone with it: a message comes recorded already (the API records it,
+ * services/conversation.ts), so no handler takes a step, and each local step lets the activation's handlers finish
+ * before its caller goes on (workflows/activities.ts). Histories begun before keep ordinary activities.
+ */
+export const TURN_IN_ONE_TASK_PATCH = 'conversation-turn-in-one-task';
+
+/**
  * One workflow per conversation while it has work. Messages arrive by the `submitMessage` Update (update-with-start);
  * each becomes a turn of at most five model calls whose transcript lives in PostgreSQL. The workflow carries only
  * small state, so its history grows by a constant per turn, and continues as new when Temporal suggests it. With
@@ -115,7 +124,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     validator: (d: ToolCallDecision) => approvals.validate(d),
     description: "A person's decision on a tool call that waits for approval.",
   });
-  setHandler(submitMessage, (message) => accepting.runExclusive(() => accept(message)), {
+  setHandler(submitMessage, (m) => (m.turnId ? place(m, m.turnId) : accepting.runExclusive(() => accept(m))), {
     validator: assertValidInbound,
     description: 'Submit an inbound message; idempotent by messageId.',
   });
@@ -162,7 +171,20 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     carried: { queue: turns.carried(), turnsCompleted, ...relay.carried() },
   });
 
-  /** Records an inbound message in PostgreSQL, then queues its turn, steers it into the running one, or interrupts. */
+  /**
+   * Queues the turn of a message the API has recorded, steers it into the running turn, or interrupts: synchronous,
+   * so that it emits no command beside the turn's local steps. A message sent again finds its turn taken.
+   */
+  function place(message: SubmittedMessage, turnId: string): SubmitResult {
+    const { messageId } = message;
+    if (turns.has(turnId)) return { messageId, turnId, status: 'accepted', duplicate: true };
+    const notify = message.notify ? { notify: message.notify } : {};
+    const placed = turns.place({ messageId, turnId, mode: message.mode, ...notify }, current !== undefined);
+    if (placed.interrupts) current?.interrupt();
+    return { messageId, turnId, status: placed.status, duplicate: false };
+  }
+
+  /** Messages of runs begun before the API recorded them: recorded here, then placed. */
   async function accept(message: InboundMessage): Promise<SubmitResult> {
     const { messageId } = message;
     // An ordinary activity, never a local one: handlers run beside the main loop, and local activities awaited by two
@@ -252,6 +274,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   async function runTurn(first: QueuedMessage): Promise<void> {
     const turn = new RunningTurn(first.turnId);
     const { turnId } = turn;
+    const oneTask = patched(TURN_IN_ONE_TASK_PATCH);
+    const s: TurnSteps = oneTask ? localSteps : { ...activitySteps, store: db() };
     current = turn;
     const ctx: TurnContext = {
       conversationKey,
@@ -262,6 +286,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       stepSeq: 0,
       corrections: 0,
       liveDelegates: relay.live,
+      steps: s,
       serverTools: {
         approvals,
         // A newer message ends a wait for a person: the model hears why, and reads the message next.
@@ -275,11 +300,16 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     };
     const maxCalls = first.retrigger ? LIMITS.modelCallsPerRetriggerTurn : LIMITS.modelCallsPerTurn;
     if (!first.retrigger) relay.userTurnStarted();
-    let throughSeq = first.retrigger
-      ? await store.startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
-      : await db().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
     try {
+      const begun = first.retrigger
+        ? await (oneTask ? s.store : store).startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
+        : oneTask
+          ? await s.store.beginTurn({ conversationKey, turnId, messageIds: [first.messageId] })
+          : await s.store.startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
+      // A message handed over again after its turn ended: nothing more to do.
+      if (begun === null) return;
+      let throughSeq = begun;
       for (;;) {
         if (turn.interrupted) return await finish(interrupted(), pending.toolResults);
         if (ctx.callIndex >= maxCalls) {
@@ -288,7 +318,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         }
         const steered = turns.takeSteered();
         if (pending.toolResults || pending.note || steered.length > 0) {
-          throughSeq = await db().appendToTranscript({
+          throughSeq = await s.store.appendToTranscript({
             conversationKey,
             turnId,
             toolResults: pending.toolResults,
@@ -299,7 +329,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         }
 
         ctx.callIndex++;
-        const step = await callModel(turn, {
+        const step = await callModel(turn, s, {
           conversationKey,
           agentId,
           turnId,
@@ -334,7 +364,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       const relayOf = first.retrigger ? { relayOf: first.retrigger } : {};
       // Committed even when the workflow is being cancelled: the turn's end is the record users read.
       await CancellationScope.nonCancellable(() =>
-        db().finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
+        s.store.finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
       );
       // A job's run waits for this turn: told once the end is committed (it reads the end from PostgreSQL).
       if (first.notify) await tellTurnEnded(first.notify, first.messageId);
@@ -359,18 +389,22 @@ function interrupted(): TurnEnd {
   return { status: 'interrupted', error: { code: 'interrupted', message: 'interrupted by a newer message' } };
 }
 
-type ModelCallInput = Parameters<typeof model.callModel>[0];
-type ModelStep = Awaited<ReturnType<typeof model.callModel>>;
+type ModelCallInput = Parameters<TurnSteps['model']['callModel']>[0];
+type ModelStep = Awaited<ReturnType<TurnSteps['model']['callModel']>>;
 
 /** A model call that an interrupting message can cancel; a failure that retries cannot mend ends the turn. */
-async function callModel(turn: RunningTurn, input: ModelCallInput): Promise<ModelStep | { error: TurnEnd }> {
+async function callModel(
+  turn: RunningTurn,
+  s: TurnSteps,
+  input: ModelCallInput,
+): Promise<ModelStep | { error: TurnEnd }> {
   // An interrupt that arrived while the transcript was being written stops the turn before its next model call.
   if (turn.interrupted) return { error: interrupted() };
   const scope = new CancellationScope();
   turn.modelCall = scope;
   const summary = `model call ${input.callIndex} of turn ${input.turnId}`;
   try {
-    return await scope.run(() => model.callModel.executeWithOptions({ summary }, [input]));
+    return await scope.run(() => s.model.callModel.executeWithOptions({ summary }, [input]));
   } catch (err) {
     // Interrupted: whether the call acknowledged its cancellation or timed out doing so (a worker gone meanwhile).
     if (turn.interrupted || isCancellation(err)) return { error: interrupted() };

@@ -29,7 +29,7 @@ import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { DELEGATE_TOOL_NAMES, parseToolCall } from '../domain/tools';
 import { toolResult, toolUses } from '../domain/transcript';
 import { SA } from '../domain/search-attributes';
-import { model, store } from './activities';
+import { activitySteps, model, store } from './activities';
 import { budgetStopOf } from './budget-stop';
 import { SERVER_TOOLS_PATCH } from './channel-tools';
 import { runServerTool, ToolApprovals } from './server-tools';
@@ -211,6 +211,7 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
         workflowId: transcriptKey,
         approvals,
         cancelled: () => undefined,
+        steps: activitySteps,
       });
       return { result };
     }

@@ -2,7 +2,7 @@ import { ActivityFailure, CancellationScope, condition, isCancellation } from '@
 import type { ToolCallSource } from '../contracts/tool-calls';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { refusalForModel, type ToolCallDecision, type ToolCallRefusal } from '../domain/tool-calls';
-import { store, tools } from './activities';
+import type { TurnSteps } from './activities';
 
 /**
  * A call of a tool server's tool, as the turn or delegate that asked for it waits for it: prepared (the policy, the
@@ -61,9 +61,12 @@ export interface ServerToolContext {
   approvals: ToolApprovals;
   /** A reason to stop waiting for a person (a newer message), or undefined. */
   cancelled: () => string | undefined;
+  /** The proxies the caller takes its steps through. */
+  steps: Pick<TurnSteps, 'store' | 'tools'>;
 }
 
 export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext): Promise<ToolResultBlock> {
+  const { store, tools } = ctx.steps;
   const prepared = await store.prepareToolCall({ ...ctx.source, toolUse: call, workflowId: ctx.workflowId });
   if (prepared.kind === 'answer') return resultBlock(call.id, prepared.content, true);
   let how: string = prepared.kind === 'run' ? prepared.policy : 'approved';
@@ -91,6 +94,7 @@ async function waitForPerson(
   prepared: { callId: string; argsDigest: string; label: string },
   ctx: ServerToolContext,
 ): Promise<ToolCallDecision | ToolCallRefusal> {
+  const { store } = ctx.steps;
   let answer: ToolCallDecision | ToolCallRefusal;
   try {
     const open = () => store.openToolCallApproval({ callId: prepared.callId });

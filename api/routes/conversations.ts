@@ -113,7 +113,7 @@ export function conversationRoutes(deps: {
           ...(body.delivery ? { delivery: body.delivery } : {}),
         };
         const to = { agentId, conversationId, taskQueue: deps.taskQueue, idleMs: deps.conversationIdleMs };
-        const accepted = await submitToConversation(temporal, to, message, deps.temporalDeadlineMs);
+        const accepted = await submitToConversation(temporal, pool, to, message, deps.temporalDeadlineMs);
         const waitMs = req.query.wait * 1000;
         const key = conversationWorkflowId(agentId, conversationId);
         const { messageId } = accepted;

@@ -15,6 +15,7 @@ import { createPool, type Pool } from '../../db/pool';
 import { queueScriptedResponse } from '../../db/scripted-responses';
 import type { ScriptedResponse } from '../../domain/scripted-model';
 import { conversationWorkflowId } from '../../domain/ids';
+import { EVENTS_CHANNEL } from '../../db/events';
 import { loadConfig } from '../../domain/config';
 import type { ModelProvider } from '../../domain/model';
 import { DEFAULT_REFLECTION_SETTINGS, type ReflectionSettings } from '../../domain/reflection';
@@ -239,7 +240,34 @@ export async function eventually<T>(
   }
 }
 
-/** What the running model call last reported in its heartbeat details (0 until it has streamed). */
+/**
+ * Resolves at the next text a model call of the conversation streams: its next text.delta NOTIFY (streamed text goes
+ * nowhere else; a turn's model calls are local activities, whose progress no pending activity shows).
+ */
+export async function streamingText(pool: Pool, conversationKey: string, timeoutMs: number): Promise<void> {
+  const listener = await pool.connect();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${conversationKey} to stream text`)),
+        timeoutMs,
+      );
+      listener.on('notification', (n) => {
+        const event = JSON.parse(n.payload ?? '{}') as { key?: string; type?: string };
+        if (event.key !== conversationKey || event.type !== 'text.delta') return;
+        clearTimeout(timer);
+        resolve();
+      });
+      listener.query(`LISTEN ${EVENTS_CHANNEL}`).catch(reject);
+    });
+  } finally {
+    listener.removeAllListeners('notification');
+    await listener.query(`UNLISTEN ${EVENTS_CHANNEL}`).catch(() => undefined);
+    listener.release();
+  }
+}
+
+/** What a delegate's running model call last reported in its heartbeat details (0 until it has streamed). */
 export async function streamedChars(keel: TestKeel, workflowId: string): Promise<number> {
   const described = await keel.client.workflow
     .getHandle(workflowId)
