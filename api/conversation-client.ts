@@ -1,4 +1,4 @@
-import { QueryRejectedError, WorkflowClient, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { QueryRejectedError, WorkflowClient, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { stateQuery } from '../contracts/conversation';
 import type { Pool } from '../db/pool';
@@ -11,8 +11,8 @@ import { temporalUnavailable } from '../services/temporal-status';
 import { ApiError } from './errors';
 
 /**
- * The API's side of a conversation: the message goes to the conversation's workflow (update-with-start, idempotent
- * by messageId) within the API's deadline, and what goes wrong is answered in the API's error shape.
+ * The API's side of a conversation: the message is recorded and goes to the conversation's workflow (signal-with-start,
+ * idempotent by messageId) within the API's deadline, and what goes wrong is answered in the API's error shape.
  */
 export async function submitToConversation(
   client: Client,
@@ -30,9 +30,6 @@ export async function submitToConversation(
     // PostgreSQL refused to store it (the schema lets little through that it would refuse).
     if (err instanceof ApplicationFailure && err.type === FAILURE.invalidInput)
       throw new ApiError(400, 'invalid_message', err.message);
-    // The Update validator refused the message: the same rules as the API's own schema, so this is rare.
-    if (err instanceof WorkflowUpdateFailedError)
-      throw new ApiError(400, 'invalid_message', err.cause?.message ?? err.message);
     if (temporalUnavailable(err)) {
       const why = 'Temporal or the Keel worker did not accept the message in time; retry with the same messageId';
       throw new ApiError(503, 'unavailable', why, { messageId: message.messageId });

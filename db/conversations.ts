@@ -185,6 +185,24 @@ export async function openTurns(db: Queryable, conversationKey: string): Promise
   }));
 }
 
+/**
+ * How many open turns of the conversation were accepted before this one; undefined when this one is not open itself
+ * (it has ended, or was folded into the turn it was steered into).
+ */
+export async function openTurnsBefore(
+  db: Queryable,
+  conversationKey: string,
+  turnId: string,
+): Promise<number | undefined> {
+  const { rows } = await db.query<{ ahead: string }>(
+    `SELECT (SELECT count(*) FROM turns o WHERE o.conversation_key = t.conversation_key
+               AND o.status IN ('queued', 'running') AND o.accepted_order < t.accepted_order) AS ahead
+       FROM turns t WHERE t.turn_id = $1 AND t.conversation_key = $2 AND t.status IN ('queued', 'running')`,
+    [turnId, conversationKey],
+  );
+  return rows[0] ? Number(rows[0].ahead) : undefined;
+}
+
 /** Whether the turn is still to run or running (not ended, and not folded into the turn it was steered into). */
 export async function turnIsOpen(db: Queryable, turnId: string): Promise<boolean> {
   const { rowCount } = await db.query(`SELECT 1 FROM turns WHERE turn_id = $1 AND status IN ('queued', 'running')`, [
@@ -196,7 +214,8 @@ export async function turnIsOpen(db: Queryable, turnId: string): Promise<boolean
 /** Whether a message that interrupts the running turn waits in the conversation: recorded, its turn not begun. */
 export async function interruptWaits(db: Queryable, conversationKey: string): Promise<boolean> {
   const { rowCount } = await db.query(
-    `SELECT 1 FROM turns t JOIN inbound_messages i ON i.conversation_key = t.conversation_key AND i.message_id = t.message_id
+    `SELECT 1 FROM turns t
+       JOIN inbound_messages i ON i.conversation_key = t.conversation_key AND i.message_id = t.message_id
       WHERE t.conversation_key = $1 AND t.status = 'queued' AND i.mode = 'interrupt' LIMIT 1`,
     [conversationKey],
   );

@@ -10,11 +10,6 @@ export function conversationWorkflowId(agentId: string, conversationId: string):
   return `conv:${agentId}:${conversationId}`;
 }
 
-/** A message is submitted by an Update whose id is its messageId's, so Temporal dedupes a retried submission too. */
-export function submitMessageUpdateId(messageId: string): string {
-  return `msg:${messageId}`;
-}
-
 /** The delegate's workflow, which is also the key of its own transcript. */
 export function delegateWorkflowId(agentId: string, delegateId: string): string {
   return `delegate:${agentId}:${delegateId}`;

@@ -63,16 +63,9 @@ export interface InboundMessage {
   notify?: string;
 }
 
-/**
- * A message as Keel hands it to the conversation's workflow: recorded in PostgreSQL first, under the turn id drawn
- * then. Runs begun before that recorded their messages themselves; their histories hold messages without one.
- */
-export type SubmittedMessage = InboundMessage & { turnId?: string };
-
 /** Throws a readable error when an inbound message breaks a rule; used by the Update validator. */
-export function assertValidInbound(msg: SubmittedMessage): void {
-  const { notify, turnId, ...body } = msg;
-  if (turnId !== undefined && (typeof turnId !== 'string' || !turnId)) throw new Error('invalid message: turnId');
+export function assertValidInbound(msg: InboundMessage): void {
+  const { notify, ...body } = msg;
   const isWorkflowId = typeof notify === 'string' && notify.length > 0 && notify.length <= LIMITS.workflowIdChars;
   if (notify !== undefined && !isWorkflowId) throw new Error('invalid message: notify must be a workflow id');
   const parsed = SubmitMessageBody.safeParse(body);

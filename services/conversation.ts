@@ -4,14 +4,14 @@
  * reads it: the agent's conversations, and one's state and transcript.
  */
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
-import { CONVERSATION_WORKFLOW, submitMessage, type ConversationWorkflow } from '../contracts/conversation';
+import type { Client } from '@temporalio/client';
+import { CONVERSATION_WORKFLOW, messageRecorded, type ConversationWorkflow } from '../contracts/conversation';
 import {
   conversationExists,
   conversationStateFromDb,
   getTurn,
   listMessages,
-  turnIsOpen,
+  openTurnsBefore,
   turnOfMessage,
   type TranscriptView,
   type TurnView,
@@ -22,9 +22,10 @@ import {
   isFinished,
   type ConversationState,
   type FinishedTurnStatus,
+  type QueuedMessage,
   type SubmitResult,
 } from '../domain/conversation';
-import { conversationWorkflowId, submitMessageUpdateId } from '../domain/ids';
+import { conversationWorkflowId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
 import { acceptMessage } from './conversation-turn';
 import { transcriptToolCalls, type TranscriptToolCall } from './tool-results';
@@ -47,12 +48,11 @@ export interface ConversationAddress {
 export type FinishedTurn = TurnView & { status: FinishedTurnStatus };
 
 /**
- * The message is recorded in PostgreSQL once per messageId, under a turn id drawn here; then update-with-start hands
- * it to the conversation's workflow, starting it when this is the first message, and the workflow only places it
- * (its handler takes no step, so that a turn's steps can run as local activities: workflows/activities.ts). A
- * message sent again is handed over again while its turn is open (the first hand-over may never have arrived), and
- * answered as a duplicate without one once it has ended. The update id comes from the messageId, so Temporal
- * dedupes a hand-over repeated within a run too.
+ * The message is recorded in PostgreSQL once per messageId, under a turn id drawn here; then signal-with-start hands
+ * its turn to the conversation's workflow, starting it when this is the first message. The signal is durable once
+ * Temporal has it, and the workflow only places the turn (no step of its own, so that a turn's steps can run as
+ * local activities: workflows/activities.ts). A message sent again is handed over again while its turn is open (the
+ * first hand-over may never have arrived), and answered as a duplicate without one once the turn has ended.
  */
 export async function submitToConversation(
   deps: { client: Client; pool: Pool },
@@ -62,19 +62,21 @@ export async function submitToConversation(
   const { client, pool } = deps;
   const { agentId, conversationId, jobId } = to;
   const conversationKey = conversationWorkflowId(agentId, conversationId);
+  const { messageId, mode } = message;
   const accepted = await acceptMessage(
     { pool },
     { conversationKey, agentId, conversationId, message, turnId: randomUUID(), startsTurn: true },
   );
-  const { messageId } = message;
-  if (accepted.duplicate && !(await turnIsOpen(pool, accepted.turnId)))
-    return { messageId, turnId: accepted.turnId, status: 'accepted', duplicate: true };
-  const start = new WithStartWorkflowOperation<ConversationWorkflow>(CONVERSATION_WORKFLOW, {
+  const { turnId, duplicate } = accepted;
+  const ahead = await openTurnsBefore(pool, conversationKey, turnId);
+  if (ahead === undefined) return { messageId, turnId, status: 'accepted', duplicate: true };
+  await client.workflow.signalWithStart<ConversationWorkflow, [QueuedMessage]>(CONVERSATION_WORKFLOW, {
     workflowId: conversationKey,
     taskQueue: to.taskQueue,
     workflowTaskTimeout: CONVERSATION.workflowTaskTimeout,
     args: [{ agentId, conversationId, ...(to.idleMs ? { idleMs: to.idleMs } : {}) }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
+    signal: messageRecorded,
+    signalArgs: [{ messageId, turnId, mode, ...(message.notify ? { notify: message.notify } : {}) }],
     typedSearchAttributes: [
       { key: SA.agentId, value: agentId },
       { key: SA.conversationId, value: conversationId },
@@ -84,15 +86,8 @@ export async function submitToConversation(
     memo: { agent: agentId, conversation: conversationId },
     staticSummary: `Conversation ${conversationId} of agent ${agentId}`,
   });
-  // A message that reaches a run at the instant it closes idle, before the workflow saw it, is not lost: Temporal
-  // (history.enableUpdateWithStartRetryOnClosedWorkflowAbort, on by default in server 1.29) retries the
-  // update-with-start, which then starts the next run with it.
-  const placed = await client.workflow.executeUpdateWithStart(submitMessage, {
-    args: [{ ...message, turnId: accepted.turnId }],
-    updateId: submitMessageUpdateId(messageId),
-    startWorkflowOperation: start,
-  });
-  return { ...placed, duplicate: accepted.duplicate };
+  // As the workflow places it: first in line, or steered into the running turn; else behind what is ahead of it.
+  return { messageId, turnId, status: ahead === 0 || mode === 'steer' ? 'accepted' : 'queued', duplicate };
 }
 
 /** The turn that answers the message, once it has finished (a steered message is answered by the turn it joined). */

@@ -17,7 +17,13 @@ import {
 import { Mutex } from 'async-mutex';
 import { budgetStopOf } from './budget-stop';
 import type { ToolResults, TurnNote } from '../domain/conversation';
-import { delegateFinished, IDLE_TIMER_SUMMARY, stateQuery, submitMessage } from '../contracts/conversation';
+import {
+  delegateFinished,
+  IDLE_TIMER_SUMMARY,
+  messageRecorded,
+  stateQuery,
+  submitMessage,
+} from '../contracts/conversation';
 import { jobTurnEnded } from '../contracts/job-run';
 import {
   CONVERSATION,
@@ -31,7 +37,7 @@ import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolUseBlock } from '../domain/model';
-import { assertValidInbound, type InboundMessage, type SubmittedMessage } from '../domain/messages';
+import { assertValidInbound, type InboundMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
 import { DELEGATION } from '../domain/delegation';
@@ -79,9 +85,10 @@ export const NO_LOCAL_STEPS_PATCH = 'conversation-steps-as-activities';
 /**
  * The patch from which a turn runs in one workflow task: its steps (the model calls, the tools, the reply, the
  * transcript) are local activities, with no round trip to the Temporal server between two of them. What made local
- * steps unsafe here (NO_LOCAL_STEPS_PATCH) is gone with it: a message comes recorded already (the API records it,
- * services/conversation.ts), so no handler takes a step, and each local step lets the activation's handlers finish
- * before its caller goes on (workflows/activities.ts). Histories begun before keep ordinary activities.
+ * steps unsafe here (NO_LOCAL_STEPS_PATCH) is gone with it: a message comes recorded already, by a signal
+ * (messageRecorded, services/conversation.ts), so no handler takes a step, and each local step lets the activation's
+ * handlers finish before its caller goes on (workflows/activities.ts). Histories begun before keep ordinary
+ * activities.
  */
 export const TURN_IN_ONE_TASK_PATCH = 'conversation-turn-in-one-task';
 
@@ -124,7 +131,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     validator: (d: ToolCallDecision) => approvals.validate(d),
     description: "A person's decision on a tool call that waits for approval.",
   });
-  setHandler(submitMessage, (m) => (m.turnId ? place(m, m.turnId) : accepting.runExclusive(() => accept(m))), {
+  setHandler(messageRecorded, (message) => place(message));
+  setHandler(submitMessage, (message) => accepting.runExclusive(() => accept(message)), {
     validator: assertValidInbound,
     description: 'Submit an inbound message; idempotent by messageId.',
   });
@@ -172,16 +180,12 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   });
 
   /**
-   * Queues the turn of a message the API has recorded, steers it into the running turn, or interrupts: synchronous,
-   * so that it emits no command beside the turn's local steps. A message sent again finds its turn taken.
+   * Queues the turn of a recorded message, steers it into the running turn, or interrupts: a signal's handler, which
+   * emits no command beside the turn's local steps. A message handed over again finds its turn taken.
    */
-  function place(message: SubmittedMessage, turnId: string): SubmitResult {
-    const { messageId } = message;
-    if (turns.has(turnId)) return { messageId, turnId, status: 'accepted', duplicate: true };
-    const notify = message.notify ? { notify: message.notify } : {};
-    const placed = turns.place({ messageId, turnId, mode: message.mode, ...notify }, current !== undefined);
-    if (placed.interrupts) current?.interrupt();
-    return { messageId, turnId, status: placed.status, duplicate: false };
+  function place(message: QueuedMessage): void {
+    if (turns.has(message.turnId)) return;
+    if (turns.place(message, current !== undefined).interrupts) current?.interrupt();
   }
 
   /** Messages of runs begun before the API recorded them: recorded here, then placed. */
@@ -275,7 +279,10 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const turn = new RunningTurn(first.turnId);
     const { turnId } = turn;
     const oneTask = patched(TURN_IN_ONE_TASK_PATCH);
-    const s: TurnSteps = oneTask ? localSteps : { ...activitySteps, store: db() };
+    const s: TurnSteps = oneTask ? localSteps : activitySteps;
+    // The turn's own PostgreSQL steps; before TURN_IN_ONE_TASK_PATCH, local or not by the earlier patches, asked (db())
+    // where they were asked then.
+    const record = () => (oneTask ? s.store : db());
     current = turn;
     const ctx: TurnContext = {
       conversationKey,
@@ -306,7 +313,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         ? await (oneTask ? s.store : store).startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
         : oneTask
           ? await s.store.beginTurn({ conversationKey, turnId, messageIds: [first.messageId] })
-          : await s.store.startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
+          : await record().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
       // A message handed over again after its turn ended: nothing more to do.
       if (begun === null) return;
       let throughSeq = begun;
@@ -318,7 +325,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         }
         const steered = turns.takeSteered();
         if (pending.toolResults || pending.note || steered.length > 0) {
-          throughSeq = await s.store.appendToTranscript({
+          throughSeq = await record().appendToTranscript({
             conversationKey,
             turnId,
             toolResults: pending.toolResults,
@@ -364,7 +371,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       const relayOf = first.retrigger ? { relayOf: first.retrigger } : {};
       // Committed even when the workflow is being cancelled: the turn's end is the record users read.
       await CancellationScope.nonCancellable(() =>
-        s.store.finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
+        record().finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
       );
       // A job's run waits for this turn: told once the end is committed (it reads the end from PostgreSQL).
       if (first.notify) await tellTurnEnded(first.notify, first.messageId);

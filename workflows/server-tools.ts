@@ -2,7 +2,7 @@ import { ActivityFailure, CancellationScope, condition, isCancellation } from '@
 import type { ToolCallSource } from '../contracts/tool-calls';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { refusalForModel, type ToolCallDecision, type ToolCallRefusal } from '../domain/tool-calls';
-import type { TurnSteps } from './activities';
+import { activitySteps, type TurnSteps } from './activities';
 
 /**
  * A call of a tool server's tool, as the turn or delegate that asked for it waits for it: prepared (the policy, the
@@ -77,8 +77,11 @@ export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext):
       return resultBlock(call.id, refusalForModel(prepared.label, { kind: 'rejected', note: answer.note }), true);
     how = 'approved';
   }
+  // An approved call runs as an ordinary activity: the workflow task that took the decision ends at once, and with it
+  // the person's request, instead of waiting for the turn's next local steps.
+  const runner = how === 'approved' ? activitySteps.tools : tools;
   try {
-    const result = await tools.runToolCall.executeWithOptions({ summary: `${prepared.label} (${how})` }, [
+    const result = await runner.runToolCall.executeWithOptions({ summary: `${prepared.label} (${how})` }, [
       { callId: prepared.callId },
     ]);
     return resultBlock(call.id, result.content, result.isError, result.ref);
