@@ -1,6 +1,11 @@
 import type { Transports } from '../adapters/delivery/transport';
 import type { CallModelInput, ModelStep } from '../domain/model';
-import { callConversationModel, type ConversationModelDeps } from '../services/conversation-model-call';
+import {
+  callConversationModel,
+  callTurnModel,
+  type BeforeModelCall,
+  type ConversationModelDeps,
+} from '../services/conversation-model-call';
 import { modelCallFailure } from '../services/model-call';
 import { noticingBudgetStop } from '../services/owner-notice';
 import { currentStep } from '../services/step';
@@ -17,6 +22,16 @@ export function modelActivities(deps: ModelActivityDeps) {
       const step = currentStep();
       const notice = { pool: deps.pool, transports: deps.transports, agentId: input.agentId, step };
       return noticingBudgetStop(notice, callConversationModel(deps, input, step)).catch((err: unknown) => {
+        throw modelCallFailure(err);
+      });
+    },
+    /** The same for a turn in one workflow task, with the transcript writes before the call in the same step. */
+    callTurnModel: async (
+      input: CallModelInput & { before: BeforeModelCall },
+    ): Promise<ModelStep | { ended: true }> => {
+      const step = currentStep();
+      const notice = { pool: deps.pool, transports: deps.transports, agentId: input.agentId, step };
+      return noticingBudgetStop(notice, callTurnModel(deps, input, step)).catch((err: unknown) => {
         throw modelCallFailure(err);
       });
     },

@@ -7,6 +7,7 @@ import type {
 import { currentStep } from '../services/step';
 import {
   openToolCallApproval,
+  prepareAndRunToolCall,
   prepareToolCall,
   runToolCall,
   settleToolCallWait,
@@ -17,6 +18,7 @@ import {
 export function toolCallActivities(deps: ToolCallDeps) {
   return {
     prepareToolCall: (input: PrepareToolCallInput) => prepareToolCall(deps, input),
+    prepareAndRunToolCall: (input: PrepareToolCallInput) => prepareAndRunToolCall(deps, input, currentStep()),
     openToolCallApproval: (input: OpenToolCallApprovalInput) => openToolCallApproval(deps, input),
     settleToolCallWait: (input: SettleToolCallInput) => settleToolCallWait(deps, input),
     runToolCall: (input: RunToolCallInput) => runToolCall(deps, input, currentStep()),

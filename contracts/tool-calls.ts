@@ -4,7 +4,7 @@
  */
 import { defineUpdate } from '@temporalio/workflow';
 import type { ToolUseBlock } from '../domain/model';
-import type { ToolCallDecision, ToolCallOrigin } from '../domain/tool-calls';
+import type { PreparedToolCall, ToolCallDecision, ToolCallOrigin } from '../domain/tool-calls';
 
 /** Where a call comes from; the key of its transcript and turn make its idempotency key. */
 export interface ToolCallSource {
@@ -48,6 +48,13 @@ export interface ToolCallResult {
   /** Set when the whole result is kept in PostgreSQL under this call's id. */
   ref?: string;
 }
+
+/**
+ * A call prepared and, when its policy lets it run at once, run in the same step (a turn in one workflow task): its
+ * result with how it ran, or what prepareToolCall answered.
+ */
+export type ToolCallAttempt =
+  { kind: 'ran'; how: string; result: ToolCallResult } | Exclude<PreparedToolCall, { kind: 'run' }>;
 
 /** A person's decision on a call that waits; the Update fails when no such call waits with these arguments. */
 export const decideToolCall = defineUpdate<{ approved: boolean }, [ToolCallDecision]>('decideToolCall');

@@ -1,4 +1,5 @@
 import { CancelledFailure } from '@temporalio/common';
+import { appendToTranscript, beginTurn, type AppendInput } from './conversation-turn';
 import { getAgent } from '../db/agents';
 import {
   appendTranscript,
@@ -33,6 +34,33 @@ export interface ConversationModelDeps extends ModelCallDeps {
 }
 
 const MAX_TOKENS = 4096;
+
+/** What a turn writes to its transcript before a model call, in the call's own step (a turn in one workflow task). */
+export interface BeforeModelCall {
+  /** The turn's first call: its message goes into the transcript and the turn is marked running. */
+  begin?: { messageIds: string[] };
+  /** Tool results, a note and steered messages since the last call. */
+  append?: Omit<AppendInput, 'conversationKey' | 'turnId'>;
+}
+
+/**
+ * A turn's model step with its transcript writes before it: one step instead of two. Answers `ended` when the turn
+ * had ended already (its message handed over twice). Each write is idempotent, so a retried step writes nothing twice.
+ */
+export async function callTurnModel(
+  deps: ConversationModelDeps,
+  input: CallModelInput & { before: BeforeModelCall },
+  step: Step,
+): Promise<ModelStep | { ended: true }> {
+  const { before, ...call } = input;
+  const { conversationKey, turnId } = call;
+  let throughSeq: number | null = call.throughSeq;
+  if (before.begin)
+    throughSeq = await beginTurn(deps, { conversationKey, turnId, messageIds: before.begin.messageIds });
+  if (throughSeq === null) return { ended: true };
+  if (before.append) throughSeq = await appendToTranscript(deps, { conversationKey, turnId, ...before.append });
+  return callConversationModel(deps, { ...call, throughSeq }, step);
+}
 
 /**
  * A turn's or a delegate's model step: the model is called once and its answer appended to the transcript, in the

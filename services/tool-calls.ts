@@ -7,6 +7,7 @@ import type {
   PrepareToolCallInput,
   RunToolCallInput,
   SettleToolCallInput,
+  ToolCallAttempt,
   ToolCallResult,
 } from '../contracts/tool-calls';
 import { beginEffect, settleEffect } from '../db/effects';
@@ -37,6 +38,17 @@ export interface ToolCallDeps extends ToolServerDeps {
 /** The digest a person's approval is bound to: the exact arguments, in canonical form. */
 export function argumentsDigest(args: unknown): string {
   return createHash('sha256').update(canonicalJson(args)).digest('hex');
+}
+
+/** prepareToolCall, then runToolCall at once for a call its policy lets run: one step instead of two. */
+export async function prepareAndRunToolCall(
+  deps: ToolCallDeps,
+  input: PrepareToolCallInput,
+  step: Step,
+): Promise<ToolCallAttempt> {
+  const prepared = await prepareToolCall(deps, input);
+  if (prepared.kind !== 'run') return prepared;
+  return { kind: 'ran', how: prepared.policy, result: await runToolCall(deps, { callId: prepared.callId }, step) };
 }
 
 /** Looks the tool up in the turn's pinned list, applies its policy and records the call (once, under its key). */

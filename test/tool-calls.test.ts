@@ -6,7 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
 import { FAKE_SECRET } from '../domain/scripted-model';
-import { eventually, startTestKeel, uniqueId, type ApiMethod, type TestKeel } from './support/keel';
+import { eventually, settledHistory, startTestKeel, uniqueId, type ApiMethod, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 import { startWebhookReceiver } from './support/webhook-receiver';
 
@@ -113,14 +113,14 @@ describe('a read-only tool runs at once', () => {
     const key = `${conversationWorkflowId(agent, conv)}/turn/${res.body.turnId}/call/1/tool/${toolUse}`;
     expect(sent[0]!.idempotencyKey).toBe(key);
 
-    // The activity reads as what it did, in the Temporal UI.
-    const history = await keel.client.workflow.getHandle(conversationWorkflowId(agent, conv)).fetchHistory();
+    // The step reads as what it did, in the Temporal UI: a local activity of the turn (its marker).
+    const history = await settledHistory(keel, conversationWorkflowId(agent, conv));
     const summaries = (history.events ?? []).flatMap((e) =>
-      e.activityTaskScheduledEventAttributes && e.userMetadata?.summary?.data
+      e.markerRecordedEventAttributes && e.userMetadata?.summary?.data
         ? [Buffer.from(e.userMetadata.summary.data).toString()]
         : [],
     );
-    expect(summaries).toContain('"tool shop__lookup_order (auto)"');
+    expect(summaries).toContain('"tool shop__lookup_order"');
     // The effects ledger knows it, under the same key.
     const { rows } = await keel.pool.query(`SELECT kind, status FROM effects WHERE key = $1`, [key]);
     expect(rows).toEqual([{ kind: 'tool_call', status: 'done' }]);
@@ -358,7 +358,7 @@ describe('secrets stay secret', () => {
       { wait: 30 },
     );
     expect(shop.authorizations).toContain(`Bearer ${TOKEN}`);
-    const history = await keel.client.workflow.getHandle(conversationWorkflowId(agent, conv)).fetchHistory();
+    const history = await settledHistory(keel, conversationWorkflowId(agent, conv));
     // The history as `temporal workflow show --output json` exports it, every payload decoded to the text it holds.
     const exported = JSON.stringify(history).replace(/"data":"([A-Za-z0-9+/=]*)"/g, (_m, b64: string) =>
       JSON.stringify(Buffer.from(b64, 'base64').toString('utf8')),

@@ -86,6 +86,8 @@ export type Steps = { [K in keyof KeelActivities]: TurnStep<KeelActivities[K]> }
 
 /** The proxies a turn runs its steps through, by what each protects. */
 export interface TurnSteps {
+  /** Whether these are local activities: a turn in one workflow task, which also takes fewer, larger steps. */
+  local: boolean;
   store: Steps;
   model: Steps;
   delivery: Steps;
@@ -93,7 +95,7 @@ export interface TurnSteps {
 }
 
 /** A turn of ordinary activities: delegates, and conversations begun before TURN_IN_ONE_TASK_PATCH. */
-export const activitySteps: TurnSteps = { store, model, delivery, tools };
+export const activitySteps: TurnSteps = { local: false, store, model, delivery, tools };
 
 /**
  * A turn's steps as local activities, so that a whole turn runs in one workflow task, with no round trip to the
@@ -101,6 +103,7 @@ export const activitySteps: TurnSteps = { store, model, delivery, tools };
  * a workflow task lost with a killed worker runs them again, and they answer what they committed.
  */
 export const localSteps: TurnSteps = {
+  local: true,
   store: afterEachHandlersFirst(steps),
   model: afterEachHandlersFirst(
     proxyLocalActivities<KeelActivities>({

@@ -308,43 +308,50 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const maxCalls = first.retrigger ? LIMITS.modelCallsPerRetriggerTurn : LIMITS.modelCallsPerTurn;
     if (!first.retrigger) relay.userTurnStarted();
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
+    // A turn in one workflow task writes its transcript in its model calls' steps: its message with the first.
+    let before: BeforeModelCall = {};
     try {
-      const begun = first.retrigger
-        ? await (oneTask ? s.store : store).startRetrigger({ conversationKey, turnId, delegateIds: first.retrigger })
-        : oneTask
-          ? await s.store.beginTurn({ conversationKey, turnId, messageIds: [first.messageId] })
-          : await record().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
-      // A message handed over again after its turn ended: nothing more to do.
-      if (begun === null) return;
-      let throughSeq = begun;
+      let throughSeq = 0;
+      if (first.retrigger) {
+        const retrigger = { conversationKey, turnId, delegateIds: first.retrigger };
+        throughSeq = await (oneTask ? s.store : store).startRetrigger(retrigger);
+      } else if (oneTask) before = { begin: { messageIds: [first.messageId] } };
+      else throughSeq = await record().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
       for (;;) {
-        if (turn.interrupted) return await finish(interrupted(), pending.toolResults);
+        if (turn.interrupted) {
+          const { begin } = before;
+          // Begun before it ends, so that its message is in the transcript; unless it ended already.
+          if (begin && (await s.store.beginTurn({ conversationKey, turnId, ...begin })) === null) return;
+          return await finish(interrupted(), pending.toolResults);
+        }
         if (ctx.callIndex >= maxCalls) {
           const message = `the turn used its ${maxCalls} model calls without replying`;
           return await finish({ status: 'error', error: { code: 'max_model_calls', message } }, pending.toolResults);
         }
         const steered = turns.takeSteered();
         if (pending.toolResults || pending.note || steered.length > 0) {
-          throughSeq = await record().appendToTranscript({
-            conversationKey,
-            turnId,
-            toolResults: pending.toolResults,
-            note: pending.note,
-            steered,
-          });
+          const append = { toolResults: pending.toolResults, note: pending.note, steered };
+          if (oneTask) before = { ...before, append };
+          else throughSeq = await record().appendToTranscript({ conversationKey, turnId, ...append });
           pending = {};
         }
 
         ctx.callIndex++;
-        const step = await callModel(turn, s, {
+        const call = {
           conversationKey,
           agentId,
           turnId,
           callIndex: ctx.callIndex,
           throughSeq,
           toolNames: CHANNEL_TOOL_NAMES,
-        });
-        if ('error' in step) return await finish(step.error, undefined);
+        };
+        const step = await callModel(turn, s, call, before);
+        // Tool results the step was to write: the turn's end writes them (once) if the step did not get to.
+        const written = before.append?.toolResults;
+        before = {};
+        // A message handed over again after its turn ended: nothing more to do.
+        if ('ended' in step) return;
+        if ('error' in step) return await finish(step.error, written);
         throughSeq = ctx.stepSeq = step.seq;
 
         const calls = toolUses(step.content);
@@ -397,13 +404,18 @@ function interrupted(): TurnEnd {
 }
 
 type ModelCallInput = Parameters<TurnSteps['model']['callModel']>[0];
-type ModelStep = Awaited<ReturnType<TurnSteps['model']['callModel']>>;
+type BeforeModelCall = Parameters<TurnSteps['model']['callTurnModel']>[0]['before'];
+type ModelStep = Awaited<ReturnType<TurnSteps['model']['callTurnModel']>>;
 
-/** A model call that an interrupting message can cancel; a failure that retries cannot mend ends the turn. */
+/**
+ * A model call that an interrupting message can cancel; a failure that retries cannot mend ends the turn. A turn in
+ * one workflow task writes its transcript (`before`) in the same step.
+ */
 async function callModel(
   turn: RunningTurn,
   s: TurnSteps,
   input: ModelCallInput,
+  before: BeforeModelCall,
 ): Promise<ModelStep | { error: TurnEnd }> {
   // An interrupt that arrived while the transcript was being written stops the turn before its next model call.
   if (turn.interrupted) return { error: interrupted() };
@@ -411,7 +423,11 @@ async function callModel(
   turn.modelCall = scope;
   const summary = `model call ${input.callIndex} of turn ${input.turnId}`;
   try {
-    return await scope.run(() => s.model.callModel.executeWithOptions({ summary }, [input]));
+    return await scope.run(() =>
+      s.local
+        ? s.model.callTurnModel.executeWithOptions({ summary }, [{ ...input, before }])
+        : s.model.callModel.executeWithOptions({ summary }, [input]),
+    );
   } catch (err) {
     // Interrupted: whether the call acknowledged its cancellation or timed out doing so (a worker gone meanwhile).
     if (turn.interrupted || isCancellation(err)) return { error: interrupted() };

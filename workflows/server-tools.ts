@@ -1,7 +1,12 @@
 import { ActivityFailure, CancellationScope, condition, isCancellation } from '@temporalio/workflow';
-import type { ToolCallSource } from '../contracts/tool-calls';
+import type { ToolCallAttempt, ToolCallSource } from '../contracts/tool-calls';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
-import { refusalForModel, type ToolCallDecision, type ToolCallRefusal } from '../domain/tool-calls';
+import {
+  refusalForModel,
+  type PreparedToolCall,
+  type ToolCallDecision,
+  type ToolCallRefusal,
+} from '../domain/tool-calls';
 import { activitySteps, type TurnSteps } from './activities';
 
 /**
@@ -62,12 +67,26 @@ export interface ServerToolContext {
   /** A reason to stop waiting for a person (a newer message), or undefined. */
   cancelled: () => string | undefined;
   /** The proxies the caller takes its steps through. */
-  steps: Pick<TurnSteps, 'store' | 'tools'>;
+  steps: Pick<TurnSteps, 'local' | 'store' | 'tools'>;
 }
 
 export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext): Promise<ToolResultBlock> {
   const { store, tools } = ctx.steps;
-  const prepared = await store.prepareToolCall({ ...ctx.source, toolUse: call, workflowId: ctx.workflowId });
+  const input = { ...ctx.source, toolUse: call, workflowId: ctx.workflowId };
+  let prepared: PreparedToolCall | ToolCallAttempt;
+  if (ctx.steps.local) {
+    // A turn in one workflow task prepares a call and runs it in one step when its policy lets it run at once.
+    try {
+      prepared = await tools.prepareAndRunToolCall.executeWithOptions({ summary: `tool ${call.name}` }, [input]);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return resultBlock(call.id, `tool ${call.name} failed: ${causeOf(err)}`, true);
+    }
+    if (prepared.kind === 'ran') {
+      const { result } = prepared;
+      return resultBlock(call.id, result.content, result.isError, result.ref);
+    }
+  } else prepared = await store.prepareToolCall(input);
   if (prepared.kind === 'answer') return resultBlock(call.id, prepared.content, true);
   let how: string = prepared.kind === 'run' ? prepared.policy : 'approved';
   if (prepared.kind === 'approve') {
@@ -87,10 +106,11 @@ export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext):
     return resultBlock(call.id, result.content, result.isError, result.ref);
   } catch (err) {
     if (isCancellation(err)) throw err;
-    const cause = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
-    return resultBlock(call.id, `${prepared.label} failed: ${cause}`, true);
+    return resultBlock(call.id, `${prepared.label} failed: ${causeOf(err)}`, true);
   }
 }
+
+const causeOf = (err: unknown) => (err instanceof ActivityFailure && err.cause ? err.cause.message : String(err));
 
 /** The wait, and its end recorded whatever it is: a cancel of the whole workflow still settles the record. */
 async function waitForPerson(

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
@@ -223,6 +224,28 @@ function withReplaced(
 
 export function uniqueId(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * The workflow's history once its last workflow task has completed: a turn's local steps are in it from then on (a
+ * reply can be out while the task that made it still runs).
+ */
+export async function settledHistory(keel: Pick<TestKeel, 'client'>, workflowId: string) {
+  const { EventType } = temporal.api.enums.v1;
+  const taskEvents = new Set<unknown>([
+    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+  ]);
+  return eventually(
+    async () => {
+      const history = await keel.client.workflow.getHandle(workflowId).fetchHistory();
+      const lastTask = (history.events ?? []).filter((e) => taskEvents.has(e.eventType)).at(-1);
+      return lastTask?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && history;
+    },
+    30_000,
+    `the last workflow task of ${workflowId} to complete`,
+  );
 }
 
 /** Awaits a condition (re-checked every 50 ms) instead of sleeping a guessed time. */
