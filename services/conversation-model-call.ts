@@ -74,13 +74,26 @@ export async function callConversationModel(
 ): Promise<ModelStep> {
   const { pool } = deps;
   const origin = transcriptOrigin.modelCall(input.turnId, input.callIndex);
-  const earlier = await findByOrigin(pool, input.conversationKey, origin);
+  // The reads a request is built from, at once: each is a round trip to PostgreSQL, and a turn waits on them all.
+  const [earlier, agent, brief, transcript, memory] = await Promise.all([
+    findByOrigin(pool, input.conversationKey, origin),
+    getAgent(pool, input.agentId),
+    input.delegateId ? delegateBrief(pool, input.delegateId) : undefined,
+    loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW),
+    input.delegateId ? undefined : currentMemory(pool, input.agentId),
+  ]);
   if (earlier) return withSpend(pool, origin, stepFrom(earlier.seq, earlier.content as ModelStep['content']));
 
-  const agent = await getAgent(pool, input.agentId);
   const model = agent?.model ?? deps.defaultModel;
-  const brief = input.delegateId ? await delegateBrief(pool, input.delegateId) : undefined;
-  const rows = trimWindowStart(await loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW));
+  const [messages, serverTools] = await Promise.all([
+    withWholeResults(pool, toModelMessages(trimWindowStart(transcript))),
+    turnTools(pool, {
+      agentId: input.agentId,
+      transcriptKey: input.conversationKey,
+      turnId: input.turnId,
+      allowedServers: brief ? brief.toolServers : null,
+    }),
+  ]);
   const request: ModelRequest = {
     model,
     system: brief
@@ -88,20 +101,10 @@ export async function callConversationModel(
       : channelSystemPrompt({
           name: agent?.name ?? input.agentId,
           systemPrompt: agent?.systemPrompt ?? null,
-          memory: memoryPrompt((await currentMemory(pool, input.agentId)).files),
+          memory: memoryPrompt(memory?.files ?? {}),
         }),
-    messages: await withWholeResults(pool, toModelMessages(rows)),
-    tools: [
-      ...toolDefinitions(input.toolNames),
-      ...serverToolDefinitions(
-        await turnTools(pool, {
-          agentId: input.agentId,
-          transcriptKey: input.conversationKey,
-          turnId: input.turnId,
-          allowedServers: brief ? brief.toolServers : null,
-        }),
-      ),
-    ],
+    messages,
+    tools: [...toolDefinitions(input.toolNames), ...serverToolDefinitions(serverTools)],
     maxTokens: MAX_TOKENS,
   };
   const started = Date.now();

@@ -90,8 +90,11 @@ export async function meteredModelCall<T>(
     const waitMs = await takeTurn(pool, { callKey: call.callKey, bucket: rate.bucket, limit: rate.limit, cost: taken });
     if (waitMs > 0) throw rateLimitWait(rate.bucket, waitMs);
   }
-  const ownPerRunUsd = await ownRunBudgetUsd(pool, call.payer);
-  const budgets: BudgetLimit[] = budgetsFor(call.payer, await agentBudgets(pool, call.payer.agentId), new Date(), {
+  const [ownPerRunUsd, agentLimits] = await Promise.all([
+    ownRunBudgetUsd(pool, call.payer),
+    agentBudgets(pool, call.payer.agentId),
+  ]);
+  const budgets: BudgetLimit[] = budgetsFor(call.payer, agentLimits, new Date(), {
     ...(ownPerRunUsd === undefined ? {} : { perRunUsd: ownPerRunUsd }),
   });
   const overrun = await reserve(pool, {

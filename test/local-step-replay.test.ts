@@ -7,7 +7,8 @@ import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { spawnTs } from '../scripts/processes';
 import { historyJson } from '../services/run-history';
-import { uniqueId } from './support/keel';
+import { temporal } from '@temporalio/proto';
+import { eventually, uniqueId } from './support/keel';
 import { raceSubmit } from './support/local-step-race-workflows';
 
 /**
@@ -16,7 +17,8 @@ import { raceSubmit } from './support/local-step-race-workflows';
  * Temporal: a local activity whose workflow task heartbeated without its marker, on a worker killed with kill -9, runs
  * again on the next worker beside the update handler's activity. Live, it resolves in an activation of its own after
  * the handler completed the update; on replay, in one activation with the handler's activity, where the main loop's
- * next command comes first. Conversations now take their steps as ordinary activities (NO_LOCAL_STEPS_PATCH).
+ * next command comes first. Conversations then took their steps as ordinary activities (NO_LOCAL_STEPS_PATCH); a turn
+ * in one workflow task takes local steps again, with no handler that takes a step (the last case here).
  */
 const NONDETERMINISM =
   /Activity machine does not handle this event: HistoryEvent\(id: \d+, WorkflowExecutionUpdateCompleted\)/;
@@ -96,9 +98,37 @@ describe('a step that outlives its workflow task beside an update handler (issue
     await expect(replay(history, workflowId)).rejects.toThrow(NONDETERMINISM);
   }, 90_000);
 
-  it('as an ordinary activity (conversations now): the same sequence replays', async () => {
+  it('as an ordinary activity (conversations from issue 24 on): the same sequence replays', async () => {
     const { answered, workflowId, history } = await raceThroughAKill('raceWithActivityStep');
     expect(answered).toBe('m1');
+    await expect(replay(history, workflowId)).resolves.toBeUndefined();
+  }, 90_000);
+
+  it('a synchronous handler, the loop letting handlers finish after a local step (a turn in one task)', async () => {
+    const taskQueue = uniqueId('race');
+    await startWorker(taskQueue, false);
+    const workflowId = uniqueId('raceWithSyncHandler');
+    const handle = await client.workflow.start('raceWithSyncHandler', {
+      workflowId,
+      taskQueue,
+      workflowTaskTimeout: '4 seconds',
+    });
+    // The update reaches the run in the task that extends the first (at 3.2 s), while the slow step is still out;
+    // the step resolves within that task: in an activation of its own live, beside the update on replay.
+    const { EventType } = temporal.api.enums.v1;
+    await eventually(
+      async () =>
+        (await handle.fetchHistory()).events?.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+      10_000,
+      'the first workflow task to be extended',
+    );
+    expect(await handle.executeUpdate(raceSubmit, { args: ['m1'] })).toBe('m1');
+    await handle.result();
+    const history = await handle.fetchHistory();
+    const local = (history.events ?? []).filter(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    );
+    expect(local).toHaveLength(1);
     await expect(replay(history, workflowId)).resolves.toBeUndefined();
   }, 90_000);
 

@@ -133,6 +133,16 @@ export const localSteps: TurnSteps = {
   ),
 };
 
+/** Resolves once the handlers of the current activation have run to their end (see afterEachHandlersFirst). */
+export async function letHandlersFinish(): Promise<void> {
+  await CancellationScope.nonCancellable(async () => {
+    let handlersRan = false;
+    const later = condition(() => handlersRan);
+    handlersRan = true;
+    await later;
+  });
+}
+
 /**
  * Local activities whose caller, once one resolves, goes on only after the handlers of the same activation have
  * finished (issue 24's lesson). A local activity that outlives its workflow task resolves in an activation of its own
@@ -146,12 +156,7 @@ function afterEachHandlersFirst(acts: Steps): Steps {
     try {
       return await run();
     } finally {
-      await CancellationScope.nonCancellable(async () => {
-        let handlersRan = false;
-        const later = condition(() => handlersRan);
-        handlersRan = true;
-        await later;
-      });
+      await letHandlersFinish();
     }
   };
   return new Proxy(acts, {

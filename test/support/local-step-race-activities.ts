@@ -5,4 +5,8 @@ export const raceActivities = {
   firstStep: async (): Promise<void> => {
     if (process.env.RACE_FIRST_STEP_HANGS) await new Promise((resolve) => setTimeout(resolve, 120_000));
   },
+  /** Outlives its workflow task's first extension (80% of 4 s), and ends within the task after it. */
+  slowStep: async (): Promise<void> => {
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+  },
 };

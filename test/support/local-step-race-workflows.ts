@@ -4,6 +4,7 @@
 import { condition, defineUpdate, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { raceActivities } from './local-step-race-activities';
+import { letHandlersFinish } from '../../workflows/activities';
 
 type Activities = typeof raceActivities;
 const activity = proxyActivities<Activities>({ startToCloseTimeout: '10 seconds' });
@@ -31,7 +32,23 @@ export async function raceWithLocalStep(): Promise<void> {
   await race(() => local.firstStep());
 }
 
-/** The first step as an ordinary activity: the shape they have now. */
+/** The first step as an ordinary activity: the shape conversations had from issue 24 to the turn in one task. */
 export async function raceWithActivityStep(): Promise<void> {
   await race(() => activity.firstStep());
+}
+
+/**
+ * The shape of a turn in one workflow task: a synchronous handler, and a local step after which the loop lets the
+ * activation's handlers finish before its next command (workflows/activities.ts).
+ */
+export async function raceWithSyncHandler(): Promise<void> {
+  const queue: string[] = [];
+  setHandler(raceSubmit, (m) => {
+    queue.push(m);
+    return m;
+  });
+  await local.slowStep();
+  await letHandlersFinish();
+  await activity.nextStep('after the slow step');
+  await condition(() => queue.length > 0);
 }
