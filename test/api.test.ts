@@ -253,7 +253,7 @@ describe('agents', () => {
 });
 
 describe('a dependency that is down', () => {
-  it('Temporal unreachable → 503 unavailable in the error shape, and the message is not recorded', async () => {
+  it('Temporal unreachable → 503 unavailable in the error shape; the kept message is answered once', async () => {
     // A lazy connection to a port where nothing listens: what the API holds while Temporal is down.
     const lazy = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 500 });
     const api = await buildApi({
@@ -277,10 +277,14 @@ describe('a dependency that is down', () => {
       // The generated messageId comes back, so the client can retry without risking a second turn.
       const details = res.json<ErrorBody>().error.details as { messageId?: unknown };
       expect(typeof details.messageId).toBe('string');
-      const { rowCount } = await keel.pool.query('SELECT 1 FROM inbound_messages WHERE conversation_key = $1', [
+      const messageId = details.messageId as string;
+      // Recorded before it was handed over: the retry (Temporal back) hands it over again and it is answered once.
+      const again = await keel.post(a, c, { text: 'hello?', messageId }, { wait: 30 });
+      expect([again.status, again.body.reply?.text]).toEqual([200, 'echo: hello?']);
+      const { rowCount } = await keel.pool.query('SELECT 1 FROM turns WHERE conversation_key = $1', [
         conversationWorkflowId(a, c),
       ]);
-      expect(rowCount).toBe(0);
+      expect(rowCount).toBe(1);
     } finally {
       await api.close();
     }

@@ -3,8 +3,8 @@ import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId, delegateWorkflowId, jobConversationId, jobScheduleId } from '../domain/ids';
 import { stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, uniqueId, type SubmitAnswer, type TestKeel } from './support/keel';
-import { activityWorkers, identityOf, startWorkerProcess, waitForPollers } from './support/workers';
+import { eventually, settledHistory, startTestKeel, uniqueId, type SubmitAnswer, type TestKeel } from './support/keel';
+import { activityWorkers, identityOf, localStepsOf, startWorkerProcess, waitForPollers } from './support/workers';
 
 /**
  * Claims under real concurrency: an API and two worker processes on one task queue, and claims released at the same
@@ -66,7 +66,7 @@ async function releasedTogether<T>(table: 'tasks' | 'job_runs', waiting: number,
 
 /** Child workflows a workflow's history started, by workflow id. */
 async function startedChildren(workflowId: string): Promise<string[]> {
-  const history = await keel.client.workflow.getHandle(workflowId).fetchHistory();
+  const history = await settledHistory(keel, workflowId);
   return (history.events ?? []).flatMap((e) => e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId ?? []);
 }
 
@@ -117,11 +117,12 @@ describe('a task claimed by three conversations at the same instant, on two work
     );
     expect(listed).toEqual([delegateWorkflowId(a, winner)]);
 
+    // Each conversation's claim is a local step of its turn: the worker that ran it recorded its marker.
     const claimedBy = await Promise.all(
-      conversations.map((c) => activityWorkers(keel, conversationWorkflowId(a, c), 'claimDelegate')),
+      conversations.map((c) => localStepsOf(keel, conversationWorkflowId(a, c), 'claimDelegate')),
     );
     expect(claimedBy.map((w) => w.length)).toEqual([1, 1, 1]);
-    return claimedBy.flat().map(workerOf);
+    return claimedBy.flat().map((step) => workerOf(step.identity));
   }
 
   it('one delegate workflow, two refusals that say why, and the refused claims start nothing', async () => {

@@ -1,7 +1,7 @@
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { eventually, settledHistory, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 let keel: TestKeel;
 let base: string;
@@ -79,7 +79,7 @@ const WORKFLOW_TASK_EVENTS = new Set([
  * started event carries after a retry (a heartbeat missed under load): what the turns themselves recorded.
  */
 async function historyBytes(workflowId: string): Promise<number> {
-  const { events } = await keel.client.workflow.getHandle(workflowId).fetchHistory();
+  const { events } = await settledHistory(keel, workflowId);
   return (events ?? [])
     .filter((e) => !WORKFLOW_TASK_EVENTS.has(e.eventType ?? EventType.EVENT_TYPE_UNSPECIFIED))
     .map((e) => {

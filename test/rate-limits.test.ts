@@ -3,11 +3,10 @@ import { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { takeTurn } from '../db/rate-limits';
 import { conversationWorkflowId } from '../domain/ids';
-import { FAILURE } from '../domain/failures';
 import { stopProcess } from '../scripts/processes';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
-import { activityWorkers, identityOf, startWorkerProcess, waitForPollers } from './support/workers';
+import { identityOf, localStepsOf, startWorkerProcess, waitForPollers } from './support/workers';
 
 /**
  * Provider rate limits shared by every worker: an API and two worker processes calling a local Messages API with
@@ -92,15 +91,16 @@ describe('a rate limit shared by two workers', () => {
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(800);
     expect(sent[5]!.at - sent[0]!.at).toBeGreaterThanOrEqual(4_500);
 
-    // The waits were durable retries of the model activity, run by both workers, not sleeps in one.
+    // The waits were retries of the model step (a turn's local activity: its marker holds the attempt it ended on),
+    // held by the SDK between attempts, not sleeps in the step; both workers ran turns.
     const identities: string[] = [];
     let waited = 0;
     for (const c of conversations) {
       const id = conversationWorkflowId(agent, c);
-      identities.push(...(await activityWorkers(keel, id, 'callModel')));
+      const steps = await localStepsOf(keel, id, 'callTurnModel');
+      identities.push(...steps.map((s) => s.identity));
+      waited += steps.filter((s) => s.attempt > 1).length;
       const history = await keel.client.workflow.getHandle(id).fetchHistory();
-      const failures = (history.events ?? []).flatMap((e) => e.activityTaskStartedEventAttributes?.lastFailure ?? []);
-      waited += failures.filter((f) => f.applicationFailureInfo?.type === FAILURE.modelRateLimited).length;
       expect(history.events?.some((e) => e.activityTaskFailedEventAttributes)).toBe(false);
     }
     expect(waited).toBeGreaterThanOrEqual(5);

@@ -44,13 +44,24 @@ describe('runs: history, replay and reset for operators', () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     await keel.post(a, c, { text: 'hello' }, { wait: 30 });
     const id = encodeURIComponent(conversationWorkflowId(a, c));
-    const history = await api<{ events: { eventType: string }[] }>(keel, 'GET', `/v1/runs/${id}/history`);
-    expect(history.status).toBe(200);
-    expect(history.body.events[0]?.eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
-    // The UI shows each activity with a summary in Keel's words.
-    const summaries = (history.body.events as { eventType: string; userMetadata?: { summary?: { data?: string } } }[])
-      .filter((e) => e.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' && e.userMetadata?.summary?.data)
-      .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!, 'base64').toString('utf8')) as string);
+    type Exported = { events: { eventType: string; userMetadata?: { summary?: { data?: string } } }[] };
+    // The UI shows each step with a summary in Keel's words: a turn's steps are local activities (markers), in
+    // the history once the turn's workflow task has completed.
+    const summariesOf = (h: Exported) =>
+      h.events
+        .filter((e) => e.eventType === 'EVENT_TYPE_MARKER_RECORDED' && e.userMetadata?.summary?.data)
+        .map((e) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!, 'base64').toString('utf8')) as string);
+    const summaries = await eventually(
+      async () => {
+        const history = await api<Exported>(keel, 'GET', `/v1/runs/${id}/history`);
+        expect(history.status).toBe(200);
+        expect(history.body.events[0]?.eventType).toBe('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+        const found = summariesOf(history.body);
+        return found.some((s) => s.startsWith('reply of turn ')) && found;
+      },
+      10_000,
+      'the turn recorded in its history',
+    );
     expect(summaries).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^model call 1 of turn /),

@@ -6,7 +6,7 @@ import { reserve } from '../db/spend';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { budgetsFor } from '../domain/spend';
 import { stopProcess } from '../scripts/processes';
-import { eventually, startTestKeel, streamingText, uniqueId, type TestKeel } from './support/keel';
+import { eventually, settledHistory, startTestKeel, streamingText, uniqueId, type TestKeel } from './support/keel';
 import { quiescent } from './support/quiescence';
 import { author, routineApi } from './support/routines';
 import { startWebhookReceiver } from './support/webhook-receiver';
@@ -137,10 +137,10 @@ describe('a daily budget, from the REST API alone (the README sequence)', () => 
     );
     expect(Number(inTokens.rows[0]!.n)).toBeGreaterThan(0);
     // Each model call's result, as the Temporal UI shows it, carries its tokens and cost.
-    const history = await keel.client.workflow.getHandle(conversationWorkflowId(a, 'c1')).fetchHistory();
+    const history = await settledHistory(keel, conversationWorkflowId(a, 'c1'));
     const results = (history.events ?? []).flatMap((e) => {
-      // Every completed activity: the conversation's steps too, some of which answer nothing (a null payload).
-      const payload = e.activityTaskCompletedEventAttributes?.result?.payloads?.[0];
+      // Every local step's result (a turn's steps are local activities), some of which answer nothing (null).
+      const payload = e.markerRecordedEventAttributes?.details?.result?.payloads?.[0];
       const value = payload
         ? defaultPayloadConverter.fromPayload<{ spend?: { costUsd: number } } | null>(payload)
         : null;
@@ -454,9 +454,10 @@ describe('a crash mid-call leaks no reservation', () => {
       'SELECT settled_attempts, held_usd FROM model_spend WHERE turn_id = $1',
       [turnId],
     );
-    // One row for the call: the killed attempt's hold was replaced by its retry's, which settled.
+    // One row for the call: the killed attempt's hold was replaced by its retry's, which settled. The call is a local
+    // step of its turn: the workflow task lost with the killed worker runs it again, from its first attempt.
     expect(rows).toHaveLength(1);
-    expect(rows[0]!.settled_attempts).toEqual([2]);
+    expect(rows[0]!.settled_attempts).toEqual([1]);
     expect(Number(rows[0]!.held_usd)).toBe(0);
     const end = await ledger(k, a);
     expect(end.calls).toBe(2);

@@ -116,7 +116,7 @@ describe('npm start', () => {
 
       // One trace from the API's submission through the workflow to the model call's activity on the worker.
       const traced = await waitFor(() => {
-        const call = otlp.spans.find((sp) => sp.service === 'keel-worker' && sp.name === 'RunActivity:callModel');
+        const call = otlp.spans.find((sp) => sp.service === 'keel-worker' && sp.name === 'RunActivity:callTurnModel');
         const submit = call && otlp.spans.find((sp) => sp.service === 'keel-api' && sp.traceId === call.traceId);
         return call && submit ? { call, submit } : undefined;
       });

@@ -2,7 +2,7 @@ import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { temporal } from '@temporalio/proto';
 import { inject } from 'vitest';
 import { spawnWorker } from '../../scripts/processes';
-import { eventually, TEST_SECRETS_KEY, type TestKeel } from './keel';
+import { eventually, settledHistory, TEST_SECRETS_KEY, type TestKeel } from './keel';
 
 /**
  * A Keel worker as a process of its own (worker/main.ts) on the test Keel's task queue, with the scripted model and
@@ -72,4 +72,27 @@ export async function activityWorkers(keel: TestKeel, workflowId: string, activi
     if (started && startedType === activityType) workers.push(started.identity ?? '');
   }
   return workers;
+}
+
+/**
+ * A workflow's local activities of one type, in order: the attempt each ended on (from its marker), and the worker
+ * that ran it (the identity of the workflow task that recorded the marker). A settled history: see settledHistory.
+ */
+export async function localStepsOf(
+  keel: TestKeel,
+  workflowId: string,
+  activityType: string,
+): Promise<{ attempt: number; identity: string }[]> {
+  const history = await settledHistory(keel, workflowId);
+  const events = history.events ?? [];
+  const identityOf = new Map(events.map((e) => [String(e.eventId), e.workflowTaskCompletedEventAttributes?.identity]));
+  return events.flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
+    if (!data) return [];
+    const step = JSON.parse(Buffer.from(data).toString()) as { activity_type?: string; attempt?: number };
+    if (step.activity_type !== activityType) return [];
+    const identity = identityOf.get(String(marker!.workflowTaskCompletedEventId)) ?? '';
+    return [{ attempt: step.attempt ?? 1, identity }];
+  });
 }
