@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { conversationWorkflowId } from '../domain/ids';
 import { startKeelStack } from '../scripts/keel-stack';
 import { REPO_ROOT, spawnTs, stopProcess } from '../scripts/processes';
@@ -138,7 +139,7 @@ async function replyTexts(databaseUrl: string, conversationKey: string): Promise
 async function stepsPerTurn(client: Client, workflowId: string) {
   const byType: Record<string, number> = {};
   let local = 0;
-  for (const e of await fetchEvents(client, workflowId)) {
+  for (const e of await settledEvents(client, workflowId)) {
     const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
     const marker = e.markerRecordedEventAttributes;
     const data = marker?.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
@@ -150,6 +151,22 @@ async function stepsPerTurn(client: Client, workflowId: string) {
     if (name) byType[name] = (byType[name] ?? 0) + 1;
   }
   return { total: Object.values(byType).reduce((a, b) => a + b, 0), local, byType };
+}
+
+/** The history once its last workflow task has completed: a turn's local steps are recorded with that task. */
+async function settledEvents(client: Client, workflowId: string) {
+  const { EventType } = temporal.api.enums.v1;
+  const taskEvents = new Set<unknown>([
+    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+  ]);
+  for (;;) {
+    const events = await fetchEvents(client, workflowId);
+    const lastTask = events.filter((e) => taskEvents.has(e.eventType)).at(-1);
+    if (lastTask?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) return events;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 type Results = {
@@ -184,9 +201,9 @@ async function writeSection(r: Results): Promise<void> {
     '| --- | --- | --- |',
     `| Keel's turn p50 ≤ ${GOAL_RATIO}× a bare workflow whose one activity calls the same server | ` +
       `${r.keel.p50Ms} ms vs ${r.bareFloor.p50Ms} ms: ${r.ratioToBare}× | ${met(r.ratioToBare)} |`,
-    `| the same, against a floor of as many steps as Keel's turn (${r.keelStepsPerTurn.total}), one calling the ` +
-      `server | ${r.keel.p50Ms} ms vs ${r.sameStepsFloor.p50Ms} ms: ${r.ratioToSameSteps}× | ` +
-      `${met(r.ratioToSameSteps)} |`,
+    `| not a goal: a floor of as many steps as Keel's first turn took (${r.keelStepsPerTurn.total}), each an ` +
+      `ordinary activity, one calling the server | ${r.keel.p50Ms} ms vs ${r.sameStepsFloor.p50Ms} ms: ` +
+      `${r.ratioToSameSteps}× | — |`,
     '',
     `p95: Keel ${r.keel.p95Ms} ms, bare floor ${r.bareFloor.p95Ms} ms, same-steps floor ${r.sameStepsFloor.p95Ms} ms.`,
     `Keel's first turn scheduled: ${steps}.`,

@@ -5,6 +5,7 @@
  * its own Temporal dev server (suggesting continue-as-new after 60 events), an embedded PostgreSQL, a worker and the
  * API, all on free ports, and drives them with the scripted model.
  */
+import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +22,7 @@ import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from
 import { DEFAULT_REFLECTION_SETTINGS } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
+import { acceptMessage } from '../services/conversation-turn';
 import { historyJson } from '../services/run-history';
 import { createKeelWorker } from '../worker/worker';
 import { startDevServer } from './dev-server';
@@ -161,6 +163,20 @@ async function main(): Promise<void> {
     await save('conversation-idle-closed', idle, firstRun);
     await until('the woken conversation to close idle', () => closed(idle));
     await save('conversation-woken', idle);
+
+    // A run started by a message whose later neighbour PostgreSQL already has open, not yet handed over: it runs
+    // both in their order of acceptance (OPEN_TURNS_IN_ORDER_PATCH).
+    const ordered = conversationWorkflowId('rec', 'c6');
+    for (const [messageId, text] of [
+      ['c6-m1', 'first'],
+      ['c6-m2', 'second'],
+    ]) {
+      const message = { messageId: messageId!, text: text!, mode: 'queue' as const };
+      const record = { conversationKey: ordered, agentId: 'rec', conversationId: 'c6', turnId: randomUUID() };
+      await acceptMessage({ pool }, { ...record, message, startsTurn: true });
+    }
+    await call('POST', '/v1/agents/rec/conversations/c6/messages', { text: 'first', messageId: 'c6-m1' });
+    await save('conversation-open-turns-in-order', ordered, await until('it to close idle', () => closed(ordered)));
 
     // A conversation that calls a tool server's tools: one at once, one after a person's approval (issue 26).
     await call('PUT', '/v1/agents/rec/tool-servers/shop', { url: shop.url });

@@ -537,7 +537,9 @@ async function conversationRuns(
     accepted_at: Date;
     status: string | null;
   }>(
-    `SELECT i.conversation_key, i.message_id, i.accepted_at, t.status
+    // A message is recorded before the run that takes it up exists (its signal starts that run): it belongs to the
+    // run that began its turn, or, not begun, to the run open when it was recorded.
+    `SELECT i.conversation_key, i.message_id, COALESCE(t.started_at, i.accepted_at) AS accepted_at, t.status
        FROM inbound_messages i JOIN conversations c ON c.key = i.conversation_key
        LEFT JOIN turns t ON t.turn_id = i.turn_id
       WHERE c.agent_id = $1 ORDER BY i.accepted_at`,
@@ -635,7 +637,7 @@ function idleStats(seen: RunsSeen, shape: WorkloadShape, idleMs: number, loadEnd
     if (r.woken && r.messages.length === 0) anomalies.push(`${id} was started after an idle close, accepted nothing`);
   }
   if (seen.error) anomalies.push(`reading the conversation runs from Temporal failed: ${seen.error}`);
-  for (const m of seen.unplacedMessages) anomalies.push(`${m} was accepted outside every run's lifetime`);
+  for (const m of seen.unplacedMessages) anomalies.push(`${m} was taken up outside every run's lifetime`);
   for (const e of seen.strayIdleEvents) anomalies.push(`conversation.idle of a run Temporal does not list: ${e}`);
 
   const runOf = (key: string, messageId: string) =>

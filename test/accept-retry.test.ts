@@ -69,4 +69,25 @@ describe('a message recorded whose hand-over was lost', () => {
     );
     expect(rows.map((r) => r.text)).toEqual(['echo: never handed over', 'echo: the next one']);
   });
+
+  it('is answered in its order of acceptance when a message recorded before it is handed over first', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    await recordOnly(a, c, `${c}-m1`, 'first');
+    await recordOnly(a, c, `${c}-m2`, 'second');
+    // Only the first is handed over: the run it starts reads both open turns, the second not handed over yet.
+    await keel.post(a, c, { text: 'first', messageId: `${c}-m1` });
+    await eventually(() => quiescent(keel.client, key), 30_000, 'the conversation at rest');
+    expect(await turnStatuses(key)).toEqual(['replied', 'replied']);
+    const { rows } = await keel.pool.query<{ role: string; text: string }>(
+      `SELECT role, text FROM messages WHERE conversation_key = $1 AND role IN ('user', 'assistant') ORDER BY seq`,
+      [key],
+    );
+    expect(rows.map((r) => `${r.role}: ${r.text}`)).toEqual([
+      'user: first',
+      'assistant: echo: first',
+      'user: second',
+      'assistant: echo: second',
+    ]);
+  });
 });

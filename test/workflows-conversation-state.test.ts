@@ -42,6 +42,32 @@ describe('ConversationQueue', () => {
     expect(ids(q)).toEqual(['a']);
   });
 
+  it("takes up PostgreSQL's open turns in their order of acceptance, those it was handed included", () => {
+    const q = new ConversationQueue();
+    q.place(msg('b'), false);
+    q.place(msg('late'), false);
+    const asked: string[] = [];
+    q.takeUp([msg('a'), msg('b'), msg('c')], () => asked.push('asked') > 0);
+    expect(ids(q)).toEqual(['a', 'b', 'c', 'late']);
+    expect(asked).toEqual(['asked']);
+    // Each once: handed over again later, nothing is queued twice.
+    q.place(msg('c'), false);
+    expect(ids(q)).toEqual(['a', 'b', 'c', 'late']);
+  });
+
+  it('takes up open turns in front where the patch says no, as older runs did; asks only where it matters', () => {
+    const before = new ConversationQueue();
+    before.place(msg('a'), false);
+    before.takeUp([msg('a'), msg('b')], () => false);
+    expect(ids(before)).toEqual(['b', 'a']);
+    const same = new ConversationQueue();
+    same.place(msg('c'), false);
+    same.takeUp([msg('a'), msg('b')], () => {
+      throw new Error('asked where both orders agree');
+    });
+    expect(ids(same)).toEqual(['a', 'b', 'c']);
+  });
+
   it('steers a message into the running turn: handed over once, counted while it waits', () => {
     const q = new ConversationQueue([msg('w')]);
     expect(q.place(msg('s', 'steer'), true)).toEqual({ status: 'accepted', interrupts: false });

@@ -11,7 +11,7 @@ export interface Placement {
  * Temporal calls: the conversation workflow keeps one and decides, from what it answers, what to do next.
  */
 export class ConversationQueue {
-  private readonly waiting: QueuedMessage[];
+  private waiting: QueuedMessage[];
   private steered: QueuedMessage[] = [];
   /**
    * Every turn this run has queued, so that a turn reaches the queue once whichever path brings it (a message's
@@ -54,6 +54,27 @@ export class ConversationQueue {
       const firstOther = this.waiting.findIndex((q) => q.mode !== 'interrupt');
       this.waiting.splice(firstOther < 0 ? this.waiting.length : firstOther, 0, entry);
     }
+  }
+
+  /**
+   * Takes up the turns PostgreSQL has open (`open`, in their order of acceptance) at a run's start, beside the turns
+   * whose messages this run was handed already. A message recorded before the read may be handed over after it, so
+   * the turns PostgreSQL lists run in its order and the rest (recorded after the read) follow. Runs that began before
+   * `inAcceptanceOrder` put every turn not yet handed over in front; it is asked only where the two orders differ.
+   */
+  takeUp(open: QueuedMessage[], inAcceptanceOrder: () => boolean): void {
+    const handed = new Map(this.waiting.map((q) => [q.turnId, q]));
+    const listed = new Set(open.map((t) => t.turnId));
+    const ahead = open.filter((t) => !this.taken.has(t.turnId) || handed.has(t.turnId));
+    const byAcceptance = [
+      ...ahead.map((t) => handed.get(t.turnId) ?? t),
+      ...this.waiting.filter((q) => !listed.has(q.turnId)),
+    ];
+    const fresh = open.filter((t) => !this.taken.has(t.turnId));
+    const freshFirst = [...fresh, ...this.waiting];
+    const differ = byAcceptance.some((q, i) => q.turnId !== freshFirst[i]!.turnId);
+    this.waiting = differ && inAcceptanceOrder() ? byAcceptance : freshFirst;
+    for (const t of fresh) this.taken.add(t.turnId);
   }
 
   /**

@@ -93,9 +93,17 @@ export const NO_LOCAL_STEPS_PATCH = 'conversation-steps-as-activities';
 export const TURN_IN_ONE_TASK_PATCH = 'conversation-turn-in-one-task';
 
 /**
- * One workflow per conversation while it has work. Messages arrive by the `submitMessage` Update (update-with-start);
- * each becomes a turn of at most five model calls whose transcript lives in PostgreSQL. The workflow carries only
- * small state, so its history grows by a constant per turn, and continues as new when Temporal suggests it. With
+ * The patch from which a run takes up the turns PostgreSQL has open in their order of acceptance. Before it, a turn
+ * whose message was recorded after others but not yet handed over went ahead of them (a burst of messages behind a
+ * run's start answered its last message first).
+ */
+export const OPEN_TURNS_IN_ORDER_PATCH = 'conversation-open-turns-in-order';
+
+/**
+ * One workflow per conversation while it has work. Messages arrive recorded, by the `messageRecorded` signal
+ * (signal-with-start; runs begun before took the `submitMessage` Update); each becomes a turn of at most five model
+ * calls whose transcript lives in PostgreSQL. The workflow carries only small state, so its history grows by a
+ * constant per turn, and continues as new when Temporal suggests it. With
  * nothing to do for `idleMs` (no queued message, no delegate out, no result to relay) it closes: the next message
  * starts a new run, and an idle conversation holds nothing in Temporal or on a worker.
  *
@@ -140,8 +148,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   if (!input.carried) {
     // A run that did not inherit a queue (the first, or one started after a run was terminated) takes up the turns
     // PostgreSQL still has open, oldest first, so that no accepted message is left unanswered.
-    const open = await db().openTurns({ conversationKey });
-    for (const t of open.reverse()) turns.enqueue(t, 'front');
+    turns.takeUp(await db().openTurns({ conversationKey }), () => patched(OPEN_TURNS_IN_ORDER_PATCH));
   }
   // After continue-as-new (or a fresh start) the outcomes committed meanwhile are reconciled from PostgreSQL.
   await admitOutcomes(true, !input.carried);
