@@ -1,9 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { parse } from 'yaml';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { exitedEarly, spawnKeepingTail, stopProcess } from './processes';
+import { exitedEarly, REPO_ROOT, spawnKeepingTail, stopProcess } from './processes';
 import { ensureTemporalCli } from './temporal-cli';
 
 export interface DevServerOptions {
@@ -39,8 +40,20 @@ export function devServerArgs(o: DevServerOptions): string[] {
     ...(o.uiPort ? ['--ui-port', String(o.uiPort)] : ['--headless']),
     ...(o.dbFile ? ['--db-filename', o.dbFile] : []),
     ...ALL_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
+    ...dynamicConfigArgs(),
     ...(o.extraArgs ?? []),
   ];
+}
+
+/** Keel's Temporal dynamic config (deploy/temporal/dynamicconfig.yaml, also the cluster's), as dev server flags. */
+function dynamicConfigArgs(): string[] {
+  const file = path.join(REPO_ROOT, 'deploy', 'temporal', 'dynamicconfig.yaml');
+  const config = parse(readFileSync(file, 'utf8')) as Record<string, { value: unknown; constraints?: object }[]>;
+  return Object.entries(config).flatMap(([key, values]) => {
+    // The flags set a value for every namespace and task queue: only the file's unconstrained values apply.
+    const everywhere = values.find((v) => Object.keys(v.constraints ?? {}).length === 0);
+    return everywhere ? ['--dynamic-config-value', `${key}=${JSON.stringify(everywhere.value)}`] : [];
+  });
 }
 
 export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
