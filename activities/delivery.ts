@@ -1,7 +1,8 @@
 import type { Transports } from '../adapters/delivery/transport';
 import type { Pool } from '../db/pool';
-import type { DeliverReplyInput, DeliveryReport } from '../domain/delivery';
+import type { DeliverReplyInput, DeliveryReport, FinalReplyInput } from '../domain/delivery';
 import { deliverReply } from '../services/delivery';
+import { deliverFinalReply } from '../services/final-reply';
 import { currentStep } from '../services/step';
 
 export function deliveryActivities({ pool, transports }: { pool: Pool; transports: Transports }) {
@@ -9,5 +10,8 @@ export function deliveryActivities({ pool, transports }: { pool: Pool; transport
     /** Sends a turn's reply once, through the effects ledger. */
     deliverReply: async (input: DeliverReplyInput): Promise<DeliveryReport> =>
       deliverReply(pool, transports, input, currentStep()),
+    /** Sends a reply that ends its turn once, and commits the turn's end. */
+    deliverFinalReply: async (input: FinalReplyInput): Promise<DeliveryReport> =>
+      deliverFinalReply(pool, transports, input, currentStep()),
   };
 }

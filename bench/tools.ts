@@ -219,16 +219,28 @@ async function writeSection(r: Results): Promise<void> {
     '| before: 11 ordinary activities per turn, the message by an Update | 845.3 ms | 105 ms | 8.05× |',
     '| the turn in one workflow task: 8 local activities; the message recorded by the API, handed over by a ' +
       'signal | 141.4 ms | 61.5 ms | 2.3× |',
-    `| the same in 4 local steps: the transcript writes go with the model calls, a call is prepared and run in one ` +
-      `(this run) | ${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ${r.ratioToBare}× |`,
+    '| the same in 4 local steps: the transcript writes go with the model calls, a call is prepared and run in ' +
+      'one (2026-12-03) | 121.3 ms | 55.5 ms | 2.19× |',
+    "| the same on a dev server that reads its history tasks at once (deploy/temporal/dynamicconfig.yaml's " +
+      '`history.transferProcessorMaxPollRPS`, 20 → 1000) | 121.3 ms | 60.9 ms | 1.99× |',
+    "| the same, with a reply that ends its turn committing the turn's end in its own step (deliverFinalReply): " +
+      `3 local steps after the first (this run) | ${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ${r.ratioToBare}× |`,
     "| experiment, not kept: the same with PostgreSQL's synchronous_commit off | 133 ms | 76.8 ms | 1.73× |",
     '',
-    "Where the rest goes (profiled per step): the POST records the message and signals (15-20 ms); the worker's task " +
-      'starts 5-10 ms later; a local step takes 4-5 ms of hand-over between the SDK core and the workflow besides ' +
-      'its work: two metered model calls (each 8-15 ms of PostgreSQL: budget, transcript, tool list, commit), the ' +
-      "call with its ledger entries, the reply's delivery and the turn's end, about 15 commits in all. The bare " +
-      'floor makes one MCP call and writes nothing. The figure still misses its goal: issue 27 (thin workflow code, ' +
-      'fewer writes per model call) takes on what is left.',
+    'Where the rest goes (2026-12-04, each step timed in the worker, p50 of 50 turns): the POST records the message ' +
+      "and signals (13 ms); the server dispatches the workflow task 8 ms later (up to 50 ms before the dev server's " +
+      "reads were unthrottled); the workflow's first activation takes 18 ms before its first step starts; between " +
+      "two local steps 9-10 ms go to the hand-over. Of that, 5.5-6 ms is the SDK's own: a bare workflow of empty " +
+      'local activities takes as much per step on this machine. The rest is workflow-thread CPU, most of it the ' +
+      "SDK's promise hook, which captures a stack trace for every promise workflow code creates and maps it through " +
+      "the bundle's source map: 59% of the workflow thread's busy time in a CPU profile of the worker " +
+      '(sdk-typescript#1587; the sandbox freezes `Error`, so workflow code cannot turn it off). Each scripted model ' +
+      'call at zero delay takes 20-23 ms: about 25 PostgreSQL round trips of 0.4-0.5 ms, one after another, in ' +
+      'three transactions (the turn begun, the spend held, the answer committed), besides the reads. The tool call ' +
+      "with its ledger entries takes 18 ms; the reply with the turn's end 17 ms. The bare floor takes two " +
+      'activations and one activity that makes one MCP call and writes nothing. The figure still misses its goal. ' +
+      "What is left to try is issue 27's: fewer, larger statements per model call, thinner workflow code (fewer " +
+      'promises per step, no schemas or guard in the workflow thread).',
     END,
   ].join('\n');
   const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');

@@ -48,6 +48,11 @@ export type TurnEnd =
   /** A budget stopped the turn before a model call; the error names it (docs/spend.md). */
   | { status: 'budget_exhausted'; error: TurnError };
 
+/** How a turn ends once its reply is sent (or its delivery has failed for good). */
+export function repliedEnd(replySeq: number, delivery: DeliveryOutcome): TurnEnd {
+  return { status: 'replied', replySeq, delivery };
+}
+
 /** The result of the `submitMessage` Update. */
 export interface SubmitResult {
   messageId: string;

@@ -1,3 +1,4 @@
+import type { DeliveryOutcome } from './delivery';
 import type { ContentBlock, ModelMessage, TextBlock, ToolResultBlock, ToolUseBlock } from './model';
 
 /** Roles as the API shows them. `tool` rows carry tool results; `system` rows carry Keel's own notes. */
@@ -44,6 +45,11 @@ export function toolResult(toolUseId: string, content: string, isError = false):
   return isError
     ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true }
     : { type: 'tool_result', tool_use_id: toolUseId, content };
+}
+
+/** What the model reads back of its reply: the delivery's outcome. */
+export function replyResult(toolUseId: string, outcome: DeliveryOutcome): ToolResultBlock {
+  return toolResult(toolUseId, `reply ${outcome}`);
 }
 
 /**

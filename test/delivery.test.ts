@@ -222,6 +222,42 @@ describe('the delivery activity and the effects ledger', () => {
     expect(hook.received).toHaveLength(1);
   });
 
+  it("a turn's last reply is sent once and its end committed once, however often the step runs", async () => {
+    const hook = await receiver();
+    const input = {
+      ...(await seedTurn(hook.url)),
+      modelCalls: 2,
+      toolResults: { callIndex: 2, results: [{ type: 'tool_result' as const, tool_use_id: 'toolu_a', content: 'ok' }] },
+      replyToolUseId: 'toolu_reply',
+    };
+    const first = await new MockActivityEnvironment().run(activities().deliverFinalReply, input);
+    const again = await new MockActivityEnvironment({ attempt: 2 }).run(activities().deliverFinalReply, input);
+    expect(first).toEqual({ outcome: 'delivered', attempts: 1 });
+    expect(again).toEqual(first);
+    expect(hook.received).toHaveLength(1);
+    const turn = await keel.pool.query<{ status: string; reply_seq: number; model_calls: number }>(
+      'SELECT status, reply_seq, model_calls FROM turns WHERE turn_id = $1',
+      [input.turnId],
+    );
+    expect(turn.rows).toEqual([{ status: 'replied', reply_seq: input.replySeq, model_calls: 2 }]);
+    // The model reads both results of its last call, the reply's naming its outcome, once.
+    const results = await keel.pool.query<{ content: unknown }>(
+      "SELECT content FROM messages WHERE conversation_key = $1 AND turn_id = $2 AND role = 'tool' AND seq > $3",
+      [input.conversationKey, input.turnId, input.replySeq],
+    );
+    expect(results.rows.map((r) => r.content)).toEqual([
+      [
+        { type: 'tool_result', tool_use_id: 'toolu_a', content: 'ok' },
+        { type: 'tool_result', tool_use_id: 'toolu_reply', content: 'reply delivered' },
+      ],
+    ]);
+    const finished = await keel.pool.query(
+      "SELECT 1 FROM conversation_events WHERE conversation_key = $1 AND type = 'turn.finished'",
+      [input.conversationKey],
+    );
+    expect(finished.rowCount).toBe(1);
+  });
+
   it(`records error:<why> after ${LIMITS.deliveryAttempts} failed send attempts, and stops sending`, async () => {
     const hook = await receiver({ failFirst: 1000, failStatus: 503 });
     const input = await seedTurn(hook.url);

@@ -1,9 +1,9 @@
 import { ParentClosePolicy, getExternalWorkflowHandle, patched, startChild, uuid4 } from '@temporalio/workflow';
 import type { ScheduleToolInput } from '../domain/jobs';
 import { cancelDelegate, DELEGATE_WORKFLOW, type DelegateWorkflow } from '../contracts/delegate';
-import type { TurnEnd } from '../domain/conversation';
+import { repliedEnd, type TurnEnd } from '../domain/conversation';
 import type { HistoryMode } from '../domain/delegation';
-import { Delivery } from '../domain/delivery';
+import { Delivery, type FinalReply } from '../domain/delivery';
 import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
@@ -17,7 +17,7 @@ import {
   skipTool,
   spawnDelegateTool,
 } from '../domain/tools';
-import { toolResult } from '../domain/transcript';
+import { replyResult, toolResult } from '../domain/transcript';
 import { isServerToolName } from '../domain/tool-servers';
 import type { TurnSteps } from './activities';
 import { runServerTool, type ServerToolContext } from './server-tools';
@@ -39,12 +39,16 @@ export interface TurnContext {
   steps: TurnSteps;
   /** Tool servers' calls: the decisions a person sends, and what ends a wait for one early. */
   serverTools: Pick<ServerToolContext, 'approvals' | 'cancelled'>;
+  /** Set while the turn's last step is a reply: its step also commits the turn's end (REPLY_FINISHES_TURN_PATCH). */
+  finalReply?: FinalReply;
 }
 
 export interface ToolOutcome {
   result: ToolResultBlock;
   /** Set when the tool ends the turn. */
   end?: TurnEnd;
+  /** The step that ended the turn committed its end too (a final reply). */
+  endCommitted?: boolean;
 }
 
 type ToolHandler = (call: ToolUseBlock, input: never, turn: TurnContext) => Promise<ToolOutcome>;
@@ -57,7 +61,8 @@ export const SECRET_RULESET_PATCH = 'secret-ruleset-gitleaks';
 
 /**
  * A reply passes the guard, then the delivery activity. A blocked reply goes back to the model as a tool error,
- * at most LIMITS.guardCorrections times; one more blocked reply ends the turn with nothing sent.
+ * at most LIMITS.guardCorrections times; one more blocked reply ends the turn with nothing sent. The turn's last reply
+ * (`finalReply`) also commits the turn's end in its step.
  */
 export async function sendReply(toolUseId: string, text: string, turn: TurnContext): Promise<ToolOutcome> {
   const verdict = checkReply(text, { rules: patched(SECRET_RULESET_PATCH) ? 'all' : 'seed' });
@@ -76,20 +81,24 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
     return { result: toolResult(toolUseId, message, true) };
   }
   const summary = `reply of turn ${turn.turnId}`;
-  const report = await turn.steps.delivery.deliverReply.executeWithOptions({ summary }, [
-    {
-      conversationKey: turn.conversationKey,
-      agentId: turn.agentId,
-      conversationId: turn.conversationId,
-      turnId: turn.turnId,
-      replySeq: turn.stepSeq,
-      text,
-      effectKey: replyEffectKey(turn.conversationKey, turn.turnId, turn.callIndex),
-    },
-  ]);
+  const reply = {
+    conversationKey: turn.conversationKey,
+    agentId: turn.agentId,
+    conversationId: turn.conversationId,
+    turnId: turn.turnId,
+    replySeq: turn.stepSeq,
+    text,
+    effectKey: replyEffectKey(turn.conversationKey, turn.turnId, turn.callIndex),
+  };
+  const { delivery } = turn.steps;
+  const final = turn.finalReply;
+  const report = final
+    ? await delivery.deliverFinalReply.executeWithOptions({ summary }, [{ ...reply, ...final }])
+    : await delivery.deliverReply.executeWithOptions({ summary }, [reply]);
   return {
-    result: toolResult(toolUseId, `reply ${report.outcome}`),
-    end: { status: 'replied', replySeq: turn.stepSeq, delivery: report.outcome },
+    result: replyResult(toolUseId, report.outcome),
+    end: repliedEnd(turn.stepSeq, report.outcome),
+    ...(final ? { endCommitted: true } : {}),
   };
 }
 

@@ -33,13 +33,14 @@ import {
   type TurnEnd,
   type TurnError,
 } from '../domain/conversation';
+import type { FinalReply } from '../domain/delivery';
 import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolUseBlock } from '../domain/model';
 import { assertValidInbound, type InboundMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
-import { CHANNEL_TOOL_NAMES } from '../domain/tools';
+import { CHANNEL_TOOL_NAMES, replyTool } from '../domain/tools';
 import { DELEGATION } from '../domain/delegation';
 import { textOf, toolResult, toolUses } from '../domain/transcript';
 import { activitySteps, localSteps, steps, store, type TurnSteps } from './activities';
@@ -98,6 +99,12 @@ export const TURN_IN_ONE_TASK_PATCH = 'conversation-turn-in-one-task';
  * run's start answered its last message first).
  */
 export const OPEN_TURNS_IN_ORDER_PATCH = 'conversation-open-turns-in-order';
+
+/**
+ * The patch from which a turn's plain-text reply and the turn's end are one step (deliverFinalReply): one hand-over
+ * between the SDK and the workflow fewer per turn. Runs begun before deliver, then finish, in two.
+ */
+export const REPLY_FINISHES_TURN_PATCH = 'conversation-reply-finishes-turn';
 
 /**
  * One workflow per conversation while it has work. Messages arrive recorded, by the `messageRecorded` signal
@@ -313,6 +320,10 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       },
     };
     const maxCalls = first.retrigger ? LIMITS.modelCallsPerRetriggerTurn : LIMITS.modelCallsPerTurn;
+    const relayOf = first.retrigger ? { relayOf: first.retrigger } : {};
+    // From REPLY_FINISHES_TURN_PATCH, the step of a reply that ends the turn also commits its end.
+    const finalReply = () =>
+      oneTask && patched(REPLY_FINISHES_TURN_PATCH) ? { modelCalls: ctx.callIndex, ...relayOf } : undefined;
     if (!first.retrigger) relay.userTurnStarted();
     let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
     // A turn in one workflow task writes its transcript in its model calls' steps: its message with the first.
@@ -366,27 +377,30 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
           // Plain text is a delivery path too, through the same guard.
           const text = textOf(step.content);
           if (!text.trim()) return await finish({ status: 'skipped', reason: 'the model answered nothing' }, undefined);
-          const outcome = await sendReply(`text-${ctx.callIndex}`, text, ctx);
-          if (outcome.end) return await finish(outcome.end, undefined);
+          ctx.finalReply = finalReply();
+          const outcome = await sendReply(`text-${ctx.callIndex}`, text, ctx).finally(
+            () => (ctx.finalReply = undefined),
+          );
+          if (outcome.end) return await finish(outcome.end, undefined, outcome.endCommitted);
           pending = { note: { callIndex: ctx.callIndex, text: outcome.result.content } };
           continue;
         }
-        const results = await runTools(calls, ctx);
+        const results = await runTools(calls, ctx, finalReply);
         pending = { toolResults: { callIndex: ctx.callIndex, results: results.map((r) => r.result) } };
-        const end = results.find((r) => r.end)?.end;
-        if (end) return await finish(end, pending.toolResults);
+        const ended = results.find((r) => r.end);
+        if (ended?.end) return await finish(ended.end, pending.toolResults, ended.endCommitted);
       }
     } finally {
       current = undefined;
       turns.endTurn();
     }
 
-    async function finish(end: TurnEnd, toolResults: ToolResults | undefined): Promise<void> {
-      const relayOf = first.retrigger ? { relayOf: first.retrigger } : {};
+    async function finish(end: TurnEnd, toolResults: ToolResults | undefined, committed = false): Promise<void> {
       // Committed even when the workflow is being cancelled: the turn's end is the record users read.
-      await CancellationScope.nonCancellable(() =>
-        record().finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
-      );
+      if (!committed)
+        await CancellationScope.nonCancellable(() =>
+          record().finishTurn({ conversationKey, turnId, end, modelCalls: ctx.callIndex, toolResults, ...relayOf }),
+        );
       // A job's run waits for this turn: told once the end is committed (it reads the end from PostgreSQL).
       if (first.notify) await tellTurnEnded(first.notify, first.messageId);
       if (lastOutcome !== end.status) {
@@ -447,12 +461,29 @@ async function callModel(
   }
 }
 
-/** The tools one model call asked for, in order; once one has ended the turn, the rest are not run. */
-async function runTools(calls: ToolUseBlock[], ctx: TurnContext): Promise<ToolOutcome[]> {
+/**
+ * The tools one model call asked for, in order; once one has ended the turn, the rest are not run. A reply asked for
+ * last is the turn's last step when it is sent: with `finalReply`, its step commits the turn's end and these results.
+ */
+async function runTools(
+  calls: ToolUseBlock[],
+  ctx: TurnContext,
+  finalReply: () => Omit<FinalReply, 'toolResults' | 'replyToolUseId'> | undefined,
+): Promise<ToolOutcome[]> {
   const results: ToolOutcome[] = [];
-  for (const call of calls) {
-    const ended = results.some((r) => r.end);
-    results.push(ended ? notRun(call) : await dispatchTool(call, ctx));
+  for (const [i, call] of calls.entries()) {
+    if (results.some((r) => r.end)) {
+      results.push(notRun(call));
+      continue;
+    }
+    const final = i === calls.length - 1 && call.name === replyTool.name ? finalReply() : undefined;
+    const toolResults = { callIndex: ctx.callIndex, results: results.map((r) => r.result) };
+    ctx.finalReply = final && { ...final, toolResults, replyToolUseId: call.id };
+    try {
+      results.push(await dispatchTool(call, ctx));
+    } finally {
+      ctx.finalReply = undefined;
+    }
   }
   return results;
 }
