@@ -1,6 +1,7 @@
 import type { Transports } from '../adapters/delivery/transport';
 import type { Pool } from '../db/pool';
-import type { DeliverReplyInput, DeliveryReport, FinalReplyInput } from '../domain/delivery';
+import type { FinalReplyInput } from '../domain/conversation';
+import type { DeliverReplyInput, DeliveryReport } from '../domain/delivery';
 import { deliverReply } from '../services/delivery';
 import { deliverFinalReply } from '../services/final-reply';
 import { currentStep } from '../services/step';

@@ -222,10 +222,14 @@ async function writeSection(r: Results): Promise<void> {
     '| the same in 4 local steps: the transcript writes go with the model calls, a call is prepared and run in ' +
       'one (2026-12-03) | 121.3 ms | 55.5 ms | 2.19× |',
     "| the same on a dev server that reads its history tasks at once (deploy/temporal/dynamicconfig.yaml's " +
-      '`history.transferProcessorMaxPollRPS`, 20 → 1000) | 121.3 ms | 60.9 ms | 1.99× |',
+      '`history.transferProcessorMaxPollRPS`, 20 → 1000; 2026-12-04) | 121.3 ms | 60.9 ms | 1.99× |',
     "| the same, with a reply that ends its turn committing the turn's end in its own step (deliverFinalReply): " +
-      `3 local steps after the first (this run) | ${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ${r.ratioToBare}× |`,
+      '3 local steps after the first (2026-12-04, two runs) | 121.6 ms, 114 ms | 68.7 ms, 61.6 ms | 1.77×, 1.85× |',
+    `| the same (this run) | ${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ${r.ratioToBare}× |`,
     "| experiment, not kept: the same with PostgreSQL's synchronous_commit off | 133 ms | 76.8 ms | 1.73× |",
+    '',
+    'Absolute times vary from run to run on this machine (the bare floor from 55 to 80 ms); a ratio compares the ' +
+      'two side by side, in one run.',
     '',
     'Where the rest goes (2026-12-04, each step timed in the worker, p50 of 50 turns): the POST records the message ' +
       "and signals (13 ms); the server dispatches the workflow task 8 ms later (up to 50 ms before the dev server's " +

@@ -1,4 +1,4 @@
-import type { DeliveryOutcome } from './delivery';
+import type { DeliverReplyInput, DeliveryOutcome } from './delivery';
 import type { ToolResultBlock } from './model';
 import type { MessageMode } from './messages';
 
@@ -39,7 +39,10 @@ export interface TurnError {
   message: string;
 }
 
-/** What a turn ends with: the workflow hands this to `finishTurn`, which commits it before anyone hears of it. */
+/**
+ * What a turn ends with: committed by `finishTurn` (or with the turn's last reply, `deliverFinalReply`) before anyone
+ * hears of it.
+ */
 export type TurnEnd =
   | { status: 'replied'; replySeq: number; delivery: DeliveryOutcome }
   | { status: 'skipped'; reason?: string }
@@ -52,6 +55,20 @@ export type TurnEnd =
 export function repliedEnd(replySeq: number, delivery: DeliveryOutcome): TurnEnd {
   return { status: 'replied', replySeq, delivery };
 }
+
+/** What the end of a turn records beside a reply that ends it (finishTurn's other inputs). */
+export interface FinalReply {
+  modelCalls: number;
+  /** A retrigger turn's relayed delegates (their relay is marked with the turn's end). */
+  relayOf?: string[];
+  /** A reply by the reply tool: its model call's earlier tool results, to which the reply's own is added. */
+  toolResults?: ToolResults;
+  /** The reply tool's call, whose result names the delivery's outcome. */
+  replyToolUseId?: string;
+}
+
+/** A reply that ends its turn: its delivery, and what the turn's end records beside it. */
+export type FinalReplyInput = DeliverReplyInput & FinalReply;
 
 /** The result of the `submitMessage` Update. */
 export interface SubmitResult {

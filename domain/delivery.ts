@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { ToolResultBlock } from './model';
 import { storableString } from './text';
 import { WEBHOOK_SECRET_MESSAGE, WEBHOOK_SECRET_PATTERN } from './webhook-secret';
 
@@ -103,20 +102,6 @@ export interface DeliverReplyInput {
   /** Idempotency key: the same on every retry and replay of this delivery. */
   effectKey: string;
 }
-
-/** What the end of a turn records beside a reply that ends it (finishTurn's other inputs). */
-export interface FinalReply {
-  modelCalls: number;
-  /** A retrigger turn's relayed delegates (their relay is marked with the turn's end). */
-  relayOf?: string[];
-  /** A reply by the reply tool: its model call's earlier tool results, to which the reply's own is added. */
-  toolResults?: { callIndex: number; results: ToolResultBlock[] };
-  /** The reply tool's call, whose result names the delivery's outcome. */
-  replyToolUseId?: string;
-}
-
-/** A reply that ends its turn: its delivery, and what the turn's end records beside it. */
-export type FinalReplyInput = DeliverReplyInput & FinalReply;
 
 export interface DeliveryReport {
   outcome: DeliveryOutcome;

@@ -1,7 +1,7 @@
 import type { Transports } from '../adapters/delivery/transport';
 import type { Pool } from '../db/pool';
-import { repliedEnd } from '../domain/conversation';
-import type { DeliveryReport, FinalReplyInput } from '../domain/delivery';
+import { repliedEnd, type FinalReplyInput } from '../domain/conversation';
+import type { DeliveryReport } from '../domain/delivery';
 import { replyResult } from '../domain/transcript';
 import { finishTurn } from './conversation-turn';
 import { deliverReply } from './delivery';

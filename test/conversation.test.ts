@@ -301,7 +301,7 @@ describe('workflow history', () => {
     for (let i = 1; i <= 50; i++) {
       const res = await keel.post(a, c, { text: `turn number ${String(i).padStart(2, '0')}` }, { wait: 30 });
       expect(res.body.status).toBe('replied');
-      // The turn's last event is written when finishTurn completes; wait for the workflow task that follows.
+      // The turn's last event is written when its last step completes; wait for the workflow task that follows.
       await eventually(async () => !(await handle.query(stateQuery)).busy, 5_000, 'idle');
       sizes.push((await handle.describe()).historySize ?? 0);
     }

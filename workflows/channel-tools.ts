@@ -1,9 +1,16 @@
-import { ParentClosePolicy, getExternalWorkflowHandle, patched, startChild, uuid4 } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  ParentClosePolicy,
+  getExternalWorkflowHandle,
+  patched,
+  startChild,
+  uuid4,
+} from '@temporalio/workflow';
 import type { ScheduleToolInput } from '../domain/jobs';
 import { cancelDelegate, DELEGATE_WORKFLOW, type DelegateWorkflow } from '../contracts/delegate';
-import { repliedEnd, type TurnEnd } from '../domain/conversation';
+import { repliedEnd, type FinalReply, type TurnEnd } from '../domain/conversation';
 import type { HistoryMode } from '../domain/delegation';
-import { Delivery, type FinalReply } from '../domain/delivery';
+import { Delivery } from '../domain/delivery';
 import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
@@ -92,8 +99,11 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
   };
   const { delivery } = turn.steps;
   const final = turn.finalReply;
+  // A final reply's step commits the turn's end, which is committed even when the workflow is being cancelled.
   const report = final
-    ? await delivery.deliverFinalReply.executeWithOptions({ summary }, [{ ...reply, ...final }])
+    ? await CancellationScope.nonCancellable(() =>
+        delivery.deliverFinalReply.executeWithOptions({ summary }, [{ ...reply, ...final }]),
+      )
     : await delivery.deliverReply.executeWithOptions({ summary }, [reply]);
   return {
     result: replyResult(toolUseId, report.outcome),

@@ -16,7 +16,7 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import { budgetStopOf } from './budget-stop';
-import type { ToolResults, TurnNote } from '../domain/conversation';
+import type { FinalReply, ToolResults, TurnNote } from '../domain/conversation';
 import {
   delegateFinished,
   IDLE_TIMER_SUMMARY,
@@ -33,7 +33,6 @@ import {
   type TurnEnd,
   type TurnError,
 } from '../domain/conversation';
-import type { FinalReply } from '../domain/delivery';
 import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
@@ -101,8 +100,9 @@ export const TURN_IN_ONE_TASK_PATCH = 'conversation-turn-in-one-task';
 export const OPEN_TURNS_IN_ORDER_PATCH = 'conversation-open-turns-in-order';
 
 /**
- * The patch from which a turn's plain-text reply and the turn's end are one step (deliverFinalReply): one hand-over
- * between the SDK and the workflow fewer per turn. Runs begun before deliver, then finish, in two.
+ * The patch from which a reply that ends its turn (plain text, or the reply tool called last in its model call) and
+ * the turn's end are one step (deliverFinalReply): one hand-over between the SDK and the workflow fewer per turn.
+ * Runs begun before deliver, then finish, in two.
  */
 export const REPLY_FINISHES_TURN_PATCH = 'conversation-reply-finishes-turn';
 
