@@ -97,32 +97,52 @@ export async function appendTranscript(
   turnId: string,
   entries: readonly NewTranscriptEntry[],
 ): Promise<number> {
+  return (await appendTranscriptEntries(db, conversationKey, turnId, entries)).last;
+}
+
+/**
+ * appendTranscript, telling which origins this call added (the others were in the transcript already: a retried
+ * step's). Two statements whatever the count of entries: the conversation's row locked, then the entries not yet
+ * there added under the next seqs.
+ */
+export async function appendTranscriptEntries(
+  db: Queryable,
+  conversationKey: string,
+  turnId: string,
+  entries: readonly NewTranscriptEntry[],
+): Promise<{ last: number; added: Set<string> }> {
+  // Locked first, so that an entry another transaction is adding is seen by the next statement, never added twice.
   const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [
     conversationKey,
   ]);
-  let last = lock.rows[0]?.last_seq ?? 0;
-  for (const e of entries) {
-    const existing = await db.query<{ seq: number }>(
-      'SELECT seq FROM messages WHERE conversation_key = $1 AND origin = $2',
-      [conversationKey, e.origin],
-    );
-    if (existing.rows[0]) {
-      last = existing.rows[0].seq;
-      continue;
-    }
-    const next = await db.query<{ last_seq: number }>(
-      'UPDATE conversations SET last_seq = last_seq + 1 WHERE key = $1 RETURNING last_seq',
-      [conversationKey],
-    );
-    const seq = next.rows[0]!.last_seq;
-    await db.query(
-      `INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [conversationKey, seq, e.role, JSON.stringify(e.content), e.text, turnId, e.origin],
-    );
-    last = seq;
+  const added = new Set<string>();
+  if (entries.length === 0) return { last: lock.rows[0]?.last_seq ?? 0, added };
+  const input = entries.map((e, i) => ({ i, role: e.role, content: e.content, text: e.text, origin: e.origin }));
+  const { rows } = await db.query<{ origin: string; seq: number; added: boolean }>(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(i integer, role text, content jsonb, text text, origin text)),
+     found AS (
+       SELECT m.origin, m.seq FROM messages m WHERE m.conversation_key = $1 AND m.origin IN (SELECT origin FROM input)),
+     fresh AS (
+       SELECT f.*, row_number() OVER (ORDER BY f.i) AS n, count(*) OVER () AS total
+       FROM (SELECT DISTINCT ON (origin) * FROM input WHERE origin NOT IN (SELECT origin FROM found)
+             ORDER BY origin, i) f),
+     bump AS (
+       UPDATE conversations SET last_seq = last_seq + (SELECT count(*) FROM fresh)
+       WHERE key = $1 AND EXISTS (SELECT 1 FROM fresh) RETURNING last_seq),
+     inserted AS (
+       INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin)
+       SELECT $1, b.last_seq - f.total + f.n, f.role, f.content, f.text, $2, f.origin FROM fresh f, bump b
+       RETURNING origin, seq)
+     SELECT origin, seq, true AS added FROM inserted UNION ALL SELECT origin, seq, false FROM found`,
+    [conversationKey, turnId, JSON.stringify(input)],
+  );
+  const seqOf = new Map<string, number>();
+  for (const r of rows) {
+    seqOf.set(r.origin, r.seq);
+    if (r.added) added.add(r.origin);
   }
-  return last;
+  return { last: seqOf.get(entries[entries.length - 1]!.origin)!, added };
 }
 
 export async function appendTranscriptTx(

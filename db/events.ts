@@ -40,21 +40,22 @@ export async function publishEvent(
   data: Record<string, unknown>,
 ): Promise<void> {
   const dedupeKey = conversationEventId(type, ...about);
-  // Held until commit: the events of one conversation commit in the order of their ids, so a stream that has read up
-  // to an id never finds a smaller one committed later.
-  await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
-  const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO conversation_events (conversation_key, type, data, dedupe_key) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id`,
-    [key, type, JSON.stringify(data), dedupeKey],
+  // One statement, as a turn's steps publish several events each: the lock (held until commit: the events of one
+  // conversation commit in the order of their ids, so a stream that has read up to an id never finds a smaller one
+  // committed later), the row, and its NOTIFY (by id alone when too large; readers then read it from the table).
+  await db.query(
+    `WITH lock AS (SELECT pg_advisory_xact_lock(hashtext($1::text))),
+     added AS (
+       INSERT INTO conversation_events (conversation_key, type, data, dedupe_key)
+       SELECT $1::text, $2::text, $3::text::jsonb, $4::text FROM lock
+       ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id),
+     announced AS (
+       SELECT json_build_object('id', id, 'key', $1::text, 'type', $2::text, 'data', $3::text::json)::text AS whole,
+              json_build_object('id', id, 'key', $1::text, 'type', $2::text, 'data', null)::text AS bare
+       FROM added)
+     SELECT pg_notify($5::text, CASE WHEN octet_length(whole) > $6::integer THEN bare ELSE whole END) FROM announced`,
+    [key, type, JSON.stringify(data), dedupeKey, EVENTS_CHANNEL, MAX_NOTIFY_BYTES],
   );
-  if (!rows[0]) return;
-  const event: ConversationEvent = { id: Number(rows[0].id), key, type, data };
-  const payload = JSON.stringify(event);
-  await db.query('SELECT pg_notify($1, $2)', [
-    EVENTS_CHANNEL,
-    Buffer.byteLength(payload) > MAX_NOTIFY_BYTES ? JSON.stringify({ id: event.id, key, type, data: null }) : payload,
-  ]);
 }
 
 /** Streams a text delta to whoever listens now; nothing is stored. */

@@ -63,6 +63,11 @@ export async function reserve(
   pool: Pool,
   r: { callKey: string; payer: Payer; model: string; worstUsd: number; budgets: BudgetLimit[] },
 ): Promise<Overrun | undefined> {
+  // No budget to check: the hold alone, one statement under the same lock.
+  if (r.budgets.length === 0) {
+    await hold(pool, r);
+    return undefined;
+  }
   return inTransaction(pool, async (db) => {
     await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [spendLockKey(r.payer.agentId)]);
     for (const b of r.budgets) {
@@ -71,32 +76,55 @@ export async function reserve(
         return { name: b.name, limitUsd: b.limitUsd, spentUsd, heldUsd, neededUsd: r.worstUsd };
       }
     }
-    const p = r.payer;
-    await db.query(
-      `INSERT INTO model_spend (call_key, agent_id, kind, model, conversation_key, turn_id, delegate_id,
-         root_conversation_key, job_id, job_run_id, routine_run_id, proposal_id, held_usd, held_at, reserved_usd)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now(), $13)
-       ON CONFLICT (call_key) DO UPDATE SET held_usd = EXCLUDED.held_usd, held_at = now(),
-         reserved_usd = EXCLUDED.reserved_usd, model = EXCLUDED.model, updated_at = now()`,
-      [
-        r.callKey,
-        p.agentId,
-        p.kind,
-        r.model,
-        p.conversationKey ?? null,
-        p.turnId ?? null,
-        p.delegateId ?? null,
-        p.rootConversationKey ?? null,
-        p.jobId ?? null,
-        p.jobRunId ?? null,
-        p.routineRunId ?? null,
-        p.proposalId ?? null,
-        r.worstUsd,
-      ],
-    );
+    await hold(db, r);
     return undefined;
   });
 }
+
+/** Places (or replaces) a call's hold, holding the agent's spend lock until its transaction ends. */
+async function hold(db: Queryable, r: { callKey: string; payer: Payer; model: string; worstUsd: number }) {
+  const p = r.payer;
+  await db.query(
+    `WITH lock AS (SELECT pg_advisory_xact_lock(hashtextextended($14, 0)))
+     INSERT INTO model_spend (call_key, agent_id, kind, model, conversation_key, turn_id, delegate_id,
+       root_conversation_key, job_id, job_run_id, routine_run_id, proposal_id, held_usd, held_at, reserved_usd)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::numeric, now(), $13::numeric FROM lock
+     ON CONFLICT (call_key) DO UPDATE SET held_usd = EXCLUDED.held_usd, held_at = now(),
+       reserved_usd = EXCLUDED.reserved_usd, model = EXCLUDED.model, updated_at = now()`,
+    [
+      r.callKey,
+      p.agentId,
+      p.kind,
+      r.model,
+      p.conversationKey ?? null,
+      p.turnId ?? null,
+      p.delegateId ?? null,
+      p.rootConversationKey ?? null,
+      p.jobId ?? null,
+      p.jobRunId ?? null,
+      p.routineRunId ?? null,
+      p.proposalId ?? null,
+      r.worstUsd,
+      spendLockKey(p.agentId),
+    ],
+  );
+}
+
+const SPEND_COLUMNS =
+  'model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, reserved_usd';
+type SpendRow = Record<'model' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens', string> &
+  Record<'cache_write_tokens' | 'cost_usd' | 'reserved_usd', string>;
+
+const spendOf = (r: SpendRow | undefined): CallSpend | undefined =>
+  r && {
+    model: r.model,
+    inputTokens: Number(r.input_tokens),
+    outputTokens: Number(r.output_tokens),
+    cacheReadTokens: Number(r.cache_read_tokens),
+    cacheWriteTokens: Number(r.cache_write_tokens),
+    costUsd: Number(r.cost_usd),
+    reservedUsd: Number(r.reserved_usd),
+  };
 
 /**
  * Settles a call's hold to what it cost, and adds the cost to its agent's day and month. One attempt settles once
@@ -106,19 +134,22 @@ export async function reserve(
 export async function settle(
   db: Queryable,
   s: { callKey: string; attempt: number; model: string; usage: ModelUsage; costUsd: number },
-): Promise<void> {
-  await db.query(
+): Promise<CallSpend | undefined> {
+  // The call's spend as settled comes back with it: undefined when this attempt had settled already.
+  const { rows } = await db.query<SpendRow>(
     `WITH settled AS (
        UPDATE model_spend SET held_usd = 0, held_at = NULL, model = $3, cost_usd = cost_usd + $4,
          input_tokens = input_tokens + $5, output_tokens = output_tokens + $6,
          cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8,
          settled_attempts = settled_attempts || $2::integer, updated_at = now()
        WHERE call_key = $1 AND NOT ($2::integer = ANY (settled_attempts))
-       RETURNING agent_id, created_at)
-     INSERT INTO spend_totals (agent_id, period, spent_usd)
-       SELECT agent_id, p, $4 FROM settled,
-              LATERAL (VALUES (${periodOf('day', 'created_at')}), (${periodOf('month', 'created_at')})) AS v (p)
-     ON CONFLICT (agent_id, period) DO UPDATE SET spent_usd = spend_totals.spent_usd + EXCLUDED.spent_usd`,
+       RETURNING agent_id, created_at, ${SPEND_COLUMNS}),
+     totals AS (
+       INSERT INTO spend_totals (agent_id, period, spent_usd)
+         SELECT agent_id, p, $4 FROM settled,
+                LATERAL (VALUES (${periodOf('day', 'created_at')}), (${periodOf('month', 'created_at')})) AS v (p)
+       ON CONFLICT (agent_id, period) DO UPDATE SET spent_usd = spend_totals.spent_usd + EXCLUDED.spent_usd)
+     SELECT ${SPEND_COLUMNS} FROM settled`,
     [
       s.callKey,
       s.attempt,
@@ -130,26 +161,13 @@ export async function settle(
       s.usage.cacheWriteTokens,
     ],
   );
+  return spendOf(rows[0]);
 }
 
 /** One call's tokens and cost, settled so far. */
 export async function callSpend(db: Queryable, callKey: string): Promise<CallSpend | undefined> {
-  const { rows } = await db.query<Record<string, string>>(
-    `SELECT model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, reserved_usd
-       FROM model_spend WHERE call_key = $1`,
-    [callKey],
-  );
-  const r = rows[0];
-  if (!r) return undefined;
-  return {
-    model: r.model!,
-    inputTokens: Number(r.input_tokens),
-    outputTokens: Number(r.output_tokens),
-    cacheReadTokens: Number(r.cache_read_tokens),
-    cacheWriteTokens: Number(r.cache_write_tokens),
-    costUsd: Number(r.cost_usd),
-    reservedUsd: Number(r.reserved_usd),
-  };
+  const { rows } = await db.query<SpendRow>(`SELECT ${SPEND_COLUMNS} FROM model_spend WHERE call_key = $1`, [callKey]);
+  return spendOf(rows[0]);
 }
 
 /** Gives a hold back: the call failed before the model answered. */

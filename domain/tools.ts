@@ -181,13 +181,20 @@ export function parseToolCall(
   };
 }
 
+/** Each tool's definition, made once: a model call would otherwise convert its zod schema again every time. */
+const definitions = new Map<string, ToolDefinition>();
+
 /** Anthropic tool definitions for the named tools; unknown names are a programming error. */
 export function toolDefinitions(names: readonly string[]): ToolDefinition[] {
   return names.map((name) => {
+    const made = definitions.get(name);
+    if (made) return made;
     const spec = registry.get(name);
     if (!spec) throw new Error(`unknown tool ${name}`);
     const schema = z.toJSONSchema(spec.input) as Record<string, unknown>;
     delete schema.$schema;
-    return { name: spec.name, description: spec.description, input_schema: schema };
+    const definition = { name: spec.name, description: spec.description, input_schema: schema };
+    definitions.set(name, definition);
+    return definition;
   });
 }

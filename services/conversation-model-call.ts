@@ -2,7 +2,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { appendToTranscript, beginTurn, type AppendInput } from './conversation-turn';
 import { getAgent } from '../db/agents';
 import {
-  appendTranscript,
+  appendTranscriptEntries,
   appendTranscriptTx,
   findByOrigin,
   interruptWaits,
@@ -129,9 +129,10 @@ export async function callConversationModel(
     step.cancelRequested() && (input.delegateId !== undefined || (await interruptWaits(pool, input.conversationKey)));
   // Progress shows in the Temporal UI as the activity's heartbeat details.
   const heartbeat = () => step.heartbeat({ streamedChars: partial.length });
-  const { committed } = await meteredModelCall(deps, {
+  const { committed, spend } = await meteredModelCall(deps, {
     callKey: origin,
     payer: await payerOf(pool, input, brief?.conversationKey),
+    agentBudgets: agent?.budgets ?? {},
     request,
     context: {
       attempt: step.attempt,
@@ -148,10 +149,12 @@ export async function callConversationModel(
     },
     // The answer and its usage commit together; if another attempt committed first, its answer is the one.
     commit: async (db, res) => {
-      await appendTranscript(db, input.conversationKey, input.turnId, [
+      const { last, added } = await appendTranscriptEntries(db, input.conversationKey, input.turnId, [
         { role: 'assistant', content: res.content, text: textOf(res.content), origin },
       ]);
       await record(db, res.stopReason, res.usage);
+      // Added now, it is this answer; otherwise an earlier attempt's, read back.
+      if (added.has(origin)) return { seq: last, content: res.content };
       return (await findByOrigin(db, input.conversationKey, origin))!;
     },
     failed: async (err) => {
@@ -175,7 +178,9 @@ export async function callConversationModel(
       return err;
     },
   });
-  return withSpend(pool, origin, stepFrom(committed.seq, committed.content as ModelStep['content']));
+  const answer = stepFrom(committed.seq, committed.content as ModelStep['content']);
+  // The spend came back with its settle; a commit another attempt made first is read.
+  return spend ? { ...answer, spend } : withSpend(pool, origin, answer);
 }
 
 /** Who a model call of a turn or a delegate is charged to: a job's conversation charges the job's run. */

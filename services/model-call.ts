@@ -4,7 +4,7 @@ import { agentBudgets, ownRunBudgetUsd, release, reserve, settle, type Overrun }
 import { inTransaction, type Pool, type Queryable } from '../db/pool';
 import { FAILURE } from '../domain/failures';
 import { ModelRequestError, ModelRetryableError } from '../domain/model';
-import type { ModelCallContext, ModelProvider, ModelRequest, ModelResponse } from '../domain/model';
+import type { CallSpend, ModelCallContext, ModelProvider, ModelRequest, ModelResponse } from '../domain/model';
 import { rateLimitFor, type RateLimits } from '../domain/rate-limits';
 import {
   budgetPeriodKey,
@@ -16,6 +16,7 @@ import {
   priceOf,
   worstCaseUsd,
   type BudgetLimit,
+  type Budgets,
   type Payer,
   type PriceTable,
 } from '../domain/spend';
@@ -70,6 +71,8 @@ export interface MeteredCall<T> {
   commit: (db: Queryable, res: ModelResponse) => Promise<T>;
   /** The call was made and failed (its hold already back): the caller's record of it, and the error to throw. */
   failed?: (err: unknown) => Promise<unknown>;
+  /** The payer's agent's budgets, when the caller has read its agent already: not read again. */
+  agentBudgets?: Budgets;
 }
 
 /**
@@ -81,7 +84,7 @@ export interface MeteredCall<T> {
 export async function meteredModelCall<T>(
   deps: ModelCallDeps,
   call: MeteredCall<T>,
-): Promise<{ response: ModelResponse; committed: T }> {
+): Promise<{ response: ModelResponse; committed: T; spend?: CallSpend }> {
   const { pool, prices } = deps;
   const { request } = call;
   const rate = deps.rates && rateLimitFor(deps.rates.limits, deps.rates.provider, request.model);
@@ -92,7 +95,7 @@ export async function meteredModelCall<T>(
   }
   const [ownPerRunUsd, agentLimits] = await Promise.all([
     ownRunBudgetUsd(pool, call.payer),
-    agentBudgets(pool, call.payer.agentId),
+    call.agentBudgets ?? agentBudgets(pool, call.payer.agentId),
   ]);
   const budgets: BudgetLimit[] = budgetsFor(call.payer, agentLimits, new Date(), {
     ...(ownPerRunUsd === undefined ? {} : { perRunUsd: ownPerRunUsd }),
@@ -106,23 +109,23 @@ export async function meteredModelCall<T>(
   });
   if (overrun) throw new BudgetStop(overrun, budgetPeriodKey(budgets.find((b) => b.name === overrun.name)!));
 
-  let done: { response: ModelResponse; committed: T };
+  let done: { response: ModelResponse; committed: T; spend?: CallSpend };
   try {
     // Heartbeats on a timer as well as on the provider's stream events: a model slow to its first token is alive.
     const res = await heartbeatWhile(deps.provider.call(request, call.context), () => call.context.heartbeat());
     // The answer and its spending commit together; a retry finds both or neither.
-    const committed = await inTransaction(pool, async (db) => {
+    const { committed, spend } = await inTransaction(pool, async (db) => {
       const value = await call.commit(db, res);
-      await settle(db, {
+      const settled = await settle(db, {
         callKey: call.callKey,
         attempt: call.context.attempt,
         model: res.model,
         usage: res.usage,
         costUsd: costOf(res.usage, priceOf(prices, res.model)),
       });
-      return value;
+      return { committed: value, spend: settled };
     });
-    done = { response: res, committed };
+    done = { response: res, committed, ...(spend ? { spend } : {}) };
   } catch (err) {
     // No answer paid for: the hold goes back (a crash leaves it to the retry, which reserves again in its place),
     // and a provider's 429 pauses the rate bucket for as long as it asked.

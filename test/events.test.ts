@@ -1,5 +1,7 @@
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishEvent } from '../db/events';
+import { inTransaction } from '../db/pool';
 import { conversationWorkflowId } from '../domain/ids';
 import { eventually, settledHistory, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
@@ -157,6 +159,22 @@ describe('live events of a conversation', () => {
     });
     expect(after.map((e) => e.event)).toEqual(['turn.started', 'reply.delivered', 'turn.finished']);
     expect(after.every((e) => e.id! > first)).toBe(true);
+  });
+
+  it('an event too large for NOTIFY reaches an open stream whole, in id order with the events around it', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    await keel.post(a, c, { text: 'first' }, { wait: 30 });
+    const stream = await openEvents(`${base}/v1/agents/${a}/conversations/${c}/events`);
+    const big = 'x'.repeat(9_000);
+    // Three events in their own transactions, as three steps would publish them: small, over NOTIFY's 8000 bytes,
+    // small. The middle one is announced by id alone and read from the table.
+    for (const [i, data] of [{ n: 1 }, { n: 2, big }, { n: 3 }].entries())
+      await inTransaction(keel.pool, (db) => publishEvent(db, key, 'delegate.finished', ['probe', i], data));
+    const events = await stream.until((es) => es.some((e) => e.data.n === 3));
+    const probes = events.filter((e) => e.event === 'delegate.finished');
+    expect(probes.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2, big }, { n: 3 }]);
+    expect(probes.map((e) => e.id)).toEqual([...probes.map((e) => e.id!)].sort((x, y) => x - y));
   });
 
   it('tool calls and delegates appear as events too', async () => {

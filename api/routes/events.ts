@@ -65,8 +65,18 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
           );
           if (res.writableLength > MAX_BUFFERED_BYTES) end();
         };
-        // Kept events are read from the table in id order, one read at a time; a NOTIFY only says "read again".
+        // Kept events go out in id order, one read or send at a time. A NOTIFY that carries its event is sent as it is:
+        // a conversation's events commit in the order of their ids (db/events.ts), and NOTIFY arrives in the order of
+        // commit. One too large to carry its data, and any before the stream's first read, are read from the table.
         let reading: Promise<void> = Promise.resolve();
+        let started = false;
+        const sendKept = (e: ConversationEvent) => {
+          reading = reading.then(() => {
+            if (e.id! <= sent) return;
+            sent = e.id!;
+            send(e);
+          });
+        };
         const readKept = () => {
           reading = reading
             .then(async () => {
@@ -94,7 +104,7 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
         };
         // Subscribe before the first read, so nothing committed in between goes unannounced.
         unsubscribe = await deps.hub.subscribe(key, {
-          event: (e) => (e.id === undefined ? send(e) : readKept()),
+          event: (e) => (e.id === undefined ? send(e) : !started || e.data === null ? readKept() : sendKept(e)),
           lost: end,
         });
         reply.hijack();
@@ -109,6 +119,7 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
         res.flushHeaders();
         timers.ping = setInterval(() => !closed && res.write(': keep-alive\n\n'), KEEP_ALIVE_MS);
         readKept();
+        started = true;
       },
     );
   };
