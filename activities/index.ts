@@ -57,21 +57,22 @@ export function createActivities(deps: ActivityDeps) {
   const onTextDelta = deps.onTextDelta ?? textDeltaPublisher(deps.pool);
   const prices = deps.prices ?? MODEL_PRICES;
   const rates = deps.rateLimits && { provider: deps.provider.name, limits: deps.rateLimits };
+  const tools = {
+    ...deps,
+    secrets: deps.secrets ?? NO_SECRET_BOX,
+    ...(deps.toolSessions ? { sessions: deps.toolSessions } : {}),
+    approvalWaitMs: deps.toolApprovalWaitMs ?? TOOL_CALLS.approvalWaitMs,
+  };
   return {
     ...conversationActivities(deps),
-    ...modelActivities({ ...deps, prices, rates, onTextDelta }),
+    ...modelActivities({ ...deps, prices, rates, onTextDelta, tools }),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
     ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
     ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
     ...reflectionActivities({ ...deps, prices, rates, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
     ...replayActivities(deps),
-    ...toolCallActivities({
-      ...deps,
-      secrets: deps.secrets ?? NO_SECRET_BOX,
-      ...(deps.toolSessions ? { sessions: deps.toolSessions } : {}),
-      approvalWaitMs: deps.toolApprovalWaitMs ?? TOOL_CALLS.approvalWaitMs,
-    }),
+    ...toolCallActivities(tools),
   };
 }
 

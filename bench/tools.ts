@@ -229,10 +229,14 @@ async function writeSection(r: Results): Promise<void> {
     "| experiment, not kept: the same with PostgreSQL's synchronous_commit off | 133 ms | 76.8 ms | 1.73× |",
     '| the same in fewer PostgreSQL statements, 129 → 99 a turn: a transcript append is two statements whatever ' +
       'its entries, an event with its NOTIFY one, a hold with no budget to check one; the settle returns the spend; ' +
-      "the agent's budgets are read once; a stream sends the event its NOTIFY carries (2026-12-04, this run) | " +
-      `${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ${r.ratioToBare}× |`,
+      "the agent's budgets are read once; a stream sends the event its NOTIFY carries (2026-12-04) | 118.6 ms | " +
+      '66.9 ms | 1.77× |',
+    '| the same, with each model step doing what its answer leads to that needs no person: the tool calls that may ' +
+      "run at once, or the reply that ends the turn with the turn's end (`conversation-effects-in-model-step`): " +
+      `2 local steps a turn (2026-12-04, this run) | ${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ` +
+      `${r.ratioToBare}× |`,
     '',
-    'Absolute times vary from run to run on this machine (the bare floor from 55 to 80 ms); a ratio compares the ' +
+    'Absolute times vary from run to run on this machine (the bare floor from 55 to 85 ms); a ratio compares the ' +
       'two side by side, in one run.',
     '',
     'Where the rest goes (2026-12-04). Each step timed in the worker, p50 of 50 turns: the POST records the ' +
@@ -249,9 +253,11 @@ async function writeSection(r: Results): Promise<void> {
       "statements a turn to 99 took the worker's main thread from 34-39 ms a turn to 29, but left the ratio within " +
       "the spread of this machine's runs. The bare floor takes two " +
       'activations and one activity that makes one MCP call and writes nothing. The figure still misses its goal. ' +
-      'Left to try: fewer hand-overs (a tool call that needs no approval and the model call after it in one step; ' +
-      "the final reply in its model call's step, with the reply guard there, as issue 27 asks) and fewer " +
-      'statements per step (a model call still takes about 20).',
+      'With each model step doing what its answer leads to, a turn has two local steps, and one hand-over between ' +
+      'them; the rest is the way in (the POST, its signal and the first activation: 13 + 8 + 18 ms) and the cost ' +
+      'of each step. Left to try: fewer statements per model step (about 20 still), less workflow-thread CPU per ' +
+      "activation (issue 27's thin workflow code: no zod, guard or tool registry in the bundle, fewer promises per " +
+      "step), and a shorter way in (the POST's transaction and signal).",
     END,
   ].join('\n');
   const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');

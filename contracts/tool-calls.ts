@@ -56,5 +56,11 @@ export interface ToolCallResult {
 export type ToolCallAttempt =
   { kind: 'ran'; how: string; result: ToolCallResult } | Exclude<PreparedToolCall, { kind: 'run' }>;
 
+/**
+ * The tool servers' calls a turn's model step prepared, and ran where their policy let them run, by tool_use id
+ * (TOOLS_IN_MODEL_STEP_PATCH): the workflow takes these instead of a step of their own.
+ */
+export type ToolAttempts = Record<string, ToolCallAttempt>;
+
 /** A person's decision on a call that waits; the Update fails when no such call waits with these arguments. */
 export const decideToolCall = defineUpdate<{ approved: boolean }, [ToolCallDecision]>('decideToolCall');

@@ -5,7 +5,8 @@ import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/ke
 import { freePort } from '../scripts/ports';
 import { reflectionApi } from './support/reflection';
 
-// A dev server of its own that suggests continue-as-new after 60 events, so a handful of turns cross runs.
+// A dev server of its own that suggests continue-as-new after 30 events, so a handful of turns cross runs (a turn
+// whose model step sends its reply records few events).
 let server: DevServer;
 let keel: TestKeel;
 
@@ -13,7 +14,7 @@ beforeAll(async () => {
   server = await startDevServer({
     port: await freePort(),
     stdio: 'ignore',
-    extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=60'],
+    extraArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=30'],
   });
   // Idle conversations close after 5 s here, so that a run begun by continue-as-new is seen to close too.
   keel = await startTestKeel({ temporalAddress: server.address, conversationIdleMs: 5_000 });

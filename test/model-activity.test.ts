@@ -13,6 +13,7 @@ import { acceptInbound, appendTranscriptTx } from '../db/conversations';
 import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
 import { MODEL_PRICES } from '../domain/spend';
+import { NO_SECRET_BOX } from '../services/secrets';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 let keel: TestKeel;
@@ -42,18 +43,21 @@ async function seed(text: string): Promise<CallModelInput> {
   return { conversationKey: key, agentId: a, turnId, callIndex: 1, throughSeq, toolNames: CHANNEL_TOOL_NAMES };
 }
 
-const activities = () =>
-  modelActivities({
+const activities = () => {
+  const transports = {
+    none: noneTransport(),
+    webhook: webhookTransport({ egress: loopbackEgress }),
+    slack: slackTransport({ egress: loopbackEgress }),
+  };
+  return modelActivities({
     pool: keel.pool,
     provider: scriptedProvider(keel.pool),
     defaultModel: 'scripted',
     prices: MODEL_PRICES,
-    transports: {
-      none: noneTransport(),
-      webhook: webhookTransport({ egress: loopbackEgress }),
-      slack: slackTransport({ egress: loopbackEgress }),
-    },
+    transports,
+    tools: { pool: keel.pool, secrets: NO_SECRET_BOX, egress: loopbackEgress, transports, approvalWaitMs: 60_000 },
   });
+};
 
 async function assistantRows(key: string) {
   const { rows } = await keel.pool.query<{ origin: string; text: string }>(

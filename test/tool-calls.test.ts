@@ -113,14 +113,25 @@ describe('a read-only tool runs at once', () => {
     const key = `${conversationWorkflowId(agent, conv)}/turn/${res.body.turnId}/call/1/tool/${toolUse}`;
     expect(sent[0]!.idempotencyKey).toBe(key);
 
-    // The step reads as what it did, in the Temporal UI: a local activity of the turn (its marker).
+    // The model step that asked for it ran it: in the Temporal UI, that step's result (its marker) holds the call
+    // and its answer, and no step of its own follows for it.
     const history = await settledHistory(keel, conversationWorkflowId(agent, conv));
-    const summaries = (history.events ?? []).flatMap((e) =>
-      e.markerRecordedEventAttributes && e.userMetadata?.summary?.data
-        ? [Buffer.from(e.userMetadata.summary.data).toString()]
-        : [],
-    );
-    expect(summaries).toContain('"tool shop__lookup_order"');
+    const steps = (history.events ?? []).flatMap((e) => {
+      const marker = e.markerRecordedEventAttributes;
+      if (marker?.markerName !== 'core_local_activity') return [];
+      const [result] = marker.details?.result?.payloads ?? [];
+      const step = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as {
+        activity_type: string;
+      };
+      return [{ type: step.activity_type, result: result?.data ? Buffer.from(result.data).toString() : '' }];
+    });
+    // The second model step sent the reply and committed the turn's end: three hand-overs became one.
+    expect(steps.map((s) => s.type)).toEqual(['callTurnModel', 'callTurnModel']);
+    expect(JSON.parse(steps[0]!.result)).toMatchObject({
+      toolAttempts: {
+        [toolUse]: { kind: 'ran', how: 'auto', result: { content: 'order A1: shipped', isError: false } },
+      },
+    });
     // The effects ledger knows it, under the same key.
     const { rows } = await keel.pool.query(`SELECT kind, status FROM effects WHERE key = $1`, [key]);
     expect(rows).toEqual([{ kind: 'tool_call', status: 'done' }]);
@@ -210,7 +221,9 @@ describe('a risky tool waits for a person', () => {
 
     const approved = await call<{ status: string }>('POST', approval.approve.path, {});
     expect(approved.status).toBe(200);
-    expect(approved.body.status).toBe('approved');
+    // The answer shows the call as it is once the decision is taken: approved, or already running or answered when the
+    // workflow was quicker than the API's own record of the decision.
+    expect(['approved', 'running', 'ok']).toContain(approved.body.status);
     expect(await replyOf(agent, conv, posted.body.turnId)).toBe('replied: tool result: refunded 5 on order R1');
     const again = await call<ErrorBody>('POST', approval.approve.path, {});
     expect(again.status).toBe(409);

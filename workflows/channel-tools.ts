@@ -15,6 +15,7 @@ import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { checkReply, guardErrorForModel } from '../domain/reply-guard';
+import type { SecretRules } from '../domain/secret-scan';
 import { SA } from '../domain/search-attributes';
 import {
   cancelDelegateTool,
@@ -26,6 +27,7 @@ import {
 } from '../domain/tools';
 import { replyResult, toolResult } from '../domain/transcript';
 import { isServerToolName } from '../domain/tool-servers';
+import type { ToolAttempts } from '../contracts/tool-calls';
 import type { TurnSteps } from './activities';
 import { runServerTool, type ServerToolContext } from './server-tools';
 
@@ -48,6 +50,8 @@ export interface TurnContext {
   serverTools: Pick<ServerToolContext, 'approvals' | 'cancelled'>;
   /** Set while the turn's last step is a reply: its step also commits the turn's end (REPLY_FINISHES_TURN_PATCH). */
   finalReply?: FinalReply;
+  /** The tool servers' calls the last model step prepared and ran itself (TOOLS_IN_MODEL_STEP_PATCH). */
+  toolAttempts?: ToolAttempts;
 }
 
 export interface ToolOutcome {
@@ -66,13 +70,16 @@ type ToolHandler = (call: ToolUseBlock, input: never, turn: TurnContext) => Prom
  */
 export const SECRET_RULESET_PATCH = 'secret-ruleset-gitleaks';
 
+/** The secret rules a reply is checked with: a conversation begun before SECRET_RULESET_PATCH keeps the seed ones. */
+export const replyRules = (): SecretRules => (patched(SECRET_RULESET_PATCH) ? 'all' : 'seed');
+
 /**
  * A reply passes the guard, then the delivery activity. A blocked reply goes back to the model as a tool error,
  * at most LIMITS.guardCorrections times; one more blocked reply ends the turn with nothing sent. The turn's last reply
  * (`finalReply`) also commits the turn's end in its step.
  */
 export async function sendReply(toolUseId: string, text: string, turn: TurnContext): Promise<ToolOutcome> {
-  const verdict = checkReply(text, { rules: patched(SECRET_RULESET_PATCH) ? 'all' : 'seed' });
+  const verdict = checkReply(text, { rules: replyRules() });
   if (!verdict.ok) {
     turn.corrections++;
     const message = guardErrorForModel(verdict);
@@ -234,7 +241,14 @@ export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promi
       turnId: turn.turnId,
       callIndex: turn.callIndex,
     };
-    const serverTools = { ...turn.serverTools, steps: turn.steps, source, workflowId: turn.conversationKey };
+    const attempt = turn.toolAttempts?.[call.id];
+    const serverTools = {
+      ...turn.serverTools,
+      steps: turn.steps,
+      source,
+      workflowId: turn.conversationKey,
+      ...(attempt ? { attempt } : {}),
+    };
     return { result: await runServerTool(call, serverTools) };
   }
   // A history recorded before the patch parsed a delivery with the old schema; it replays that way.

@@ -16,7 +16,7 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import { budgetStopOf } from './budget-stop';
-import type { FinalReply, ToolResults, TurnNote } from '../domain/conversation';
+import { repliedEnd, type FinalReply, type ToolResults, type TurnNote } from '../domain/conversation';
 import {
   delegateFinished,
   IDLE_TIMER_SUMMARY,
@@ -43,7 +43,7 @@ import { CHANNEL_TOOL_NAMES, replyTool } from '../domain/tools';
 import { DELEGATION } from '../domain/delegation';
 import { textOf, toolResult, toolUses } from '../domain/transcript';
 import { activitySteps, localSteps, steps, store, type TurnSteps } from './activities';
-import { dispatchTool, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
+import { dispatchTool, replyRules, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
 import { ConversationQueue } from './conversation-queue';
 import { ToolApprovals } from './server-tools';
 import { decideToolCall } from '../contracts/tool-calls';
@@ -105,6 +105,14 @@ export const OPEN_TURNS_IN_ORDER_PATCH = 'conversation-open-turns-in-order';
  * Runs begun before deliver, then finish, in two.
  */
 export const REPLY_FINISHES_TURN_PATCH = 'conversation-reply-finishes-turn';
+
+/**
+ * The patch from which a turn's model step also does what its answer leads to that needs no person
+ * (services/turn-model-step.ts): it prepares the tool servers' calls the answer asks for first and runs those that may
+ * run at once, or sends a reply that ends the turn, with the turn's end. One hand-over fewer per tool round and per
+ * turn. Runs begun before take a step of their own for each, as every run still does for what the model step left.
+ */
+export const EFFECTS_IN_MODEL_STEP_PATCH = 'conversation-effects-in-model-step';
 
 /**
  * One workflow per conversation while it has work. Messages arrive recorded, by the `messageRecorded` signal
@@ -363,7 +371,9 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
           throughSeq,
           toolNames: CHANNEL_TOOL_NAMES,
         };
-        const step = await callModel(turn, s, call, before);
+        const final = oneTask && patched(EFFECTS_IN_MODEL_STEP_PATCH) ? finalReply() : undefined;
+        const effects = final ? { runTools: true, replyAtOnce: { ...final, conversationId, rules: replyRules() } } : {};
+        const step = await callModel(turn, s, call, before, effects);
         // Tool results the step was to write: the turn's end writes them (once) if the step did not get to.
         const written = before.append?.toolResults;
         before = {};
@@ -371,6 +381,9 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         if ('ended' in step) return;
         if ('error' in step) return await finish(step.error, written);
         throughSeq = ctx.stepSeq = step.seq;
+        // The model step sent the reply that ends the turn, and committed the end.
+        if (step.replied) return await finish(repliedEnd(step.seq, step.replied.outcome), undefined, true);
+        ctx.toolAttempts = step.toolAttempts;
 
         const calls = toolUses(step.content);
         if (calls.length === 0) {
@@ -427,6 +440,7 @@ function interrupted(): TurnEnd {
 type ModelCallInput = Parameters<TurnSteps['model']['callModel']>[0];
 type BeforeModelCall = Parameters<TurnSteps['model']['callTurnModel']>[0]['before'];
 type ModelStep = Awaited<ReturnType<TurnSteps['model']['callTurnModel']>>;
+type ModelStepEffects = Pick<Parameters<TurnSteps['model']['callTurnModel']>[0], 'runTools' | 'replyAtOnce'>;
 
 /**
  * A model call that an interrupting message can cancel; a failure that retries cannot mend ends the turn. A turn in
@@ -437,6 +451,7 @@ async function callModel(
   s: TurnSteps,
   input: ModelCallInput,
   before: BeforeModelCall,
+  effects: ModelStepEffects,
 ): Promise<ModelStep | { error: TurnEnd }> {
   // An interrupt that arrived while the transcript was being written stops the turn before its next model call.
   if (turn.interrupted) return { error: interrupted() };
@@ -444,11 +459,12 @@ async function callModel(
   turn.modelCall = scope;
   const summary = `model call ${input.callIndex} of turn ${input.turnId}`;
   try {
-    return await scope.run(() =>
+    const turnInput = { ...input, before, ...effects };
+    const call = (): Promise<ModelStep> =>
       s.local
-        ? s.model.callTurnModel.executeWithOptions({ summary }, [{ ...input, before }])
-        : s.model.callModel.executeWithOptions({ summary }, [input]),
-    );
+        ? s.model.callTurnModel.executeWithOptions({ summary }, [turnInput])
+        : s.model.callModel.executeWithOptions({ summary }, [input]);
+    return await scope.run(call);
   } catch (err) {
     // Interrupted: whether the call acknowledged its cancellation or timed out doing so (a worker gone meanwhile).
     if (turn.interrupted || isCancellation(err)) return { error: interrupted() };

@@ -68,13 +68,16 @@ export interface ServerToolContext {
   cancelled: () => string | undefined;
   /** The proxies the caller takes its steps through. */
   steps: Pick<TurnSteps, 'local' | 'store' | 'tools'>;
+  /** The call as the model step prepared (and perhaps ran) it already: no step of its own for that. */
+  attempt?: ToolCallAttempt;
 }
 
 export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext): Promise<ToolResultBlock> {
   const { store, tools } = ctx.steps;
   const input = { ...ctx.source, toolUse: call, workflowId: ctx.workflowId };
   let prepared: PreparedToolCall | ToolCallAttempt;
-  if (ctx.steps.local) {
+  if (ctx.attempt) prepared = ctx.attempt;
+  else if (ctx.steps.local) {
     // A turn in one workflow task prepares a call and runs it in one step when its policy lets it run at once.
     try {
       prepared = await tools.prepareAndRunToolCall.executeWithOptions({ summary: `tool ${call.name}` }, [input]);
@@ -82,11 +85,11 @@ export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext):
       if (isCancellation(err)) throw err;
       return resultBlock(call.id, `tool ${call.name} failed: ${causeOf(err)}`, true);
     }
-    if (prepared.kind === 'ran') {
-      const { result } = prepared;
-      return resultBlock(call.id, result.content, result.isError, result.ref);
-    }
   } else prepared = await store.prepareToolCall(input);
+  if (prepared.kind === 'ran') {
+    const { result } = prepared;
+    return resultBlock(call.id, result.content, result.isError, result.ref);
+  }
   if (prepared.kind === 'answer') return resultBlock(call.id, prepared.content, true);
   let how: string = prepared.kind === 'run' ? prepared.policy : 'approved';
   if (prepared.kind === 'approve') {
