@@ -58,7 +58,7 @@ export type ToolCallAttempt =
 
 /**
  * The tool servers' calls a turn's model step prepared, and ran where their policy let them run, by tool_use id
- * (TOOLS_IN_MODEL_STEP_PATCH): the workflow takes these instead of a step of their own.
+ * (EFFECTS_IN_MODEL_STEP_PATCH): the workflow takes these instead of a step of their own.
  */
 export type ToolAttempts = Record<string, ToolCallAttempt>;
 

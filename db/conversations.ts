@@ -117,6 +117,7 @@ export async function appendTranscriptEntries(
   ]);
   const added = new Set<string>();
   if (entries.length === 0) return { last: lock.rows[0]?.last_seq ?? 0, added };
+  if (!lock.rows[0]) throw new Error(`conversation ${conversationKey} is not recorded`);
   const input = entries.map((e, i) => ({ i, role: e.role, content: e.content, text: e.text, origin: e.origin }));
   const { rows } = await db.query<{ origin: string; seq: number; added: boolean }>(
     `WITH input AS (
@@ -338,11 +339,12 @@ export async function finishTurn(
   entries: readonly NewTranscriptEntry[],
 ): Promise<void> {
   await inTransaction(pool, async (db) => {
-    await appendTranscript(db, conversationKey, turnId, entries);
-    await db.query(
+    // A reply that was sent stays the turn's end: an interrupt the workflow saw after a model step had sent it (its
+    // step retried, then cancelled) does not say otherwise.
+    const { rowCount } = await db.query(
       `UPDATE turns SET status = $2, reply_seq = $3, error = $4, model_calls = $5,
               finished_at = COALESCE(finished_at, now())
-       WHERE turn_id = $1`,
+       WHERE turn_id = $1 AND NOT (status = 'replied' AND $2 = 'interrupted')`,
       [
         turnId,
         end.status,
@@ -351,6 +353,7 @@ export async function finishTurn(
         modelCalls,
       ],
     );
+    if (rowCount) await appendTranscript(db, conversationKey, turnId, entries);
   });
 }
 

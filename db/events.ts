@@ -42,7 +42,8 @@ export async function publishEvent(
   const dedupeKey = conversationEventId(type, ...about);
   // One statement, as a turn's steps publish several events each: the lock (held until commit: the events of one
   // conversation commit in the order of their ids, so a stream that has read up to an id never finds a smaller one
-  // committed later), the row, and its NOTIFY (by id alone when too large; readers then read it from the table).
+  // committed later), the row, and its NOTIFY (by id alone when too large; readers then read it from the table). The
+  // data goes out as jsonb renders it, as a read from the table gives it.
   await db.query(
     `WITH lock AS (SELECT pg_advisory_xact_lock(hashtext($1::text))),
      added AS (
@@ -50,7 +51,7 @@ export async function publishEvent(
        SELECT $1::text, $2::text, $3::text::jsonb, $4::text FROM lock
        ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id),
      announced AS (
-       SELECT json_build_object('id', id, 'key', $1::text, 'type', $2::text, 'data', $3::text::json)::text AS whole,
+       SELECT json_build_object('id', id, 'key', $1::text, 'type', $2::text, 'data', $3::text::jsonb)::text AS whole,
               json_build_object('id', id, 'key', $1::text, 'type', $2::text, 'data', null)::text AS bare
        FROM added)
      SELECT pg_notify($5::text, CASE WHEN octet_length(whole) > $6::integer THEN bare ELSE whole END) FROM announced`,

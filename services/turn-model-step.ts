@@ -136,8 +136,8 @@ async function replyEndingTurn(
  */
 function uninterrupted(step: Step): Step {
   const stopping = new AbortController();
-  step.signal.addEventListener('abort', () => step.cancelRequested() || stopping.abort(step.signal.reason), {
-    once: true,
-  });
+  const stop = () => step.cancelRequested() || stopping.abort(step.signal.reason);
+  if (step.signal.aborted) stop();
+  else step.signal.addEventListener('abort', stop, { once: true });
   return { ...step, attempt: 1, signal: stopping.signal, cancelRequested: () => false };
 }

@@ -16,6 +16,7 @@ import { startFakeSlack, type FakeSlack } from './support/fake-slack';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 import { loopbackEgress } from './support/egress';
+import { finishTurn } from '../services/conversation-turn';
 
 let keel: TestKeel;
 let slack: FakeSlack;
@@ -256,6 +257,27 @@ describe('the delivery activity and the effects ledger', () => {
       [input.conversationKey],
     );
     expect(finished.rowCount).toBe(1);
+  });
+
+  it("a reply that was sent stays the turn's end: an interrupt committed after it changes nothing", async () => {
+    const hook = await receiver();
+    const input = { ...(await seedTurn(hook.url)), modelCalls: 1 };
+    await new MockActivityEnvironment().run(activities().deliverFinalReply, input);
+    // The workflow saw an interrupt after a model step had sent the reply (the step retried, then was cancelled).
+    const interrupted = { code: 'interrupted' as const, message: 'interrupted by a newer message' };
+    const end = { status: 'interrupted' as const, error: interrupted };
+    const { conversationKey, turnId } = input;
+    await new MockActivityEnvironment().run(() =>
+      finishTurn({ pool: keel.pool }, { conversationKey, turnId, end, modelCalls: 1 }),
+    );
+    const turn = await keel.pool.query('SELECT status, reply_seq FROM turns WHERE turn_id = $1', [input.turnId]);
+    expect(turn.rows).toEqual([{ status: 'replied', reply_seq: input.replySeq }]);
+    const notes = await keel.pool.query(
+      "SELECT 1 FROM messages WHERE conversation_key = $1 AND turn_id = $2 AND text LIKE 'turn interrupted%'",
+      [input.conversationKey, input.turnId],
+    );
+    expect(notes.rowCount).toBe(0);
+    expect(hook.received).toHaveLength(1);
   });
 
   it(`records error:<why> after ${LIMITS.deliveryAttempts} failed send attempts, and stops sending`, async () => {

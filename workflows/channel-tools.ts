@@ -50,7 +50,7 @@ export interface TurnContext {
   serverTools: Pick<ServerToolContext, 'approvals' | 'cancelled'>;
   /** Set while the turn's last step is a reply: its step also commits the turn's end (REPLY_FINISHES_TURN_PATCH). */
   finalReply?: FinalReply;
-  /** The tool servers' calls the last model step prepared and ran itself (TOOLS_IN_MODEL_STEP_PATCH). */
+  /** The tool servers' calls the last model step prepared and ran itself (EFFECTS_IN_MODEL_STEP_PATCH). */
   toolAttempts?: ToolAttempts;
 }
 
