@@ -3,8 +3,9 @@
  * share it: what the activities take, and the Update by which a person's decision reaches the waiting workflow.
  */
 import { defineUpdate } from '@temporalio/workflow';
-import type { ToolUseBlock } from '../domain/model';
+import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
 import type { PreparedToolCall, ToolCallDecision, ToolCallOrigin } from '../domain/tool-calls';
+import { toolResult } from '../domain/transcript';
 
 /** Where a call comes from; the key of its transcript and turn make its idempotency key. */
 export interface ToolCallSource {
@@ -61,6 +62,19 @@ export type ToolCallAttempt =
  * (EFFECTS_IN_MODEL_STEP_PATCH): the workflow takes these instead of a step of their own.
  */
 export type ToolAttempts = Record<string, ToolCallAttempt>;
+
+/** A call that needs nothing more: it ran, or it was answered instead of running (denied, unknown, refused). */
+export type SettledAttempt = Extract<ToolCallAttempt, { kind: 'ran' | 'answer' }>;
+
+export const isSettled = (attempt: ToolCallAttempt): attempt is SettledAttempt =>
+  attempt.kind === 'ran' || attempt.kind === 'answer';
+
+/** What the model reads of a settled call: the workflow and the model step read attempts alike. */
+export function attemptResult(toolUseId: string, attempt: SettledAttempt): ToolResultBlock {
+  if (attempt.kind === 'answer') return toolResult(toolUseId, attempt.content, true);
+  const { content, isError, ref } = attempt.result;
+  return toolResult(toolUseId, content, isError, ref);
+}
 
 /** A person's decision on a call that waits; the Update fails when no such call waits with these arguments. */
 export const decideToolCall = defineUpdate<{ approved: boolean }, [ToolCallDecision]>('decideToolCall');

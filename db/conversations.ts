@@ -232,13 +232,20 @@ export async function turnIsOpen(db: Queryable, turnId: string): Promise<boolean
   return (rowCount ?? 0) > 0;
 }
 
-/** Whether a message that interrupts the running turn waits in the conversation: recorded, its turn not begun. */
-export async function interruptWaits(db: Queryable, conversationKey: string): Promise<boolean> {
+/**
+ * Whether a message sent in one of these modes (an interrupt, a steer) waits in the conversation: recorded, its turn
+ * not begun, nor joined to the running turn yet.
+ */
+export async function messageWaits(
+  db: Queryable,
+  conversationKey: string,
+  modes: readonly MessageMode[],
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `SELECT 1 FROM turns t
        JOIN inbound_messages i ON i.conversation_key = t.conversation_key AND i.message_id = t.message_id
-      WHERE t.conversation_key = $1 AND t.status = 'queued' AND i.mode = 'interrupt' LIMIT 1`,
-    [conversationKey],
+      WHERE t.conversation_key = $1 AND t.status = 'queued' AND i.mode = ANY($2::text[]) LIMIT 1`,
+    [conversationKey, modes],
   );
   return (rowCount ?? 0) > 0;
 }

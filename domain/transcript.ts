@@ -41,10 +41,15 @@ export function toolUses(content: readonly ContentBlock[]): ToolUseBlock[] {
   return content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
 }
 
-export function toolResult(toolUseId: string, content: string, isError = false): ToolResultBlock {
-  return isError
-    ? { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true }
-    : { type: 'tool_result', tool_use_id: toolUseId, content };
+/** A tool's result as the model reads it; `ref` names the whole result Keel keeps when this is its preview. */
+export function toolResult(toolUseId: string, content: string, isError = false, ref?: string): ToolResultBlock {
+  return {
+    type: 'tool_result',
+    tool_use_id: toolUseId,
+    content,
+    ...(isError ? { is_error: true } : {}),
+    ...(ref ? { ref } : {}),
+  };
 }
 
 /** What the model reads back of its reply: the delivery's outcome. */

@@ -5,7 +5,7 @@ import {
   appendTranscriptEntries,
   appendTranscriptTx,
   findByOrigin,
-  interruptWaits,
+  messageWaits,
   loadTranscript,
 } from '../db/conversations';
 import { delegateBrief } from '../db/delegates';
@@ -126,7 +126,8 @@ export async function callConversationModel(
   // workflow; also when its run is terminated and the worker drops it, which leaves no partial answer. A delegate's
   // call is cancelled on request only by the delegate's own cancel.
   const interruptedByMessage = async () =>
-    step.cancelRequested() && (input.delegateId !== undefined || (await interruptWaits(pool, input.conversationKey)));
+    step.cancelRequested() &&
+    (input.delegateId !== undefined || (await messageWaits(pool, input.conversationKey, ['interrupt'])));
   // Progress shows in the Temporal UI as the activity's heartbeat details.
   const heartbeat = () => step.heartbeat({ streamedChars: partial.length });
   const { committed, spend } = await meteredModelCall(deps, {

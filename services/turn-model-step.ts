@@ -1,7 +1,14 @@
 import type { Transports } from '../adapters/delivery/transport';
-import type { PrepareToolCallInput, ToolAttempts } from '../contracts/tool-calls';
+import {
+  attemptResult,
+  isSettled,
+  type PrepareToolCallInput,
+  type SettledAttempt,
+  type ToolAttempts,
+} from '../contracts/tool-calls';
 import type { FinalReply } from '../domain/conversation';
 import type { DeliveryReport } from '../domain/delivery';
+import { messageWaits } from '../db/conversations';
 import { replyEffectKey } from '../domain/ids';
 import type { CallModelInput, ModelStep, ToolUseBlock } from '../domain/model';
 import { checkReply } from '../domain/reply-guard';
@@ -27,13 +34,20 @@ export type TurnModelStepInput = CallModelInput & {
   runTools?: boolean;
   /** Send a reply that ends the turn, and commit the turn's end, in this step. */
   replyAtOnce?: ReplyAtOnce;
+  /**
+   * When every tool call the answer asks for has run (or was answered without running), go on in this step with the
+   * turn's next model call, and so on, up to this call index: the turn's limit.
+   */
+  upToCall?: number;
 };
 
 /**
  * A turn's model step, with what it did after the answer when asked to: the tool calls it prepared and ran
- * (`toolAttempts`), or the reply it sent with the turn's end (`replied`).
+ * (`toolAttempts`), the reply it sent with the turn's end (`replied`), or the turn's next model step, which it took
+ * itself once all its tool calls had run (`next`, their results written before it).
  */
-export type TurnModelStep = (ModelStep & { toolAttempts?: ToolAttempts; replied?: DeliveryReport }) | { ended: true };
+export type TurnModelStep =
+  (ModelStep & { toolAttempts?: ToolAttempts; replied?: DeliveryReport; next?: TurnModelStep }) | { ended: true };
 
 export interface TurnModelStepDeps {
   model: ConversationModelDeps;
@@ -52,7 +66,7 @@ export async function callTurnModelAndEffects(
   input: TurnModelStepInput,
   step: Step,
 ): Promise<TurnModelStep> {
-  const { runTools, replyAtOnce, ...call } = input;
+  const { runTools, replyAtOnce, upToCall, ...call } = input;
   const answer = await callTurnModel(deps.model, call, step);
   if ('ended' in answer) return answer;
   // An interrupting message cuts the model call only: what its answer leads to is done, or left to the workflow.
@@ -62,8 +76,28 @@ export async function callTurnModelAndEffects(
     if (replied) return { ...answer, replied };
   }
   if (!runTools) return answer;
-  const toolAttempts = await runServerTools(deps.tools, call, toolUses(answer.content), effectStep);
-  return Object.keys(toolAttempts).length ? { ...answer, toolAttempts } : answer;
+  const uses = toolUses(answer.content);
+  const toolAttempts = await runServerTools(deps.tools, call, uses, effectStep);
+  if (!Object.keys(toolAttempts).length) return answer;
+  const ran = { ...answer, toolAttempts };
+  const attempts = uses.map((u) => toolAttempts[u.id]);
+  // The turn's next model call, as the workflow would make it: unless a call waits for a person or is the workflow's
+  // own (a channel tool), or the turn is out of calls, or a message came that the workflow must place first (one
+  // steered into the turn, which its next call reads; an interrupt).
+  const allSettled = attempts.every((a): a is SettledAttempt => a !== undefined && isSettled(a));
+  if (!allSettled || upToCall === undefined || call.callIndex >= upToCall || step.cancelRequested()) return ran;
+  if (await messageWaits(deps.model.pool, call.conversationKey, ['steer', 'interrupt'])) return ran;
+  const results = uses.map((u, i) => attemptResult(u.id, attempts[i]!));
+  const nextCall: TurnModelStepInput = {
+    ...input,
+    callIndex: call.callIndex + 1,
+    throughSeq: answer.seq,
+    before: { append: { toolResults: { callIndex: call.callIndex, results } } },
+    ...(replyAtOnce ? { replyAtOnce: { ...replyAtOnce, modelCalls: call.callIndex + 1 } } : {}),
+  };
+  // A next call that fails (or is interrupted) is the workflow's to take up, as a step of its own.
+  const next = await callTurnModelAndEffects(deps, nextCall, step).catch(() => undefined);
+  return next && !('ended' in next) ? { ...ran, next } : ran;
 }
 
 /**

@@ -5,8 +5,17 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
-import { FAKE_SECRET } from '../domain/scripted-model';
-import { eventually, settledHistory, startTestKeel, uniqueId, type ApiMethod, type TestKeel } from './support/keel';
+import { FAKE_SECRET, type ScriptedResponse } from '../domain/scripted-model';
+import {
+  eventually,
+  queueAnswer,
+  settledHistory,
+  startTestKeel,
+  streamingText,
+  uniqueId,
+  type ApiMethod,
+  type TestKeel,
+} from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 import { startWebhookReceiver } from './support/webhook-receiver';
 
@@ -115,22 +124,15 @@ describe('a read-only tool runs at once', () => {
 
     // The model step that asked for it ran it: in the Temporal UI, that step's result (its marker) holds the call
     // and its answer, and no step of its own follows for it.
-    const history = await settledHistory(keel, conversationWorkflowId(agent, conv));
-    const steps = (history.events ?? []).flatMap((e) => {
-      const marker = e.markerRecordedEventAttributes;
-      if (marker?.markerName !== 'core_local_activity') return [];
-      const [result] = marker.details?.result?.payloads ?? [];
-      const step = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as {
-        activity_type: string;
-      };
-      return [{ type: step.activity_type, result: result?.data ? Buffer.from(result.data).toString() : '' }];
-    });
-    // The second model step sent the reply and committed the turn's end: three hand-overs became one.
-    expect(steps.map((s) => s.type)).toEqual(['callTurnModel', 'callTurnModel']);
+    const steps = await stepsOf(conversationWorkflowId(agent, conv));
+    // The same step then made the turn's next model call, which sent the reply and committed the turn's end: the
+    // whole turn is one step, with no hand-over to the workflow inside it.
+    expect(steps.map((s) => s.type)).toEqual(['callTurnModel']);
     expect(JSON.parse(steps[0]!.result)).toMatchObject({
       toolAttempts: {
         [toolUse]: { kind: 'ran', how: 'auto', result: { content: 'order A1: shipped', isError: false } },
       },
+      next: { replied: { outcome: 'skipped:channel_none' } },
     });
     // The effects ledger knows it, under the same key.
     const { rows } = await keel.pool.query(`SELECT kind, status FROM effects WHERE key = $1`, [key]);
@@ -196,6 +198,116 @@ describe('a read-only tool runs at once', () => {
     };
     const grown = (await bytes(big)) - (await bytes(small));
     expect(grown).toBeLessThan(20 * 1024);
+  });
+});
+
+/** The local steps a conversation's workflow took, as the Temporal UI shows them: each one's type and result. */
+async function stepsOf(workflowId: string): Promise<{ type: string; result: string }[]> {
+  const history = await settledHistory(keel, workflowId);
+  return (history.events ?? []).flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const [result] = marker.details?.result?.payloads ?? [];
+    const step = JSON.parse(Buffer.from(marker.details!.data!.payloads![0]!.data!).toString()) as {
+      activity_type: string;
+    };
+    return [{ type: step.activity_type, result: result?.data ? Buffer.from(result.data).toString() : '' }];
+  });
+}
+
+/** The tool results a turn's transcript holds, by the model call that asked for them. */
+async function toolResultRows(turnId: string): Promise<{ origin: string; text: string }[]> {
+  const { rows } = await keel.pool.query<{ origin: string; text: string }>(
+    `SELECT origin, text FROM messages WHERE turn_id = $1 AND role = 'tool' ORDER BY seq`,
+    [turnId],
+  );
+  return rows;
+}
+
+const USAGE = { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 };
+const lookup = (orderId: string, callIndex: number): ScriptedResponse => ({
+  content: [{ type: 'tool_use', id: `toolu_${orderId}_${callIndex}`, name: 'shop__lookup_order', input: { orderId } }],
+  stopReason: 'tool_use',
+  usage: USAGE,
+});
+
+describe("a model step goes on with the turn's next model call once all its tool calls ran", () => {
+  it('an interrupt during that next call ends the turn; the tool ran once, its result written once', async () => {
+    const agent = await agentWithShop();
+    const conv = uniqueId('c');
+    const key = conversationWorkflowId(agent, conv);
+    await queueAnswer(keel, agent, conv, lookup('I1', 1));
+    // The next call streams slowly: the interrupt comes while it is out.
+    await queueAnswer(keel, agent, conv, {
+      content: [{ type: 'text', text: 'one two three four five six seven eight nine ten' }],
+      stopReason: 'end_turn',
+      usage: USAGE,
+      delayMs: 6000,
+    });
+    const first = await keel.post(agent, conv, { messageId: uniqueId('m'), text: 'look up I1' });
+    await streamingText(keel.pool, key, 15_000);
+    const stop = await keel.post(
+      agent,
+      conv,
+      { messageId: uniqueId('m'), text: 'stop', mode: 'interrupt' },
+      { wait: 30 },
+    );
+    expect(stop.body.reply?.text).toBe('echo: stop');
+    expect(await replyOf(agent, conv, first.body.turnId)).toBe('interrupted: ');
+    expect(shop.calls.filter((c) => c.args.orderId === 'I1')).toHaveLength(1);
+    expect(await toolResultRows(first.body.turnId)).toEqual([
+      { origin: `turn:${first.body.turnId}:results:1`, text: 'order I1: shipped' },
+    ]);
+    const { rows } = await keel.pool.query<{ text: string }>(
+      `SELECT text FROM messages WHERE conversation_key = $1 AND turn_id = $2 AND role = 'assistant' ORDER BY seq`,
+      [key, first.body.turnId],
+    );
+    expect(rows.at(-1)?.text).toMatch(/^one.*\[interrupted\]$/);
+  });
+
+  it('a message steered in while its tool runs is read by the next model call, in the same turn', async () => {
+    const agent = await agentWithShop();
+    const conv = uniqueId('c');
+    // The tool takes 4 s: a message reaches a turn whose step is out when its workflow task is extended (every 2.4 s).
+    const first = await keel.post(agent, conv, {
+      messageId: uniqueId('m'),
+      text: '/tool shop__slow_lookup {"orderId":"S1","ms":4000}',
+    });
+    await eventually(async () => received('slow_lookup').some((c) => c.args.orderId === 'S1'), 15_000, 'the call');
+    const steer = await keel.post(
+      agent,
+      conv,
+      { messageId: uniqueId('m'), text: 'actually, this', mode: 'steer' },
+      { wait: 30 },
+    );
+    expect(steer.body.turnId).toBe(first.body.turnId);
+    expect(steer.body.reply?.text).toBe('echo: actually, this');
+    const { rows } = await keel.pool.query(`SELECT turn_id FROM turns WHERE conversation_key = $1`, [
+      conversationWorkflowId(agent, conv),
+    ]);
+    expect(rows).toEqual([{ turn_id: first.body.turnId }]);
+  });
+
+  it("a model that keeps calling tools runs them all in one step, up to the turn's 5 model calls", async () => {
+    const agent = await agentWithShop();
+    const conv = uniqueId('c');
+    for (let i = 1; i <= 6; i++) await queueAnswer(keel, agent, conv, lookup(`L${i}`, i));
+    const res = await keel.post(agent, conv, { messageId: uniqueId('m'), text: 'look them all up' });
+    expect(await replyOf(agent, conv, res.body.turnId)).toBe('error: ');
+    const { rows } = await keel.pool.query<{ error: { code: string }; model_calls: number }>(
+      `SELECT error, model_calls FROM turns WHERE turn_id = $1`,
+      [res.body.turnId],
+    );
+    expect(rows[0]).toMatchObject({ error: { code: 'max_model_calls' }, model_calls: 5 });
+    // Five calls of the tool, once each; the sixth answer was never asked for.
+    const sent = shop.calls.filter((c) => /^L\d$/.test(String(c.args.orderId))).map((c) => c.args.orderId);
+    expect(sent).toEqual(['L1', 'L2', 'L3', 'L4', 'L5']);
+    expect((await toolResultRows(res.body.turnId)).map((r) => r.origin)).toEqual(
+      [1, 2, 3, 4, 5].map((i) => `turn:${res.body.turnId}:results:${i}`),
+    );
+    // One step for all five calls; the turn's end, with the last call's results, is a step of its own.
+    const steps = await stepsOf(conversationWorkflowId(agent, conv));
+    expect(steps.map((s) => s.type)).toEqual(['callTurnModel', 'finishTurn']);
   });
 });
 

@@ -343,40 +343,54 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         throughSeq = await (oneTask ? s.store : store).startRetrigger(retrigger);
       } else if (oneTask) before = { begin: { messageIds: [first.messageId] } };
       else throughSeq = await record().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
+      // A model step that went on with the turn's next model call itself, once all the tool calls it asked for ran.
+      let chained: ModelStep | undefined;
       for (;;) {
-        if (turn.interrupted) {
-          const { begin } = before;
-          // Begun before it ends, so that its message is in the transcript; unless it ended already.
-          if (begin && (await s.store.beginTurn({ conversationKey, turnId, ...begin })) === null) return;
-          return await finish(interrupted(), pending.toolResults);
-        }
-        if (ctx.callIndex >= maxCalls) {
-          const message = `the turn used its ${maxCalls} model calls without replying`;
-          return await finish({ status: 'error', error: { code: 'max_model_calls', message } }, pending.toolResults);
-        }
-        const steered = turns.takeSteered();
-        if (pending.toolResults || pending.note || steered.length > 0) {
-          const append = { toolResults: pending.toolResults, note: pending.note, steered };
-          if (oneTask) before = { ...before, append };
-          else throughSeq = await record().appendToTranscript({ conversationKey, turnId, ...append });
-          pending = {};
-        }
-
-        ctx.callIndex++;
-        const call = {
-          conversationKey,
-          agentId,
-          turnId,
-          callIndex: ctx.callIndex,
-          throughSeq,
-          toolNames: CHANNEL_TOOL_NAMES,
-        };
-        const final = oneTask && patched(EFFECTS_IN_MODEL_STEP_PATCH) ? finalReply() : undefined;
-        const effects = final ? { runTools: true, replyAtOnce: { ...final, conversationId, rules: replyRules() } } : {};
-        const step = await callModel(turn, s, call, before, effects);
+        let step: ModelStep | { error: TurnEnd };
         // Tool results the step was to write: the turn's end writes them (once) if the step did not get to.
-        const written = before.append?.toolResults;
-        before = {};
+        let written: ToolResults | undefined;
+        if (chained) {
+          // Taken whatever came meanwhile, as it is committed: an interrupt or a steered message is read next.
+          ctx.callIndex++;
+          step = chained;
+          written = pending.toolResults;
+          chained = undefined;
+          pending = {};
+        } else {
+          if (turn.interrupted) {
+            const { begin } = before;
+            // Begun before it ends, so that its message is in the transcript; unless it ended already.
+            if (begin && (await s.store.beginTurn({ conversationKey, turnId, ...begin })) === null) return;
+            return await finish(interrupted(), pending.toolResults);
+          }
+          if (ctx.callIndex >= maxCalls) {
+            const message = `the turn used its ${maxCalls} model calls without replying`;
+            return await finish({ status: 'error', error: { code: 'max_model_calls', message } }, pending.toolResults);
+          }
+          const steered = turns.takeSteered();
+          if (pending.toolResults || pending.note || steered.length > 0) {
+            const append = { toolResults: pending.toolResults, note: pending.note, steered };
+            if (oneTask) before = { ...before, append };
+            else throughSeq = await record().appendToTranscript({ conversationKey, turnId, ...append });
+            pending = {};
+          }
+
+          ctx.callIndex++;
+          const call = {
+            conversationKey,
+            agentId,
+            turnId,
+            callIndex: ctx.callIndex,
+            throughSeq,
+            toolNames: CHANNEL_TOOL_NAMES,
+          };
+          const final = oneTask && patched(EFFECTS_IN_MODEL_STEP_PATCH) ? finalReply() : undefined;
+          const replyAtOnce = final && { ...final, conversationId, rules: replyRules() };
+          const effects = replyAtOnce ? { runTools: true, replyAtOnce, upToCall: maxCalls } : {};
+          step = await callModel(turn, s, call, before, effects);
+          written = before.append?.toolResults;
+          before = {};
+        }
         // A message handed over again after its turn ended: nothing more to do.
         if ('ended' in step) return;
         if ('error' in step) return await finish(step.error, written);
@@ -402,6 +416,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         pending = { toolResults: { callIndex: ctx.callIndex, results: results.map((r) => r.result) } };
         const ended = results.find((r) => r.end);
         if (ended?.end) return await finish(ended.end, pending.toolResults, ended.endCommitted);
+        chained = step.next;
       }
     } finally {
       current = undefined;
@@ -440,7 +455,10 @@ function interrupted(): TurnEnd {
 type ModelCallInput = Parameters<TurnSteps['model']['callModel']>[0];
 type BeforeModelCall = Parameters<TurnSteps['model']['callTurnModel']>[0]['before'];
 type ModelStep = Awaited<ReturnType<TurnSteps['model']['callTurnModel']>>;
-type ModelStepEffects = Pick<Parameters<TurnSteps['model']['callTurnModel']>[0], 'runTools' | 'replyAtOnce'>;
+type ModelStepEffects = Pick<
+  Parameters<TurnSteps['model']['callTurnModel']>[0],
+  'runTools' | 'replyAtOnce' | 'upToCall'
+>;
 
 /**
  * A model call that an interrupting message can cancel; a failure that retries cannot mend ends the turn. A turn in

@@ -1,6 +1,7 @@
 import { ActivityFailure, CancellationScope, condition, isCancellation } from '@temporalio/workflow';
-import type { ToolCallAttempt, ToolCallSource } from '../contracts/tool-calls';
+import { attemptResult, type ToolCallAttempt, type ToolCallSource } from '../contracts/tool-calls';
 import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
+import { toolResult } from '../domain/transcript';
 import {
   refusalForModel,
   type PreparedToolCall,
@@ -83,20 +84,16 @@ export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext):
       prepared = await tools.prepareAndRunToolCall.executeWithOptions({ summary: `tool ${call.name}` }, [input]);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return resultBlock(call.id, `tool ${call.name} failed: ${causeOf(err)}`, true);
+      return toolResult(call.id, `tool ${call.name} failed: ${causeOf(err)}`, true);
     }
   } else prepared = await store.prepareToolCall(input);
-  if (prepared.kind === 'ran') {
-    const { result } = prepared;
-    return resultBlock(call.id, result.content, result.isError, result.ref);
-  }
-  if (prepared.kind === 'answer') return resultBlock(call.id, prepared.content, true);
+  if (prepared.kind === 'ran' || prepared.kind === 'answer') return attemptResult(call.id, prepared);
   let how: string = prepared.kind === 'run' ? prepared.policy : 'approved';
   if (prepared.kind === 'approve') {
     const answer = await waitForPerson(prepared, ctx);
-    if ('kind' in answer) return resultBlock(call.id, refusalForModel(prepared.label, answer), true);
+    if ('kind' in answer) return toolResult(call.id, refusalForModel(prepared.label, answer), true);
     if (!answer.approved)
-      return resultBlock(call.id, refusalForModel(prepared.label, { kind: 'rejected', note: answer.note }), true);
+      return toolResult(call.id, refusalForModel(prepared.label, { kind: 'rejected', note: answer.note }), true);
     how = 'approved';
   }
   // An approved call runs as an ordinary activity: the workflow task that took the decision ends at once, and with it
@@ -106,10 +103,10 @@ export async function runServerTool(call: ToolUseBlock, ctx: ServerToolContext):
     const result = await runner.runToolCall.executeWithOptions({ summary: `${prepared.label} (${how})` }, [
       { callId: prepared.callId },
     ]);
-    return resultBlock(call.id, result.content, result.isError, result.ref);
+    return toolResult(call.id, result.content, result.isError, result.ref);
   } catch (err) {
     if (isCancellation(err)) throw err;
-    return resultBlock(call.id, `${prepared.label} failed: ${causeOf(err)}`, true);
+    return toolResult(call.id, `${prepared.label} failed: ${causeOf(err)}`, true);
   }
 }
 
@@ -138,14 +135,4 @@ async function waitForPerson(
   const refusal = 'kind' in answer && answer.kind !== 'rejected' ? answer : undefined;
   await store.settleToolCallWait({ callId: prepared.callId, decision, ...(refusal ? { refusal } : {}) });
   return answer;
-}
-
-function resultBlock(toolUseId: string, content: string, isError: boolean, ref?: string): ToolResultBlock {
-  return {
-    type: 'tool_result',
-    tool_use_id: toolUseId,
-    content,
-    ...(isError ? { is_error: true } : {}),
-    ...(ref ? { ref } : {}),
-  };
 }

@@ -89,6 +89,19 @@ export function shopServer(calls: ReceivedCall[], opts: ShopOptions = {}): McpSe
     },
   );
   server.registerTool(
+    'slow_lookup',
+    {
+      description: 'Looks an order up, taking `ms` to answer.',
+      inputSchema: { orderId: z.string(), ms: z.number() },
+      annotations: { readOnlyHint: true },
+    },
+    async (args, extra) => {
+      received('slow_lookup', args, extra._meta);
+      await new Promise((resolve) => setTimeout(resolve, args.ms));
+      return text(`order ${args.orderId}: shipped`);
+    },
+  );
+  server.registerTool(
     'big_report',
     { description: 'A long report.', inputSchema: {}, annotations: { readOnlyHint: true } },
     (_args, extra) => {
