@@ -237,9 +237,16 @@ async function writeSection(r: Results): Promise<void> {
       '2 local steps a turn (2026-12-04) | 124.4 ms | 82.3 ms | 1.51× |',
     "| the same, with a model step going on with the turn's next model call itself once every tool call its " +
       'answer asked for has run: a turn with a read-only tool call is one local step, with no hand-over inside it ' +
-      `(2026-12-04, this run) | ${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ${r.ratioToBare}× |`,
+      '(2026-12-04 and 2026-12-05, the second with a steered message stopping the chain) | 88.4 ms, 83.9 ms | ' +
+      '63.3 ms, 62.2 ms | 1.4×, 1.35× |',
+    '| the same, with the message accepted in one statement instead of a transaction of seven (2026-12-05) | ' +
+      '77.6 ms | 59.1 ms | 1.31× |',
+    "| the same in fewer statements a turn, 76 → 67: the turn's tools read with the model call's other reads and " +
+      'pinned in one statement, then kept for its later steps; a tool call recorded in one statement and run from ' +
+      'that record; a turn marked running by the statement that finds it open ' +
+      `(2026-12-05, this run) | ${r.keel.p50Ms} ms | ${r.bareFloor.p50Ms} ms | ${r.ratioToBare}× |`,
     '',
-    'Absolute times vary from run to run on this machine (the bare floor from 55 to 85 ms); a ratio compares the ' +
+    'Absolute times vary from run to run on this machine (the bare floor from 54 to 85 ms); a ratio compares the ' +
       'two side by side, in one run.',
     '',
     'Where the rest goes (2026-12-04). Each step timed in the worker, p50 of 50 turns: the POST records the ' +
@@ -257,11 +264,11 @@ async function writeSection(r: Results): Promise<void> {
       "the spread of this machine's runs. The bare floor takes two " +
       'activations and one activity that makes one MCP call and writes nothing. The figure still misses its goal. ' +
       'With a model step going on with the next model call itself, such a turn is one local step, with no ' +
-      'hand-over inside it; the rest is the way in (the POST, its signal and the first activation: 13 + 8 + 18 ms) ' +
-      'and the cost of each model call. Left to try: fewer statements per model step (about 20 still), less ' +
-      'workflow-thread CPU per ' +
-      "activation (issue 27's thin workflow code: no zod, guard or tool registry in the bundle, fewer promises per " +
-      "step), and a shorter way in (the POST's transaction and signal).",
+      'hand-over inside it; the rest is the way in (the POST, its signal and the first activation) and the ' +
+      "statements of each model call. A trace of the worker's queries (2026-12-05) shows the step as a chain of " +
+      'about 70 statements in about 57 ms, one after another: each statement taken off that chain is worth about ' +
+      "0.8 ms here, which is what the last two rows did. Left: 67 statements a turn, 14 of them transactions' " +
+      'BEGIN and COMMIT, and less workflow-thread CPU per activation (issue 27).',
     END,
   ].join('\n');
   const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');

@@ -42,9 +42,11 @@ const toAgent = (r: AgentRecord): AgentRow => ({
   updatedAt: r.updated_at.toISOString(),
 });
 
-/** Agents come into being on first use, with defaults. */
+/** Agents come into being on first use, with defaults: the agent's id is $1 (also a statement's first part). */
+export const ENSURE_AGENT_SQL = 'INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT (id) DO NOTHING';
+
 export async function ensureAgent(db: Queryable, agentId: string): Promise<void> {
-  await db.query('INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT (id) DO NOTHING', [agentId]);
+  await db.query(ENSURE_AGENT_SQL, [agentId]);
 }
 
 /**

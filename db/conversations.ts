@@ -3,7 +3,7 @@ import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/deli
 import type { InboundMessage, MessageMode } from '../domain/messages';
 import type { ContentBlock } from '../domain/model';
 import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
-import { ensureAgent } from './agents';
+import { ENSURE_AGENT_SQL } from './agents';
 import { exactInstant, type PageRequest } from './page';
 import { inTransaction, type Pool, type Queryable } from './pool';
 
@@ -32,51 +32,70 @@ export interface AcceptInput {
 /**
  * Records an inbound message once per messageId. A second submission of the same messageId returns the turn of
  * the first and changes nothing.
+ *
+ * One statement: the agent's and conversation's rows if new, the message, the conversation's default delivery and
+ * the message's turn. An existing conversation's row is held until it commits, so that accepts of one conversation
+ * commit in their turns' order. A conversation another statement is creating at the same moment is not in this
+ * statement's snapshot: nothing is recorded, and the statement runs again once that one has committed.
  */
 export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnId: string; duplicate: boolean }> {
-  return inTransaction(pool, async (db) => {
-    await ensureAgent(db, a.agentId);
-    await ensureConversation(db, { key: a.conversationKey, agentId: a.agentId, conversationId: a.conversationId });
-    const m = a.message;
-    const inserted = await db.query<{ turn_id: string }>(
-      `INSERT INTO inbound_messages (conversation_key, message_id, turn_id, text, author, mode, delivery, notify)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING turn_id`,
+  const m = a.message;
+  const delivery = m.delivery ? JSON.stringify(m.delivery) : null;
+  for (let attempt = 1; ; attempt++) {
+    const { rows } = await pool.query<{ seen: boolean; inserted: string | null }>(
+      `WITH agent AS (${ENSURE_AGENT_SQL}
+       ), created AS (
+         INSERT INTO conversations (key, agent_id, conversation_id, default_delivery) VALUES ($2, $1, $3, $7::jsonb)
+         ON CONFLICT (key) DO NOTHING RETURNING default_delivery
+       ), conv AS (
+         SELECT 1 FROM created UNION ALL SELECT 1 FROM conversations WHERE key = $2
+       ), msg AS (
+         INSERT INTO inbound_messages (conversation_key, message_id, turn_id, text, author, mode, delivery, notify)
+         SELECT $2, $5, $4, $6, $8, $9, $7::jsonb, $10 WHERE EXISTS (SELECT 1 FROM conv)
+         ON CONFLICT DO NOTHING RETURNING turn_id
+       ), kept AS (
+         -- A message's delivery becomes the conversation's default for later messages that name none.
+         UPDATE conversations SET default_delivery = COALESCE($7::jsonb, default_delivery)
+          WHERE key = $2 AND EXISTS (SELECT 1 FROM msg) RETURNING default_delivery
+       ), turn AS (
+         INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery)
+         SELECT $4, $2, $5, 'queued',
+                COALESCE((SELECT default_delivery FROM kept), (SELECT default_delivery FROM created), $11::jsonb)
+          -- Its order drawn once the conversation's row is held (kept), or new (created).
+          WHERE $12::boolean AND EXISTS (SELECT 1 FROM msg)
+            AND (EXISTS (SELECT 1 FROM kept) OR EXISTS (SELECT 1 FROM created))
+       )
+       SELECT EXISTS (SELECT 1 FROM conv) AS seen, (SELECT turn_id FROM msg) AS inserted`,
       [
+        a.agentId,
         a.conversationKey,
-        m.messageId,
+        a.conversationId,
         a.turnId,
+        m.messageId,
         m.text,
+        delivery,
         m.author ?? null,
         m.mode,
-        m.delivery ? JSON.stringify(m.delivery) : null,
         m.notify ?? null,
+        JSON.stringify(NO_DELIVERY),
+        a.startsTurn,
       ],
     );
-    if (inserted.rowCount === 0) {
-      const existing = await db.query<{ turn_id: string }>(
-        'SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2',
-        [a.conversationKey, m.messageId],
-      );
-      const turnId = existing.rows[0]!.turn_id;
-      // The same turnId means this is a retry of the very acceptance that committed (the activity's reply was lost):
-      // it is the same message, not a duplicate of an earlier one, and its turn must still be queued.
-      return { turnId, duplicate: turnId !== a.turnId };
+    const { seen, inserted } = rows[0]!;
+    if (inserted !== null) return { turnId: a.turnId, duplicate: false };
+    if (!seen) {
+      if (attempt < 3) continue;
+      throw new Error(`conversation ${a.conversationKey} could not be recorded`);
     }
-    // A message's delivery becomes the conversation's default for later messages that name none.
-    const conv = await db.query<{ default_delivery: Delivery | null }>(
-      `UPDATE conversations SET default_delivery = COALESCE($2::jsonb, default_delivery)
-        WHERE key = $1 RETURNING default_delivery`,
-      [a.conversationKey, m.delivery ? JSON.stringify(m.delivery) : null],
+    const existing = await pool.query<{ turn_id: string }>(
+      'SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2',
+      [a.conversationKey, m.messageId],
     );
-    if (a.startsTurn) {
-      const delivery = conv.rows[0]?.default_delivery ?? NO_DELIVERY;
-      await db.query(
-        `INSERT INTO turns (turn_id, conversation_key, message_id, status, delivery) VALUES ($1, $2, $3, 'queued', $4)`,
-        [a.turnId, a.conversationKey, m.messageId, JSON.stringify(delivery)],
-      );
-    }
-    return { turnId: a.turnId, duplicate: false };
-  });
+    const turnId = existing.rows[0]!.turn_id;
+    // The same turnId means this is a retry of the very acceptance that committed (the activity's reply was lost):
+    // it is the same message, not a duplicate of an earlier one, and its turn must still be queued.
+    return { turnId, duplicate: turnId !== a.turnId };
+  }
 }
 
 export interface NewTranscriptEntry {
@@ -224,14 +243,6 @@ export async function openTurnsBefore(
   return rows[0] ? Number(rows[0].ahead) : undefined;
 }
 
-/** Whether the turn is still to run or running (not ended, and not folded into the turn it was steered into). */
-export async function turnIsOpen(db: Queryable, turnId: string): Promise<boolean> {
-  const { rowCount } = await db.query(`SELECT 1 FROM turns WHERE turn_id = $1 AND status IN ('queued', 'running')`, [
-    turnId,
-  ]);
-  return (rowCount ?? 0) > 0;
-}
-
 /**
  * Whether a message sent in one of these modes (an interrupt, a steer) waits in the conversation: recorded, its turn
  * not begun, nor joined to the running turn yet.
@@ -274,12 +285,14 @@ export async function createRetriggerTurn(db: Queryable, conversationKey: string
   );
 }
 
-export async function markTurnRunning(db: Queryable, turnId: string): Promise<void> {
-  await db.query(
+/** Marks an open turn running (its start, the first time); false when it has ended already. */
+export async function markTurnRunning(db: Queryable, turnId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
     `UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now())
       WHERE turn_id = $1 AND status IN ('queued', 'running')`,
     [turnId],
   );
+  return (rowCount ?? 0) > 0;
 }
 
 /** The transcript up to and including `throughSeq`, at most `limit` of the latest messages. */

@@ -137,12 +137,12 @@ export type NewToolCall = Pick<
 
 /** Records a call under its key; a retry of the step that records it finds the first record and answers it. */
 export async function recordToolCall(db: Queryable, c: NewToolCall): Promise<ToolCallRow> {
-  await db.query(
+  const inserted = await db.query<Record_>(
     `INSERT INTO tool_calls (id, key, agent_id, server, tool, model_name, arguments, args_digest, origin,
        transcript_key, conversation_key, turn_id, delegate_id, tool_use_id, workflow_id, tools_hash, policy,
        retries_safely, status)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-     ON CONFLICT (key) DO NOTHING`,
+     ON CONFLICT (key) DO NOTHING RETURNING ${COLUMNS}`,
     [
       c.id,
       c.key,
@@ -165,7 +165,8 @@ export async function recordToolCall(db: Queryable, c: NewToolCall): Promise<Too
       c.status,
     ],
   );
-  return (await toolCallByKey(db, c.key))!;
+  // The call recorded by an earlier attempt, when this one found it there.
+  return inserted.rows[0] ? toRow(inserted.rows[0]) : (await toolCallByKey(db, c.key))!;
 }
 
 export async function toolCallByKey(db: Queryable, key: string): Promise<ToolCallRow | undefined> {

@@ -18,19 +18,20 @@ export async function pinnedTools(
   return rows[0];
 }
 
-/** Pins `tools` to the turn unless a list is pinned already; answers the list the turn has. */
+/**
+ * Pins `tools` to the turn unless a list is pinned already; answers the list the turn has. One statement when the pin
+ * is new (the list and the pin together), a second to read the pin an earlier attempt made.
+ */
 export async function pinTools(
   db: Queryable,
   p: { transcriptKey: string; turnId: string; hash: string; tools: PinnedTool[] },
 ): Promise<{ hash: string; tools: PinnedTool[] }> {
-  await db.query(`INSERT INTO tool_lists (hash, tools) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, [
-    p.hash,
-    JSON.stringify(p.tools),
-  ]);
-  await db.query(
-    `INSERT INTO turn_tool_lists (transcript_key, turn_id, hash) VALUES ($1, $2, $3)
+  const { rowCount } = await db.query(
+    `WITH list AS (INSERT INTO tool_lists (hash, tools) VALUES ($3, $4) ON CONFLICT (hash) DO NOTHING)
+     INSERT INTO turn_tool_lists (transcript_key, turn_id, hash) VALUES ($1, $2, $3)
      ON CONFLICT (transcript_key, turn_id) DO NOTHING`,
-    [p.transcriptKey, p.turnId, p.hash],
+    [p.transcriptKey, p.turnId, p.hash, JSON.stringify(p.tools)],
   );
+  if (rowCount === 1) return { hash: p.hash, tools: p.tools };
   return (await pinnedTools(db, p.transcriptKey, p.turnId))!;
 }

@@ -75,24 +75,28 @@ export async function callConversationModel(
   const { pool } = deps;
   const origin = transcriptOrigin.modelCall(input.turnId, input.callIndex);
   // The reads a request is built from, at once: each is a round trip to PostgreSQL, and a turn waits on them all.
-  const [earlier, agent, brief, transcript, memory] = await Promise.all([
+  const toolsOf = (allowedServers: string[] | null) =>
+    turnTools(pool, {
+      agentId: input.agentId,
+      transcriptKey: input.conversationKey,
+      turnId: input.turnId,
+      allowedServers,
+    });
+  // A turn's tools are read with the rest; a delegate's, once its brief says which servers it may use.
+  const [earlier, agent, brief, transcript, memory, turnServerTools] = await Promise.all([
     findByOrigin(pool, input.conversationKey, origin),
     getAgent(pool, input.agentId),
     input.delegateId ? delegateBrief(pool, input.delegateId) : undefined,
     loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW),
     input.delegateId ? undefined : currentMemory(pool, input.agentId),
+    input.delegateId ? undefined : toolsOf(null),
   ]);
   if (earlier) return withSpend(pool, origin, stepFrom(earlier.seq, earlier.content as ModelStep['content']));
 
   const model = agent?.model ?? deps.defaultModel;
   const [messages, serverTools] = await Promise.all([
     withWholeResults(pool, toModelMessages(trimWindowStart(transcript))),
-    turnTools(pool, {
-      agentId: input.agentId,
-      transcriptKey: input.conversationKey,
-      turnId: input.turnId,
-      allowedServers: brief ? brief.toolServers : null,
-    }),
+    turnServerTools ?? toolsOf(brief ? brief.toolServers : null),
   ]);
   const request: ModelRequest = {
     model,

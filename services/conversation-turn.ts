@@ -7,7 +7,6 @@ import {
   finishTurn as commitTurnEnd,
   inboundTexts,
   markTurnRunning,
-  turnIsOpen,
   type AcceptInput,
   type NewTranscriptEntry,
 } from '../db/conversations';
@@ -80,7 +79,10 @@ type TurnStart = { conversationKey: string; turnId: string; messageIds: string[]
 
 /** Puts the turn's message into the transcript and marks the turn running; returns the transcript's last seq. */
 export async function startTurn(deps: ConversationTurnDeps, input: TurnStart): Promise<number> {
-  return inTransaction(deps.pool, (db) => startInTransaction(db, input));
+  return inTransaction(deps.pool, async (db) => {
+    await markTurnRunning(db, input.turnId);
+    return writeTurnStart(db, input);
+  });
 }
 
 /**
@@ -89,18 +91,18 @@ export async function startTurn(deps: ConversationTurnDeps, input: TurnStart): P
  */
 export async function beginTurn(deps: ConversationTurnDeps, input: TurnStart): Promise<number | null> {
   return inTransaction(deps.pool, async (db) =>
-    (await turnIsOpen(db, input.turnId)) ? startInTransaction(db, input) : null,
+    (await markTurnRunning(db, input.turnId)) ? writeTurnStart(db, input) : null,
   );
 }
 
-async function startInTransaction(db: PoolClient, input: TurnStart): Promise<number> {
+/** The turn's messages in its transcript, and its start heard; the turn was marked running in this transaction. */
+async function writeTurnStart(db: PoolClient, input: TurnStart): Promise<number> {
   const seq = await appendTranscript(
     db,
     input.conversationKey,
     input.turnId,
     await userEntries(db, input.conversationKey, input.messageIds),
   );
-  await markTurnRunning(db, input.turnId);
   await publishEvent(db, input.conversationKey, 'turn.started', [input.turnId], {
     turnId: input.turnId,
     messageIds: input.messageIds,

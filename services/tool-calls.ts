@@ -46,21 +46,35 @@ export async function prepareAndRunToolCall(
   input: PrepareToolCallInput,
   step: Step,
 ): Promise<ToolCallAttempt> {
-  const prepared = await prepareToolCall(deps, input);
+  const recorded = await recordPreparedCall(deps, input);
+  if (!('row' in recorded)) return recorded.prepared;
+  const { prepared, row } = recorded;
   if (prepared.kind !== 'run') return prepared;
-  return { kind: 'ran', how: prepared.policy, result: await runToolCall(deps, { callId: prepared.callId }, step) };
+  return { kind: 'ran', how: prepared.policy, result: await runRecordedToolCall(deps, row, step) };
 }
 
 /** Looks the tool up in the turn's pinned list, applies its policy and records the call (once, under its key). */
 export async function prepareToolCall(deps: ToolCallDeps, input: PrepareToolCallInput): Promise<PreparedToolCall> {
+  return (await recordPreparedCall(deps, input)).prepared;
+}
+
+/** prepareToolCall, with the call's record when it made or found one. */
+async function recordPreparedCall(
+  deps: ToolCallDeps,
+  input: PrepareToolCallInput,
+): Promise<
+  { prepared: PreparedToolCall & { kind: 'answer' } } | { prepared: PreparedToolCall; row: calls.ToolCallRow }
+> {
   const { toolUse } = input;
   const pinned = await pinnedTurnTools(deps.pool, input.transcriptKey, input.turnId);
   const tool = pinned?.tools.find((t) => t.modelName === toolUse.name);
   if (!pinned || !tool)
     return {
-      kind: 'answer',
-      content: `unknown tool "${toolUse.name}": it is not among the tools offered`,
-      isError: true,
+      prepared: {
+        kind: 'answer',
+        content: `unknown tool "${toolUse.name}": it is not among the tools offered`,
+        isError: true,
+      },
     };
   const args = toolUse.input;
   const waits = tool.policy === 'approve';
@@ -86,8 +100,8 @@ export async function prepareToolCall(deps: ToolCallDeps, input: PrepareToolCall
     status: waits ? 'prepared' : 'approved',
   });
   const label = `tool ${row.modelName}`;
-  if (row.policy !== 'approve') return { kind: 'run', callId: row.id, policy: row.policy, label };
-  return { kind: 'approve', callId: row.id, argsDigest: row.argsDigest, label };
+  if (row.policy !== 'approve') return { prepared: { kind: 'run', callId: row.id, policy: row.policy, label }, row };
+  return { prepared: { kind: 'approve', callId: row.id, argsDigest: row.argsDigest, label }, row };
 }
 
 /**
@@ -141,6 +155,11 @@ export async function settleToolCallWait(deps: Pick<ToolCallDeps, 'pool'>, input
 export async function runToolCall(deps: ToolCallDeps, input: RunToolCallInput, step: Step): Promise<ToolCallResult> {
   const row = await calls.toolCall(deps.pool, input.callId);
   if (!row) throw ApplicationFailure.nonRetryable(`tool call ${input.callId} is not recorded`);
+  return runRecordedToolCall(deps, row, step);
+}
+
+/** runToolCall, given the call's record as it was just read. */
+async function runRecordedToolCall(deps: ToolCallDeps, row: calls.ToolCallRow, step: Step): Promise<ToolCallResult> {
   if (['ok', 'error', 'unknown', 'denied'].includes(row.status)) return resultOf(row);
   const before = await calls.markToolCallSent(deps.pool, row.id);
   if (!before) throw ApplicationFailure.nonRetryable(`tool call ${row.id} is ${row.status}: it may not be sent`);

@@ -6,6 +6,25 @@ import { canonicalJson } from '../domain/canonical-json';
 import type { ToolDefinition } from '../domain/model';
 import { serverTools, type PinnedTool } from '../domain/tool-servers';
 
+type PinnedList = { hash: string; tools: PinnedTool[] };
+
+/**
+ * Lists pinned lately, by turn: a pin never changes once made, so a turn's later steps on this worker (its tool calls,
+ * its next model calls) need not read it again. Bounded, and the lists are shared by hash: most turns of an agent pin
+ * the same list.
+ */
+const recentPins = new Map<string, PinnedList>();
+const RECENT_PINS = 64;
+const pinKey = (transcriptKey: string, turnId: string) => `${transcriptKey}\n${turnId}`;
+
+function remember(key: string, list: PinnedList): PinnedList {
+  const shared = [...recentPins.values()].find((l) => l.hash === list.hash) ?? list;
+  recentPins.delete(key);
+  recentPins.set(key, shared);
+  if (recentPins.size > RECENT_PINS) recentPins.delete(recentPins.keys().next().value!);
+  return shared;
+}
+
 /**
  * The tool servers' tools a turn (or a delegate) is offered: read by the turn's first model call from what the
  * servers listed last, pinned under the list's content hash, and read back by every later step of the turn. Workflow
@@ -16,7 +35,7 @@ export async function turnTools(
   pool: Pool,
   t: { agentId: string; transcriptKey: string; turnId: string; allowedServers: string[] | null },
 ): Promise<PinnedTool[]> {
-  const pinned = await pinnedTools(pool, t.transcriptKey, t.turnId);
+  const pinned = await pinnedTurnTools(pool, t.transcriptKey, t.turnId);
   if (pinned) return pinned.tools;
   const servers = (await listToolServers(pool, t.agentId)).filter(
     (s) => s.enabled && (t.allowedServers === null || t.allowedServers.includes(s.name)),
@@ -29,11 +48,22 @@ export async function turnTools(
       .map((tool) => ({ ...tool, server: s.name, serverVersion: s.version })),
   );
   const hash = createHash('sha256').update(canonicalJson(tools)).digest('hex');
-  return (await pinTools(pool, { transcriptKey: t.transcriptKey, turnId: t.turnId, hash, tools })).tools;
+  const list = await pinTools(pool, { transcriptKey: t.transcriptKey, turnId: t.turnId, hash, tools });
+  return remember(pinKey(t.transcriptKey, t.turnId), list).tools;
 }
 
 /** The list pinned to the turn, if its first model call pinned one. */
-export const pinnedTurnTools = pinnedTools;
+export async function pinnedTurnTools(
+  pool: Pool,
+  transcriptKey: string,
+  turnId: string,
+): Promise<PinnedList | undefined> {
+  const key = pinKey(transcriptKey, turnId);
+  const known = recentPins.get(key);
+  if (known) return known;
+  const pinned = await pinnedTools(pool, transcriptKey, turnId);
+  return pinned && remember(key, pinned);
+}
 
 /** The tools as the model reads them: its model-facing name, the server's description and input schema. */
 export function serverToolDefinitions(tools: readonly PinnedTool[]): ToolDefinition[] {

@@ -161,4 +161,33 @@ describe('accepting a message', () => {
     expect(await acceptInbound(keel.pool, { ...base, turnId: 't-1' })).toEqual({ turnId: 't-1', duplicate: false });
     expect(await acceptInbound(keel.pool, { ...base, turnId: 't-2' })).toEqual({ turnId: 't-1', duplicate: true });
   });
+
+  it('takes 8 simultaneous first messages of a new conversation, each its turn, the first delivery kept', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const key = conversationWorkflowId(a, c);
+    const webhook = { channel: 'webhook' as const, url: 'https://example.com/hook' };
+    // Eight connections open first, so that the eight statements run at the same moment.
+    await Promise.all(Array.from({ length: 8 }, () => keel.pool.query('SELECT pg_sleep(0.05)')));
+    const accepted = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        acceptInbound(keel.pool, {
+          conversationKey: key,
+          agentId: a,
+          conversationId: c,
+          turnId: `${c}-t${i}`,
+          startsTurn: true,
+          message: { messageId: `m-${i}`, text: `m${i}`, mode: 'queue', ...(i === 0 ? { delivery: webhook } : {}) },
+        }),
+      ),
+    );
+    expect(accepted).toEqual(Array.from({ length: 8 }, (_, i) => ({ turnId: `${c}-t${i}`, duplicate: false })));
+    const { rows } = await keel.pool.query<{ message_id: string; channel: string }>(
+      `SELECT message_id, delivery->>'channel' AS channel FROM turns WHERE conversation_key = $1 ORDER BY message_id`,
+      [key],
+    );
+    expect(rows.map((r) => r.message_id)).toEqual(Array.from({ length: 8 }, (_, i) => `m-${i}`));
+    expect(rows[0]!.channel).toBe('webhook');
+    const conv = await keel.pool.query(`SELECT default_delivery FROM conversations WHERE key = $1`, [key]);
+    expect(conv.rows).toEqual([{ default_delivery: webhook }]);
+  });
 });

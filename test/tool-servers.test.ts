@@ -75,6 +75,7 @@ describe('a tool server, configured by a person', () => {
       'lookup_order',
       'out_of_stock',
       'refund',
+      'slow_lookup',
     ]);
 
     // A person's policy wins over the annotations, and deny is a policy too.
