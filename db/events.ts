@@ -1,6 +1,5 @@
-import type { PoolClient } from 'pg';
 import { conversationEventId } from '../domain/ids';
-import { inTransaction, type Pool, type Queryable } from './pool';
+import type { Pool, Queryable } from './pool';
 
 /** The NOTIFY channel every conversation event goes through. */
 export const EVENTS_CHANNEL = 'keel_events';
@@ -28,12 +27,12 @@ export interface ConversationEvent {
 const MAX_NOTIFY_BYTES = 7_500;
 
 /**
- * Records a finished event and announces it, in the caller's transaction (a PoolClient inside one): NOTIFY is
+ * Records a finished event and announces it, in the caller's transaction (or its own statement's): NOTIFY is
  * delivered on commit, so an event of work that rolled back is never seen. Once per type and `about` (the ids of what
  * it is about), so a retried step publishes it once.
  */
 export async function publishEvent(
-  db: PoolClient,
+  db: Queryable,
   key: string,
   type: Exclude<ConversationEventType, 'text.delta'>,
   about: readonly (string | number)[],
@@ -79,7 +78,7 @@ export async function eventsAfter(
   return rows.map((r) => ({ id: Number(r.id), key, type: r.type, data: r.data }));
 }
 
-/** One event published in a transaction of its own. */
+/** One event published on its own: its one statement is its transaction, which holds the lock until it commits. */
 export function publishEventNow(
   pool: Pool,
   key: string,
@@ -87,5 +86,5 @@ export function publishEventNow(
   about: readonly (string | number)[],
   data: Record<string, unknown>,
 ): Promise<void> {
-  return inTransaction(pool, (db) => publishEvent(db, key, type, about, data));
+  return publishEvent(pool, key, type, about, data);
 }

@@ -161,7 +161,11 @@ export async function runToolCall(deps: ToolCallDeps, input: RunToolCallInput, s
 /** runToolCall, given the call's record as it was just read. */
 async function runRecordedToolCall(deps: ToolCallDeps, row: calls.ToolCallRow, step: Step): Promise<ToolCallResult> {
   if (['ok', 'error', 'unknown', 'denied'].includes(row.status)) return resultOf(row);
-  const before = await calls.markToolCallSent(deps.pool, row.id);
+  // The server's record is read meanwhile: the call goes to it unless it was disabled or removed.
+  const [before, server] = await Promise.all([
+    calls.markToolCallSent(deps.pool, row.id),
+    getToolServer(deps.pool, row.agentId, row.server),
+  ]);
   if (!before) throw ApplicationFailure.nonRetryable(`tool call ${row.id} is ${row.status}: it may not be sent`);
   await beginEffect(deps.pool, row.key, 'tool_call', { server: row.server, tool: row.tool, args: row.argsDigest });
   if (before === 'running' && !row.retriesSafely)
@@ -171,7 +175,6 @@ async function runRecordedToolCall(deps: ToolCallDeps, row: calls.ToolCallRow, s
         'an earlier attempt sent this call and no answer was recorded (its worker stopped); it was not sent again ' +
         'because the tool does not say a repeat is harmless',
     });
-  const server = await getToolServer(deps.pool, row.agentId, row.server);
   if (!server || !server.enabled)
     return finish(deps, row, {
       status: 'error',
