@@ -1,4 +1,5 @@
-import type { Delivery, DeliveryOutcome } from '../domain/delivery';
+import type { Delivery, DeliveryOutcome, DeliveryReport } from '../domain/delivery';
+import { SETTLE_EFFECT_SQL, type EffectStatus } from './effects';
 import type { Queryable } from './pool';
 
 export interface DeliveryRecord {
@@ -24,15 +25,19 @@ export async function recordDeliveryError(db: Queryable, effectKey: string, erro
   await db.query('UPDATE deliveries SET last_error = $2, updated_at = now() WHERE effect_key = $1', [effectKey, error]);
 }
 
+/** A delivery's outcome, and its effect settled with the report, in one statement. */
 export async function recordDeliveryOutcome(
   db: Queryable,
   effectKey: string,
   outcome: DeliveryOutcome,
-  error?: string,
+  error: string | undefined,
+  effect: { status: Exclude<EffectStatus, 'pending'>; report: DeliveryReport },
 ): Promise<void> {
   await db.query(
-    `UPDATE deliveries SET outcome = $2, last_error = COALESCE($3, last_error), updated_at = now()
-      WHERE effect_key = $1`,
-    [effectKey, outcome, error ?? null],
+    `WITH outcome AS (
+       UPDATE deliveries SET outcome = $4, last_error = COALESCE($5, last_error), updated_at = now()
+        WHERE effect_key = $1)
+     ${SETTLE_EFFECT_SQL}`,
+    [effectKey, effect.status, JSON.stringify(effect.report), outcome, error ?? null],
   );
 }

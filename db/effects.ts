@@ -24,14 +24,15 @@ export async function beginEffect<R>(db: Queryable, key: string, kind: string, r
   return rows[0]!;
 }
 
+/** A pending effect settled: $1 its key, $2 its status, $3 its result (also a statement's last part). */
+export const SETTLE_EFFECT_SQL =
+  "UPDATE effects SET status = $2, result = $3, updated_at = now() WHERE key = $1 AND status = 'pending'";
+
 export async function settleEffect(
   db: Queryable,
   key: string,
   status: Exclude<EffectStatus, 'pending'>,
   result: unknown,
 ): Promise<void> {
-  await db.query(
-    `UPDATE effects SET status = $2, result = $3, updated_at = now() WHERE key = $1 AND status = 'pending'`,
-    [key, status, JSON.stringify(result)],
-  );
+  await db.query(SETTLE_EFFECT_SQL, [key, status, JSON.stringify(result)]);
 }

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { OutboundMessage, Transport, Transports } from '../adapters/delivery/transport';
 import { getTurn, setMessageText } from '../db/conversations';
 import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../db/deliveries';
-import { beginEffect, settleEffect } from '../db/effects';
+import { beginEffect } from '../db/effects';
 import { publishEventNow } from '../db/events';
 import type { Pool } from '../db/pool';
 import type { DeliverReplyInput, Delivery, DeliveryOutcome, DeliveryReport, SendResult } from '../domain/delivery';
@@ -24,8 +24,10 @@ export async function deliverReply(
   input: DeliverReplyInput,
   step: Pick<Step, 'signal' | 'heartbeat'>,
 ): Promise<DeliveryReport> {
-  await setMessageText(pool, input.conversationKey, input.replySeq, input.text);
-  const turn = await getTurn(pool, input.conversationKey, input.turnId);
+  const [, turn] = await Promise.all([
+    setMessageText(pool, input.conversationKey, input.replySeq, input.text),
+    getTurn(pool, input.conversationKey, input.turnId),
+  ]);
   if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, FAILURE.turnMissing);
   const report = await deliverOnce(pool, transports, {
     effectKey: input.effectKey,
@@ -95,8 +97,10 @@ export async function deliverOnce(
   }
   const outcome = outcomeOf(result);
   const report: DeliveryReport = { outcome, attempts: effect.attempts };
-  await recordDeliveryOutcome(pool, d.effectKey, outcome, result.ok ? undefined : result.reason);
-  await settleEffect(pool, d.effectKey, result.ok || outcome.startsWith('skipped') ? 'done' : 'failed', report);
+  await recordDeliveryOutcome(pool, d.effectKey, outcome, result.ok ? undefined : result.reason, {
+    status: result.ok || outcome.startsWith('skipped') ? 'done' : 'failed',
+    report,
+  });
   return report;
 }
 
