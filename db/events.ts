@@ -1,5 +1,5 @@
 import { conversationEventId } from '../domain/ids';
-import type { Pool, Queryable } from './pool';
+import type { Queryable } from './pool';
 
 /** The NOTIFY channel every conversation event goes through. */
 export const EVENTS_CHANNEL = 'keel_events';
@@ -76,15 +76,4 @@ export async function eventsAfter(
     [key, afterId, limit],
   );
   return rows.map((r) => ({ id: Number(r.id), key, type: r.type, data: r.data }));
-}
-
-/** One event published on its own: its one statement is its transaction, which holds the lock until it commits. */
-export function publishEventNow(
-  pool: Pool,
-  key: string,
-  type: Exclude<ConversationEventType, 'text.delta'>,
-  about: readonly (string | number)[],
-  data: Record<string, unknown>,
-): Promise<void> {
-  return publishEvent(pool, key, type, about, data);
 }

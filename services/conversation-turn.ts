@@ -13,7 +13,7 @@ import {
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { queueTurnForReflection } from './reflection';
-import { publishEvent, publishEventNow } from '../db/events';
+import { publishEvent } from '../db/events';
 import { admittedResults, markRelay } from '../db/admissions';
 import { isDataError } from '../db/errors';
 import { inTransaction, type Pool } from '../db/pool';
@@ -61,7 +61,7 @@ export async function conversationIdle(
   input: { conversationKey: string; runId: string; idleMs: number },
 ): Promise<void> {
   const { pool } = deps;
-  await publishEventNow(pool, input.conversationKey, 'conversation.idle', [input.runId], {
+  await publishEvent(pool, input.conversationKey, 'conversation.idle', [input.runId], {
     idleMs: input.idleMs,
   });
 }
@@ -186,7 +186,7 @@ export async function finishTurn(
       ),
     );
   await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
-  await publishEventNow(pool, input.conversationKey, 'turn.finished', [input.turnId], {
+  await publishEvent(pool, input.conversationKey, 'turn.finished', [input.turnId], {
     turnId: input.turnId,
     status: input.end.status,
   });

@@ -3,7 +3,7 @@ import type { OutboundMessage, Transport, Transports } from '../adapters/deliver
 import { getTurn, setMessageText } from '../db/conversations';
 import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../db/deliveries';
 import { beginEffect } from '../db/effects';
-import { publishEventNow } from '../db/events';
+import { publishEvent } from '../db/events';
 import type { Pool } from '../db/pool';
 import type { DeliverReplyInput, Delivery, DeliveryOutcome, DeliveryReport, SendResult } from '../domain/delivery';
 import { FAILURE } from '../domain/failures';
@@ -43,7 +43,7 @@ export async function deliverReply(
     },
     ...step,
   });
-  await publishEventNow(pool, input.conversationKey, 'reply.delivered', [input.effectKey], {
+  await publishEvent(pool, input.conversationKey, 'reply.delivered', [input.effectKey], {
     turnId: input.turnId,
     outcome: report.outcome,
     attempts: report.attempts,
