@@ -5,6 +5,34 @@ import globals from 'globals';
 import reactHooks from 'eslint-plugin-react-hooks';
 import { builtinModules } from 'node:module';
 
+/** Domain modules that build zod schemas or rule tables when loaded: workflows import their types only. */
+const SCHEMA_MODULES = [
+  'apps',
+  'config',
+  'cron',
+  'delegation',
+  'delivery',
+  'jobs',
+  'messages',
+  'rate-limits',
+  'reflection',
+  'reply-guard',
+  'routines',
+  'secret-scan',
+  'spend',
+  'text',
+  'tools',
+];
+
+/**
+ * Workflow code is thin (issue 27): the SDK evaluates a bundle's imported modules once per cached workflow, so a
+ * schema or rule table a workflow imports is built again in every conversation. test/layers.test.ts checks the same,
+ * transitively.
+ */
+const THIN_WORKFLOWS =
+  'Workflows hold no schema or rule table (issue 27): check data in the activity it comes from, and import the ' +
+  "rules' schema-free module (e.g. domain/tool-names, domain/job-runs); types may be imported.";
+
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 // Keel's layers (docs/design.md): contracts ← workflows, activities, services ← api, worker; adapters (outside
@@ -22,7 +50,8 @@ const outside = (names) => `(?!${folders(names)})`;
 /**
  * @param {string} layer top-level folder the rules apply to
  * @param {{ to: string, message: string, allowTypeImports?: boolean }[]} rules relative-import restrictions
- * @param {{ regex: string, message: string }[]} [packages] restrictions on package imports (depth-independent)
+ * @param {{ regex: string, message: string, allowTypeImports?: boolean }[]} [packages] restrictions on package imports
+ *   (depth-independent)
  */
 function layerRules(layer, rules, packages = []) {
   return Array.from({ length: MAX_DEPTH }, (_, i) => i + 1).map((depth) => ({
@@ -38,7 +67,12 @@ function layerRules(layer, rules, packages = []) {
               allowTypeImports,
               message,
             })),
-            ...packages.map(({ regex, message }) => ({ regex, caseSensitive: true, message })),
+            ...packages.map(({ regex, message, allowTypeImports = false }) => ({
+              regex,
+              caseSensitive: true,
+              allowTypeImports,
+              message,
+            })),
           ],
         },
       ],
@@ -92,30 +126,42 @@ export default tseslint.config(
   },
   // Layer rules. Type-only imports are refused too unless a rule says otherwise: a type import is still a dependency
   // (and half of an import cycle), it is only erased at run time.
-  ...layerRules('workflows', [
-    {
-      to: into(['activities']),
-      allowTypeImports: true,
-      message:
-        'Layer rule (workflows → activities): a workflow calls activities through proxyActivities, so it may use ' +
-        'their types (`import type`) but never load activity code, which does I/O and would be bundled into the ' +
-        'replayed, deterministic workflow sandbox.',
-    },
-    {
-      to: 'activities/.',
-      message:
-        "Layer rule (workflows → activities): a workflow may use the type of Keel's activities (`KeelActivities` " +
-        'from activities/) and nothing else of that folder. Payload types a workflow shares with its steps live in ' +
-        'contracts/ or domain/.',
-    },
-    {
-      to: outside(['contracts', 'domain', 'workflows', 'activities']),
-      message:
-        'Layer rule (workflows): workflows import only contracts/, domain/, their own folder and activity types. ' +
-        'Anything else does I/O or pulls Node into the deterministic workflow bundle: share definitions through ' +
-        'contracts/ and pure rules or types through domain/.',
-    },
-  ]),
+  ...layerRules(
+    'workflows',
+    [
+      {
+        to: into(['activities']),
+        allowTypeImports: true,
+        message:
+          'Layer rule (workflows → activities): a workflow calls activities through proxyActivities, so it may use ' +
+          'their types (`import type`) but never load activity code, which does I/O and would be bundled into the ' +
+          'replayed, deterministic workflow sandbox.',
+      },
+      {
+        to: 'activities/.',
+        message:
+          "Layer rule (workflows → activities): a workflow may use the type of Keel's activities (`KeelActivities` " +
+          'from activities/) and nothing else of that folder. Payload types a workflow shares with its steps live in ' +
+          'contracts/ or domain/.',
+      },
+      {
+        to: outside(['contracts', 'domain', 'workflows', 'activities']),
+        message:
+          'Layer rule (workflows): workflows import only contracts/, domain/, their own folder and activity types. ' +
+          'Anything else does I/O or pulls Node into the deterministic workflow bundle: share definitions through ' +
+          'contracts/ and pure rules or types through domain/.',
+      },
+      {
+        to: `domain/(${SCHEMA_MODULES.join('|')})$`,
+        allowTypeImports: true,
+        message: THIN_WORKFLOWS,
+      },
+    ],
+    [
+      { regex: '^(zod|croner)(/|$)', allowTypeImports: true, message: THIN_WORKFLOWS },
+      { regex: '\\.json$', message: THIN_WORKFLOWS },
+    ],
+  ),
   ...layerRules('activities', [
     {
       to: into(['workflows']),

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { storableString } from './text';
+import type { SecretRules } from './secret-scan';
 import { WEBHOOK_SECRET_MESSAGE, WEBHOOK_SECRET_PATTERN } from './webhook-secret';
+import type { DeliveryOutcome } from './delivery-outcome';
+export { outcomeKind, type DeliveryOutcome } from './delivery-outcome';
 
 // A regex rather than z.url(): this schema also runs inside the workflow sandbox, which has no URL parser to rely on.
 const httpUrl = storableString()
@@ -101,21 +104,18 @@ export interface DeliverReplyInput {
   text: string;
   /** Idempotency key: the same on every retry and replay of this delivery. */
   effectKey: string;
+  /** The reply guard's rules, checked in this step before anything is written or sent (GUARD_IN_DELIVERY_PATCH). */
+  guard?: SecretRules;
+}
+
+/** A reply the guard blocked in its delivery's step: what the model reads, and why, for the turn's error. */
+export interface ReplyBlocked {
+  blocked: { message: string; detail: string };
 }
 
 export interface DeliveryReport {
   outcome: DeliveryOutcome;
   attempts: number;
-}
-
-/**
- * Outcome of one delivery: `delivered`, or a kind with its reason. `skipped` means Keel chose not to send
- * (nothing to send to); `dropped` means the target refused it for good; `error` means retries ran out.
- */
-export type DeliveryOutcome = 'delivered' | `skipped:${string}` | `dropped:${string}` | `error:${string}`;
-
-export function outcomeKind(outcome: DeliveryOutcome): 'delivered' | 'skipped' | 'dropped' | 'error' {
-  return outcome === 'delivered' ? 'delivered' : (outcome.split(':')[0] as 'skipped' | 'dropped' | 'error');
 }
 
 /** What a transport reports for one attempt. Retryable failures are retried by Temporal with the delivery policy. */

@@ -130,7 +130,16 @@ export interface ModelStep {
   content: (TextBlock | ToolUseBlock)[];
   /** What the call used and cost, as the ledger holds it: shown with the activity's result in the Temporal UI. */
   spend?: CallSpend;
+  /**
+   * The calls of Keel's own tools whose input does not fit the tool offered, each with the error the model reads;
+   * the others' inputs in `content` are as their schema parsed them. Unset in steps recorded before the check moved
+   * out of the workflow (issue 27).
+   */
+  inputErrors?: ToolInputErrors;
 }
+
+/** Errors of a model step's tool calls, by tool use id. */
+export type ToolInputErrors = Record<string, string>;
 
 /** What one model call used and cost, as the ledger holds it. */
 export interface CallSpend {

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import { DESTINATION_NAME, DESTINATION_NAME_RULE, MODEL_TARGET_REFUSED } from './delivery';
 import { JobSchedule } from './jobs';
-import type { ToolDefinition } from './model';
+import type { ModelStep, ToolDefinition, ToolInputErrors } from './model';
+import { isServerToolName } from './tool-servers';
+import { TOOL, unknownTool } from './tool-names';
+export { CHANNEL_TOOL_NAMES, DELEGATE_TOOL_NAMES } from './tool-names';
 
 /**
  * The tool registry's contract: each tool has a name, a description the model reads and a zod schema of its
@@ -21,7 +24,7 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolSpec<S> 
 }
 
 export const replyTool = defineTool({
-  name: 'reply',
+  name: TOOL.reply,
   description:
     'Send a message to the user. This is how the user hears from you: plain text you write outside this tool is ' +
     'also delivered, but only when you call no tool. Calling reply ends your turn.',
@@ -30,14 +33,14 @@ export const replyTool = defineTool({
 });
 
 export const skipTool = defineTool({
-  name: 'skip',
+  name: TOOL.skip,
   description: 'End your turn without replying, when the message needs no answer.',
   input: z.object({ reason: z.string().optional().describe('Why no reply is needed (kept in the transcript).') }),
   endsTurn: true,
 });
 
 export const spawnDelegateTool = defineTool({
-  name: 'spawn_delegate',
+  name: TOOL.spawnDelegate,
   description:
     'Hand a task to a delegate that works on it in the background; its result comes back to you later in this ' +
     'conversation. Give either `task` (the number of a task on the board) or `text` (an ad-hoc task). The delegate ' +
@@ -53,14 +56,14 @@ export const spawnDelegateTool = defineTool({
 });
 
 export const cancelDelegateTool = defineTool({
-  name: 'cancel_delegate',
+  name: TOOL.cancelDelegate,
   description: 'Stop a running delegate; the reason is kept in its outcome.',
   input: z.object({ delegateId: z.string().min(1), reason: z.string().min(1).max(1000) }),
   endsTurn: false,
 });
 
 export const setStatusTool = defineTool({
-  name: 'set_status',
+  name: TOOL.setStatus,
   description:
     'Report on your task. kind "progress": how far you are (keep working afterwards). kind "outcome": the final ' +
     'result, only when every step is done; set blocked to a reason instead if you cannot go on.',
@@ -73,28 +76,28 @@ export const setStatusTool = defineTool({
 });
 
 export const readSkillTool = defineTool({
-  name: 'read_skill',
+  name: TOOL.readSkill,
   description: 'Read the full body of a skill from the skills index.',
   input: z.object({ name: z.string().min(1) }),
   endsTurn: false,
 });
 
 export const taskUpdateTool = defineTool({
-  name: 'task_update',
+  name: TOOL.taskUpdate,
   description: "Update your task's description on the board (for example with what remains to be done).",
   input: z.object({ description: z.string().min(1).max(32_768) }),
   endsTurn: false,
 });
 
 export const addTaskCommentTool = defineTool({
-  name: 'add_task_comment',
+  name: TOOL.addTaskComment,
   description: 'Add a comment to your task on the board.',
   input: z.object({ body: z.string().min(1).max(8_000) }),
   endsTurn: false,
 });
 
 export const scheduleTool = defineTool({
-  name: 'schedule',
+  name: TOOL.schedule,
   description:
     'Manage scheduled jobs. action "create" needs name, schedule ({kind:"at",at} | {kind:"every",intervalMs} | ' +
     '{kind:"cron",expr,tz?}) and task; "list" lists them; "delete", "run", "pause" and "resume" take jobId or name. ' +
@@ -143,23 +146,6 @@ for (const tool of [
 ])
   registerTool(tool);
 
-/** The tools a channel turn offers the model. Later issues append to this list. */
-export const CHANNEL_TOOL_NAMES: string[] = [
-  replyTool.name,
-  skipTool.name,
-  spawnDelegateTool.name,
-  cancelDelegateTool.name,
-  scheduleTool.name,
-];
-
-/** The tools a delegate works with (task_update and add_task_comment act on its own task only). */
-export const DELEGATE_TOOL_NAMES: string[] = [
-  setStatusTool.name,
-  readSkillTool.name,
-  taskUpdateTool.name,
-  addTaskCommentTool.name,
-];
-
 /**
  * A model's tool call checked against the tools it was offered and the tool's schema; the error is what the model
  * reads in the tool result. Channel and delegate tools alike go through here.
@@ -169,7 +155,7 @@ export function parseToolCall(
   offered: readonly string[],
 ): { ok: true; input: unknown } | { ok: false; error: string } {
   const spec = registry.get(call.name);
-  if (!spec || !offered.includes(call.name)) return { ok: false, error: `unknown tool "${call.name}"` };
+  if (!spec || !offered.includes(call.name)) return { ok: false, error: unknownTool(call.name) };
   const parsed = spec.input.safeParse(call.input);
   if (parsed.success) return { ok: true, input: parsed.data };
   const issue = parsed.error.issues[0];
@@ -179,6 +165,27 @@ export function parseToolCall(
       `invalid arguments for ${call.name}: ` +
       (issue ? `${issue.path.join('.') || 'input'}: ${issue.message}` : 'invalid'),
   };
+}
+
+/**
+ * An answer's calls of Keel's own tools checked against the tools offered, in the model step that commits it, so
+ * that the workflow holds no schema (issue 27): their inputs as parsed, and the error of each that does not fit. A
+ * tool server's calls are checked by their own step.
+ */
+export function checkToolCalls(
+  content: ModelStep['content'],
+  offered: readonly string[],
+): Pick<ModelStep, 'content' | 'inputErrors'> {
+  const inputErrors: ToolInputErrors = {};
+  const checked = content.map((block) => {
+    if (block.type !== 'tool_use' || isServerToolName(block.name)) return block;
+    const parsed = parseToolCall(block, offered);
+    // Every tool's schema is an object's.
+    if (parsed.ok) return { ...block, input: parsed.input as Record<string, unknown> };
+    inputErrors[block.id] = parsed.error;
+    return block;
+  });
+  return { content: checked, inputErrors };
 }
 
 /** Each tool's definition, made once: a model call would otherwise convert its zod schema again every time. */

@@ -20,7 +20,7 @@ import { memoryPrompt } from '../domain/memory';
 import { ZERO_USAGE, type CallModelInput, type ModelRequest, type ModelStep } from '../domain/model';
 import { channelSystemPrompt } from '../domain/prompts';
 import type { Payer } from '../domain/spend';
-import { toolDefinitions } from '../domain/tools';
+import { checkToolCalls, toolDefinitions } from '../domain/tools';
 import { TRANSCRIPT_WINDOW, textOf, toModelMessages, trimWindowStart } from '../domain/transcript';
 import { meteredModelCall, type ModelCallDeps } from './model-call';
 import type { Step } from './step';
@@ -91,7 +91,8 @@ export async function callConversationModel(
     input.delegateId ? undefined : currentMemory(pool, input.agentId),
     input.delegateId ? undefined : toolsOf(null),
   ]);
-  if (earlier) return withSpend(pool, origin, stepFrom(earlier.seq, earlier.content as ModelStep['content']));
+  if (earlier)
+    return withSpend(pool, origin, stepFrom(earlier.seq, earlier.content as ModelStep['content'], input.toolNames));
 
   const model = agent?.model ?? deps.defaultModel;
   const [messages, serverTools] = await Promise.all([
@@ -183,7 +184,7 @@ export async function callConversationModel(
       return err;
     },
   });
-  const answer = stepFrom(committed.seq, committed.content as ModelStep['content']);
+  const answer = stepFrom(committed.seq, committed.content as ModelStep['content'], input.toolNames);
   // The spend came back with its settle; a commit another attempt made first is read.
   return spend ? { ...answer, spend } : withSpend(pool, origin, answer);
 }
@@ -201,8 +202,10 @@ async function payerOf(pool: Pool, input: CallModelInput, delegateOf: string | u
   return { agentId, kind: 'turn', conversationKey, turnId };
 }
 
-function stepFrom(seq: number, content: ModelStep['content']): ModelStep {
-  return { seq, stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', content };
+/** The step as the workflow takes it: the calls of Keel's own tools checked here, never in the workflow. */
+function stepFrom(seq: number, content: ModelStep['content'], offered: readonly string[]): ModelStep {
+  const stopReason = content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn';
+  return { seq, stopReason, ...checkToolCalls(content, offered) };
 }
 
 /** The step with what its call used and cost, as the ledger holds it. */

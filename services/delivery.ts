@@ -5,13 +5,31 @@ import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } fro
 import { beginEffect } from '../db/effects';
 import { publishEvent } from '../db/events';
 import type { Pool } from '../db/pool';
-import type { DeliverReplyInput, Delivery, DeliveryOutcome, DeliveryReport, SendResult } from '../domain/delivery';
+import type {
+  DeliverReplyInput,
+  Delivery,
+  DeliveryOutcome,
+  DeliveryReport,
+  ReplyBlocked,
+  SendResult,
+} from '../domain/delivery';
 import { FAILURE } from '../domain/failures';
 import { LIMITS } from '../domain/limits';
+import { checkReply, guardErrorForModel } from '../domain/reply-guard';
 import { heartbeatWhile, type Step } from './step';
 
 /** Reasons that mean "nothing to send to" rather than "the target refused it". */
 const SKIP_REASONS = new Set(['channel_none', 'slack_not_configured']);
+
+/**
+ * The reply guard, in the delivery's step when the workflow gives its rules (GUARD_IN_DELIVERY_PATCH): a blocked reply
+ * is answered with the verdict the model reads, and nothing is written or sent.
+ */
+export function replyBlocked(input: DeliverReplyInput): ReplyBlocked | undefined {
+  if (!input.guard) return undefined;
+  const verdict = checkReply(input.text, { rules: input.guard });
+  return verdict.ok ? undefined : { blocked: { message: guardErrorForModel(verdict), detail: verdict.detail } };
+}
 
 /**
  * Sends a reply once. The effect is in the ledger before it is sent; a settled effect is answered from the ledger, so

@@ -3,6 +3,7 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
+import { staticImportGraph } from './support/static-imports';
 
 /** Runs an entry point with a hook that prints, as it exits, every module the process had loaded. */
 async function modulesLoadedBy(entry: string): Promise<string[]> {
@@ -54,5 +55,17 @@ describe('the workflow bundle, as the worker loads it', () => {
     expect(bundle).not.toContain('@modelcontextprotocol');
     expect(bundle).not.toContain('StreamableHTTPClientTransport');
     expect(bundle).not.toContain('openToolServer');
+  });
+
+  it('builds no schema or rule table: what a workflow loads imports no zod, croner or JSON table (issue 27)', () => {
+    // The SDK evaluates these modules once per cached workflow: each must be cheap to load.
+    const { files, packages } = staticImportGraph(REPO_ROOT, 'workflows/index.ts');
+    expect(packages).toEqual(['@temporalio/common', '@temporalio/workflow', 'async-mutex']);
+    expect(files.filter((f) => !/^(workflows|contracts|domain)\/[a-z-]+\.ts$/.test(f))).toEqual([]);
+    expect(files).not.toContain('domain/tools.ts');
+    expect(files).not.toContain('domain/reply-guard.ts');
+    // The older histories' checks are in the bundle, loaded on first use only.
+    expect(files).toContain('workflows/older-checks.ts');
+    expect(files).not.toContain('workflows/history-checks.ts');
   });
 });

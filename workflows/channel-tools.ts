@@ -10,25 +10,18 @@ import type { ScheduleToolInput } from '../domain/jobs';
 import { cancelDelegate, DELEGATE_WORKFLOW, type DelegateWorkflow } from '../contracts/delegate';
 import { repliedEnd, type FinalReply, type TurnEnd } from '../domain/conversation';
 import type { HistoryMode } from '../domain/delegation';
-import { Delivery } from '../domain/delivery';
+import type { ReplyBlocked } from '../domain/delivery';
 import { delegateWorkflowId, replyEffectKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
-import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
-import { checkReply, guardErrorForModel } from '../domain/reply-guard';
+import type { ToolInputErrors, ToolResultBlock, ToolUseBlock } from '../domain/model';
 import type { SecretRules } from '../domain/secret-scan';
 import { SA } from '../domain/search-attributes';
-import {
-  cancelDelegateTool,
-  parseToolCall,
-  replyTool,
-  scheduleTool,
-  skipTool,
-  spawnDelegateTool,
-} from '../domain/tools';
+import { TOOL, unknownTool } from '../domain/tool-names';
 import { replyResult, toolResult } from '../domain/transcript';
 import { isServerToolName } from '../domain/tool-servers';
 import type { ToolAttempts } from '../contracts/tool-calls';
 import type { TurnSteps } from './activities';
+import { checkedInput, olderChecks } from './older-checks';
 import { runServerTool, type ServerToolContext } from './server-tools';
 
 /** What a channel tool sees of the turn it runs in. */
@@ -52,6 +45,8 @@ export interface TurnContext {
   finalReply?: FinalReply;
   /** The tool servers' calls the last model step prepared and ran itself (EFFECTS_IN_MODEL_STEP_PATCH). */
   toolAttempts?: ToolAttempts;
+  /** What the last model step found wrong with its calls of Keel's tools; unset in steps recorded before it checked. */
+  inputErrors?: ToolInputErrors;
 }
 
 export interface ToolOutcome {
@@ -74,25 +69,25 @@ export const SECRET_RULESET_PATCH = 'secret-ruleset-gitleaks';
 export const replyRules = (): SecretRules => (patched(SECRET_RULESET_PATCH) ? 'all' : 'seed');
 
 /**
+ * The patch from which the reply guard runs in the delivery's step, before anything is written or sent: a blocked
+ * reply comes back as the step's verdict. Runs begun before check it here, as they did.
+ */
+export const GUARD_IN_DELIVERY_PATCH = 'reply-guard-in-delivery';
+
+/**
  * A reply passes the guard, then the delivery activity. A blocked reply goes back to the model as a tool error,
  * at most LIMITS.guardCorrections times; one more blocked reply ends the turn with nothing sent. The turn's last reply
  * (`finalReply`) also commits the turn's end in its step.
  */
 export async function sendReply(toolUseId: string, text: string, turn: TurnContext): Promise<ToolOutcome> {
-  const verdict = checkReply(text, { rules: replyRules() });
-  if (!verdict.ok) {
-    turn.corrections++;
-    const message = guardErrorForModel(verdict);
-    if (turn.corrections > LIMITS.guardCorrections) {
-      return {
-        result: toolResult(toolUseId, message, true),
-        end: {
-          status: 'error',
-          error: { code: 'reply_blocked', message: `reply blocked ${turn.corrections} times: ${verdict.detail}` },
-        },
-      };
+  const guardInStep = patched(GUARD_IN_DELIVERY_PATCH);
+  if (!guardInStep) {
+    const checks = olderChecks();
+    const verdict = checks.checkReply(text, { rules: replyRules() });
+    if (!verdict.ok) {
+      const message = checks.guardErrorForModel(verdict);
+      return blocked(toolUseId, { message, detail: verdict.detail }, turn);
     }
-    return { result: toolResult(toolUseId, message, true) };
   }
   const summary = `reply of turn ${turn.turnId}`;
   const reply = {
@@ -103,6 +98,7 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
     replySeq: turn.stepSeq,
     text,
     effectKey: replyEffectKey(turn.conversationKey, turn.turnId, turn.callIndex),
+    ...(guardInStep ? { guard: replyRules() } : {}),
   };
   const { delivery } = turn.steps;
   const final = turn.finalReply;
@@ -112,11 +108,21 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
         delivery.deliverFinalReply.executeWithOptions({ summary }, [{ ...reply, ...final }]),
       )
     : await delivery.deliverReply.executeWithOptions({ summary }, [reply]);
+  if ('blocked' in report) return blocked(toolUseId, report.blocked, turn);
   return {
     result: replyResult(toolUseId, report.outcome),
     end: repliedEnd(turn.stepSeq, report.outcome),
     ...(final ? { endCommitted: true } : {}),
   };
+}
+
+/** A reply the guard blocked: the model reads why, or, past its corrections, the turn ends with nothing sent. */
+function blocked(toolUseId: string, verdict: ReplyBlocked['blocked'], turn: TurnContext): ToolOutcome {
+  turn.corrections++;
+  const result = toolResult(toolUseId, verdict.message, true);
+  if (turn.corrections <= LIMITS.guardCorrections) return { result };
+  const message = `reply blocked ${turn.corrections} times: ${verdict.detail}`;
+  return { result, end: { status: 'error', error: { code: 'reply_blocked', message } } };
 }
 
 /**
@@ -208,25 +214,22 @@ async function scheduleCall(call: ToolUseBlock, input: ScheduleToolInput, turn: 
 
 /** The channel's tool handlers by name. Later capabilities add theirs here and their specs in domain/tools. */
 const handlers: Record<string, ToolHandler> = {
-  [replyTool.name]: (call, input: { text: string }, turn) => sendReply(call.id, input.text, turn),
-  [skipTool.name]: (call, input: { reason?: string }) =>
+  [TOOL.reply]: (call, input: { text: string }, turn) => sendReply(call.id, input.text, turn),
+  [TOOL.skip]: (call, input: { reason?: string }) =>
     Promise.resolve({
       result: toolResult(call.id, 'skipped'),
       end: { status: 'skipped', ...(input.reason ? { reason: input.reason } : {}) },
     }),
-  [spawnDelegateTool.name]: spawnDelegate,
-  [cancelDelegateTool.name]: cancelDelegateCall,
-  [scheduleTool.name]: scheduleCall,
+  [TOOL.spawnDelegate]: spawnDelegate,
+  [TOOL.cancelDelegate]: cancelDelegateCall,
+  [TOOL.schedule]: scheduleCall,
 };
 
 /** The patch after which the schedule tool takes a destination's name only (a Delivery object is refused here). */
 export const NAMED_DESTINATIONS_PATCH = 'schedule-delivery-names-only';
 
-/** The schedule tool's input before named destinations: a Delivery object, which the activity now refuses. */
-const legacyScheduleInput = scheduleTool.input.extend({ delivery: Delivery.optional() });
-
 const givesDelivery = (call: ToolUseBlock) =>
-  call.name === scheduleTool.name && typeof call.input === 'object' && call.input !== null && 'delivery' in call.input;
+  call.name === TOOL.schedule && typeof call.input === 'object' && call.input !== null && 'delivery' in call.input;
 
 /** The patch from which a tool server's tool is called; a history recorded before it answered such a name unknown. */
 export const SERVER_TOOLS_PATCH = 'tool-servers';
@@ -253,11 +256,13 @@ export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promi
   }
   // A history recorded before the patch parsed a delivery with the old schema; it replays that way.
   if (givesDelivery(call) && !patched(NAMED_DESTINATIONS_PATCH)) {
-    const legacy = legacyScheduleInput.safeParse(call.input);
+    const legacy = olderChecks().legacyScheduleInput.safeParse(call.input);
     if (!legacy.success) return { result: toolResult(call.id, `invalid arguments for ${call.name}`, true) };
     return scheduleCall(call, legacy.data, turn);
   }
-  const parsed = parseToolCall(call, Object.keys(handlers));
-  if (!parsed.ok) return { result: toolResult(call.id, parsed.error, true) };
-  return handlers[call.name]!(call, parsed.input as never, turn);
+  const checked = checkedInput(call, turn.inputErrors, Object.keys(handlers));
+  if (!checked.ok) return { result: toolResult(call.id, checked.error, true) };
+  const handler = handlers[call.name];
+  if (!handler) return { result: toolResult(call.id, unknownTool(call.name), true) };
+  return handler(call, checked.input as never, turn);
 }

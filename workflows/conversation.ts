@@ -37,10 +37,10 @@ import { FAILURE } from '../domain/failures';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ToolUseBlock } from '../domain/model';
-import { assertValidInbound, type InboundMessage } from '../domain/messages';
+import type { InboundMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
-import { CHANNEL_TOOL_NAMES, replyTool } from '../domain/tools';
-import { DELEGATION } from '../domain/delegation';
+import { CHANNEL_TOOL_NAMES, TOOL } from '../domain/tool-names';
+import { DELEGATION } from '../domain/delegate-lifecycle';
 import { textOf, toolResult, toolUses } from '../domain/transcript';
 import { activitySteps, localSteps, steps, store, type TurnSteps } from './activities';
 import { dispatchTool, replyRules, sendReply, type ToolOutcome, type TurnContext } from './channel-tools';
@@ -155,8 +155,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     description: "A person's decision on a tool call that waits for approval.",
   });
   setHandler(messageRecorded, (message) => place(message));
+  // The API validated the message before it sent the update (runs begun before the API recorded messages).
   setHandler(submitMessage, (message) => accepting.runExclusive(() => accept(message)), {
-    validator: assertValidInbound,
     description: 'Submit an inbound message; idempotent by messageId.',
   });
 
@@ -398,6 +398,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         // The model step sent the reply that ends the turn, and committed the end.
         if (step.replied) return await finish(repliedEnd(step.seq, step.replied.outcome), undefined, true);
         ctx.toolAttempts = step.toolAttempts;
+        ctx.inputErrors = step.inputErrors;
 
         const calls = toolUses(step.content);
         if (calls.length === 0) {
@@ -510,7 +511,7 @@ async function runTools(
       results.push(notRun(call));
       continue;
     }
-    const final = i === calls.length - 1 && call.name === replyTool.name ? finalReply() : undefined;
+    const final = i === calls.length - 1 && call.name === TOOL.reply ? finalReply() : undefined;
     const toolResults = { callIndex: ctx.callIndex, results: results.map((r) => r.result) };
     ctx.finalReply = final && { ...final, toolResults, replyToolUseId: call.id };
     try {

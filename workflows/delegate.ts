@@ -18,15 +18,16 @@ import {
   DELEGATION,
   NUDGE_TEXT,
   settleOutcome,
-  type CommittedOutcome,
   type EndEvent,
   type LiveLifecycle,
   type OutcomeKind,
   type TerminalOwner,
-} from '../domain/delegation';
+} from '../domain/delegate-lifecycle';
+import type { CommittedOutcome } from '../domain/delegation';
 import { delegateWorkflowId } from '../domain/ids';
-import type { ToolResultBlock, ToolUseBlock } from '../domain/model';
-import { DELEGATE_TOOL_NAMES, parseToolCall } from '../domain/tools';
+import type { ToolInputErrors, ToolResultBlock, ToolUseBlock } from '../domain/model';
+import { DELEGATE_TOOL_NAMES, unknownTool } from '../domain/tool-names';
+import { checkedInput } from './older-checks';
 import { toolResult, toolUses } from '../domain/transcript';
 import { SA } from '../domain/search-attributes';
 import { activitySteps, model, store } from './activities';
@@ -129,7 +130,7 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
           continue;
         }
         nudges = 0;
-        const { results, ended } = await runTools(calls);
+        const { results, ended } = await runTools(calls, step.inputErrors);
         if (ended) {
           // The outcome is decided: a cancel or the clock arriving now must not undo it (a success wins).
           await CancellationScope.nonCancellable(() => appendToTranscript({ callIndex: modelCalls, results }));
@@ -179,7 +180,10 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
   }
 
   /** The tools one model call asked for, in order; once one has set the outcome, the rest are not run. */
-  async function runTools(calls: ToolUseBlock[]): Promise<{ results: ToolResultBlock[]; ended: WorkEnd | undefined }> {
+  async function runTools(
+    calls: ToolUseBlock[],
+    inputErrors: ToolInputErrors | undefined,
+  ): Promise<{ results: ToolResultBlock[]; ended: WorkEnd | undefined }> {
     const results: ToolResultBlock[] = [];
     let ended: WorkEnd | undefined;
     for (const c of calls) {
@@ -187,14 +191,17 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
         results.push(toolResult(c.id, 'not run: the outcome was already set', true));
         continue;
       }
-      const r = await runTool(c);
+      const r = await runTool(c, inputErrors);
       results.push(r.result);
       ended = r.end;
     }
     return { results, ended };
   }
 
-  async function runTool(c: ToolUseBlock): Promise<{ result: ToolResultBlock; end?: WorkEnd }> {
+  async function runTool(
+    c: ToolUseBlock,
+    inputErrors: ToolInputErrors | undefined,
+  ): Promise<{ result: ToolResultBlock; end?: WorkEnd }> {
     if (isServerToolName(c.name) && patched(SERVER_TOOLS_PATCH)) {
       const source = {
         agentId,
@@ -215,7 +222,7 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
       });
       return { result };
     }
-    const parsed = parseToolCall(c, DELEGATE_TOOL_NAMES);
+    const parsed = checkedInput(c, inputErrors, DELEGATE_TOOL_NAMES);
     if (!parsed.ok) return { result: toolResult(c.id, parsed.error, true) };
     const args = parsed.input as Record<string, unknown>;
     switch (c.name) {
@@ -245,7 +252,7 @@ export async function delegateWorkflow(input: DelegateInput): Promise<CommittedO
         return { result: toolResult(c.id, 'done') };
       }
       default:
-        return { result: toolResult(c.id, `unknown tool "${c.name}"`, true) };
+        return { result: toolResult(c.id, unknownTool(c.name), true) };
     }
   }
 

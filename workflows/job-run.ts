@@ -13,7 +13,7 @@ import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../domain/delivery';
 import { budgetsChanged } from '../contracts/budgets';
 import { jobTurnEnded, type JobRunInput, type TurnResult } from '../contracts/job-run';
-import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/jobs';
+import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/job-runs';
 import { SA } from '../domain/search-attributes';
 import { delivery, steps, store } from './activities';
 import { jobTurnMessageId } from '../domain/ids';

@@ -21,14 +21,8 @@ import {
   type ReflectionInput,
 } from '../contracts/reflection';
 import { NON_RETRYABLE_MODEL_FAILURES } from '../domain/failures';
-import {
-  enqueue,
-  REFLECTION,
-  type ProposalAnswer,
-  type QueuedSummary,
-  type ReflectionSettings,
-  type TurnSummary,
-} from '../domain/reflection';
+import { enqueue, REFLECTION, type QueuedSummary, type TurnSummary } from '../domain/reflection-queue';
+import type { ProposalAnswer, ReflectionSettings } from '../domain/reflection';
 import { store } from './activities';
 import { turnSummaryKey } from '../domain/ids';
 

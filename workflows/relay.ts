@@ -1,5 +1,6 @@
 import type { ConversationInput } from '../domain/conversation';
-import { DELEGATION, type DelegateFinished } from '../domain/delegation';
+import { DELEGATION } from '../domain/delegate-lifecycle';
+import type { DelegateFinished } from '../domain/delegation';
 
 type Carried = Pick<NonNullable<ConversationInput['carried']>, 'liveDelegates' | 'pendingResults' | 'retriggers'>;
 

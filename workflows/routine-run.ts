@@ -17,7 +17,8 @@ import {
   type RoutineRunInput,
   type RoutineRunOutcome,
 } from '../contracts/routine-run';
-import { ROUTINES, type FinishedRunStatus, type Gate, type RoutineRunResult } from '../domain/routines';
+import { ROUTINES } from '../domain/routine-limits';
+import type { FinishedRunStatus, Gate, RoutineRunResult } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
 import { MODEL_CALL_RETRY, store } from './activities';
 

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
+import { modelToolName } from '../../domain/tool-servers';
 import {
   CHANNEL_TOOL_NAMES,
+  checkToolCalls,
   defineTool,
   registerTool,
   replyTool,
@@ -87,5 +89,26 @@ describe('registerTool', () => {
     });
     expect(def?.input_schema).not.toHaveProperty('$schema');
     expect(() => registerTool(spec)).toThrow(/registered twice/);
+  });
+});
+
+describe('checkToolCalls: what the model step finds wrong with an answer’s tool calls (issue 27)', () => {
+  it('answers the errors the model reads, keeps inputs as parsed, and leaves tool servers’ calls to their step', () => {
+    const server = { type: 'tool_use' as const, id: 'u4', name: modelToolName('shop', 'lookup'), input: { x: 1 } };
+    const content = [
+      { type: 'text' as const, text: 'on it' },
+      { type: 'tool_use' as const, id: 'u1', name: 'reply', input: { text: 'hi', stray: true } },
+      { type: 'tool_use' as const, id: 'u2', name: 'reply', input: { text: '' } },
+      { type: 'tool_use' as const, id: 'u3', name: 'set_status', input: { kind: 'outcome', text: 'done' } },
+      server,
+    ];
+    const checked = checkToolCalls(content, CHANNEL_TOOL_NAMES);
+    expect(checked.inputErrors).toEqual({
+      u2: 'invalid arguments for reply: text: Too small: expected string to have >=1 characters',
+      u3: 'unknown tool "set_status"',
+    });
+    expect(checked.content[1]).toEqual({ type: 'tool_use', id: 'u1', name: 'reply', input: { text: 'hi' } });
+    expect(checked.content[4]).toBe(server);
+    expect(checkToolCalls([content[0]!], CHANNEL_TOOL_NAMES)).toEqual({ content: [content[0]], inputErrors: {} });
   });
 });
