@@ -4,6 +4,7 @@ import type { ActionsPer, PgPer } from './actions';
 import type { burstRun } from './burst';
 import type { costsRun } from './costs';
 import type { idleConversations } from './idle';
+import type { workflowHeap } from './workflow-heap';
 import type { BreakdownPerTurn } from './measure';
 import type { historyGrowth, throughputRun, TurnShape, turnOverhead } from './scenarios';
 
@@ -22,6 +23,7 @@ export interface BenchResults {
   errors: Record<string, string>;
   memoryAtStart: { workerMiB: number; apiMiB: number };
   shape?: TurnShape;
+  heap?: Result<typeof workflowHeap>;
   overhead?: Result<typeof turnOverhead>;
   history?: Result<typeof historyGrowth>;
   throughput?: Result<typeof throughputRun>;
@@ -149,13 +151,24 @@ function burstGoals(b: NonNullable<BenchResults['burst']>): Goal[] {
     },
     {
       name: 'burst delivered',
-      goal: `all ${b.jobs} delivered ≤ 40 s after the fire`,
-      measured: `${(k.allDeliveredAfterMs / 1000).toFixed(1)} s`,
-      met: k.allDeliveredAfterMs <= 40_000,
+      goal: `${b.jobs} simultaneous fires: last delivery ≤ 1.25× the floor's last start`,
+      measured:
+        `${(k.allDeliveredAfterMs / 1000).toFixed(1)} s vs ${(b.floor.delayMs.max / 1000).toFixed(1)} s: ` +
+        `${(k.allDeliveredAfterMs / Math.max(1, b.floor.delayMs.max)).toFixed(2)}×`,
+      met: k.allDeliveredAfterMs <= 1.25 * b.floor.delayMs.max,
       breakdown: lines,
+    },
+    {
+      name: 'schedule floor',
+      goal: `${b.jobs} bare Schedules on the dev server: fire to last start ≤ 15 s, by configuration`,
+      measured: `${(b.floor.delayMs.max / 1000).toFixed(1)} s`,
+      met: b.floor.delayMs.max <= 15_000,
+      breakdown: [`floor fire → start p50 / p99 / max: ${spreadLine(b.floor.delayMs)} ms`],
     },
   ];
 }
+
+const spreadLine = (d: { p50: number; p99: number; max: number }) => `${d.p50} / ${d.p99} / ${d.max}`;
 
 /** The issue's goals (primary) and the earlier ones kept as secondary figures, judged from what ran. */
 export function goals(r: BenchResults): { primary: Goal[]; secondary: Goal[] } {
@@ -167,9 +180,9 @@ export function goals(r: BenchResults): { primary: Goal[]; secondary: Goal[] } {
   if (t)
     primary.push({
       name: 'throughput',
-      goal: `≥ 0.7× the floor’s turns per second (${t.conversations} conversations × ${t.turnsEach} turns)`,
+      goal: `≥ 0.9× the floor’s turns per second (${t.conversations} conversations × ${t.turnsEach} turns)`,
       measured: `${t.keel.turnsPerSecond} vs ${t.floor.turnsPerSecond} turns/s: ${t.ratio}×`,
-      met: t.ratio >= 0.7,
+      met: t.ratio >= 0.9,
       breakdown: [
         `Keel, per turn under load: ${breakdownLine(t.keel.breakdownPerTurn)}`,
         `floor, per turn under load: ${breakdownLine(t.floor.breakdownPerTurn)}`,
@@ -177,15 +190,42 @@ export function goals(r: BenchResults): { primary: Goal[]; secondary: Goal[] } {
           `floor worker ${t.floor.workerCpuSecondsPerTurn} s`,
       ],
     });
+  if (t) {
+    const cpu = t.keel.workerCpuSecondsPerTurn / Math.max(1e-9, t.floor.workerCpuSecondsPerTurn);
+    primary.push({
+      name: 'CPU per turn',
+      goal: `worker CPU-s per turn ≤ 1.5× the floor's (${t.conversations} concurrent conversations)`,
+      measured: `${t.keel.workerCpuSecondsPerTurn} vs ${t.floor.workerCpuSecondsPerTurn} s: ${cpu.toFixed(2)}×`,
+      met: cpu <= 1.5,
+      breakdown: [`Keel, per turn under load: ${breakdownLine(t.keel.breakdownPerTurn)}`],
+    });
+  }
+  const turnCosts = r.costs && !('error' in r.costs.turn) ? r.costs.turn : undefined;
+  if (turnCosts)
+    primary.push({
+      name: 'actions per turn',
+      goal: 'Temporal Cloud actions per turn ≤ 4',
+      measured: `${turnCosts.actionsPerTurn.total}`,
+      met: turnCosts.actionsPerTurn.total <= 4,
+      breakdown: [`by kind: ${kinds(turnCosts.actionsPerTurn)}`],
+    });
+  if (r.burst)
+    primary.push({
+      name: 'actions per job run',
+      goal: "Temporal Cloud actions per job run (its turn and the Schedule's fire included) ≤ 10",
+      measured: `${r.burst.keel.actionsPerRun.total}`,
+      met: r.burst.keel.actionsPerRun.total <= 10,
+      breakdown: [`by kind: ${kinds(r.burst.keel.actionsPerRun)}`],
+    });
   const h = r.history;
   if (h) {
     primary.push({
       name: 'bytes per turn',
-      goal: "Keel's history bytes per turn ≤ 1.5× the minimal turn's (an Update running one empty activity)",
+      goal: "Keel's history bytes per turn ≤ 2× the minimal turn's (an Update running one empty activity)",
       measured:
         `${h.keel.bytesPerTurn.overall} vs ${h.minimal.bytesPerTurn.overall} B (turns 1 → ${h.turns}): ` +
         `${h.ratioToMinimal}×`,
-      met: judged(h.ratioToMinimal, (x) => x <= 1.5),
+      met: judged(h.ratioToMinimal, (x) => x <= 2),
       breakdown: [
         `Keel per turn: ${topBytes(h.keel.bytesPerTurnByEvent)}`,
         `minimal turn: ${topBytes(h.minimal.bytesPerTurnByEvent)}`,
@@ -243,6 +283,33 @@ function goalTable(g: Goal[]): string[] {
     row(['goal', 'measured', 'met']),
     row(['---', '---', '---']),
     ...g.map((x) => row([x.goal, x.measured, x.met === null ? 'not measured' : x.met ? 'yes' : '**no**'])),
+    '',
+  ];
+}
+
+/**
+ * The same probe (bench/workflow-heap.ts) on the bundle of the commit before issue 27's thin workflow code
+ * (1cb5bf0), on this machine: its zod schemas, tool registry and gitleaks' rules were built in every workflow.
+ */
+const HEAP_BEFORE = { commit: '1cb5bf0', bundleBytes: 3_672_735, heapPerWorkflowKiB: 1510 };
+
+function heapSection(h: NonNullable<BenchResults['heap']>): string[] {
+  return [
+    '## Workflow code',
+    '',
+    "The SDK's reusable V8 context evaluates the bundle's modules once for each workflow it caches, so whatever a " +
+      'workflow module builds when loaded is paid per cached workflow. Measured by `bench/workflow-heap.ts`: ' +
+      `${h.workflows} conversation workflows started on a worker in this process (debug mode: the same reusable ` +
+      'context, on this thread), each waiting for work in the cache; the V8 heap they add after a GC, per workflow.',
+    '',
+    row(['', 'bundle bytes', 'heap per cached conversation workflow']),
+    row(['---', '---:', '---:']),
+    row([`before (${HEAP_BEFORE.commit})`, n(HEAP_BEFORE.bundleBytes), `${HEAP_BEFORE.heapPerWorkflowKiB} KiB`]),
+    row(['now', n(h.bundleBytes), `${h.heapPerWorkflowKiB} KiB`]),
+    '',
+    'The bundle still carries the checks of histories recorded before (workflows/history-checks.ts: the tool ' +
+      'schemas, the reply guard and its rules), loaded the first time such a history needs one; a workflow of ' +
+      'today never loads them.',
     '',
   ];
 }
@@ -475,7 +542,7 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
         .map(([k, v]) => `${k}=${v}`)
         .join(', ') +
       '.',
-    ...(r.scenarios.length < 6 ? ['', `Only these scenarios ran: ${r.scenarios.join(', ')}.`] : []),
+    ...(r.scenarios.length < 7 ? ['', `Only these scenarios ran: ${r.scenarios.join(', ')}.`] : []),
     '',
     '## Goals',
     '',
@@ -493,6 +560,7 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     ...(Object.keys(r.errors).length
       ? ['## Scenarios that failed', '', ...Object.entries(r.errors).map(([k, v]) => `- ${k}: ${v}`), '']
       : []),
+    ...(r.heap ? heapSection(r.heap) : []),
     ...(r.idle ? idleSection(r.idle) : []),
     ...(r.burst ? burstSection(r.burst) : []),
     ...(t

@@ -3,6 +3,7 @@
  * dev server and one PostgreSQL, with the scripted model at zero delay, so the figures are ratios that survive a
  * noisy machine. Writes results.json (every figure) and REPORT.md (goals, tables, and where the time goes).
  *
+ *   heap         the workflow bundle's size and the heap one cached conversation workflow keeps
  *   overhead     submit → reply over 200 sequential turns, against a bare chain of empty activities
  *   history      bytes per turn over 200 turns, against the minimal turn and a transcript-in-history workflow
  *   throughput   100 concurrent conversations × 5 turns, against the bare floor at the same concurrency
@@ -16,7 +17,7 @@
  * KEEL_CONVERSATION_IDLE_MS; the worker's KEEL_WORKER_* settings pass through from the environment. The worker loads
  * a workflow bundle built before it starts (BENCH_BUNDLE=worker: it bundles its own, as `npm run worker` does).
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -31,13 +32,14 @@ import { burstRun } from './burst';
 import { costsRun } from './costs';
 import { BENCH_QUEUE } from './drive';
 import { idleConversations } from './idle';
+import { workflowHeap } from './workflow-heap';
 import { round } from './measure';
 import { writeReport, type BenchResults } from './report';
 import { clusterBench } from './cluster';
 import { spendBench } from './spend';
 import { historyGrowth, keelTurnShape, throughputRun, turnOverhead, type TurnShape } from './scenarios';
 
-const SCENARIOS = ['overhead', 'history', 'throughput', 'costs', 'burst', 'idle'] as const;
+const SCENARIOS = ['heap', 'overhead', 'history', 'throughput', 'costs', 'burst', 'idle'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -147,6 +149,11 @@ async function main(): Promise<void> {
       shape = results.shape = await run('shape', () => keelTurnShape(stack, client));
     const perTurn = shape?.activitiesPerTurn ?? 2;
 
+    if (wants('heap')) {
+      const code = bundle ? await readFile(bundle, 'utf8') : await bundleWorkflows();
+      results.heap = await run('heap', () => workflowHeap(stack.temporalAddress, code));
+      console.log(`bench: workflow heap ${JSON.stringify(results.heap)}`);
+    }
     if (wants('overhead')) {
       results.overhead = await run('overhead', () => turnOverhead(stack, client, n(200), perTurn));
       const o = results.overhead;
