@@ -64,7 +64,7 @@ function atSecond(due: number): ScheduleOptions['spec'] {
 }
 
 /** The floor: `count` Schedules that each start an empty workflow on the bench worker's queue at the same second. */
-async function floorBurst(client: Client, count: number) {
+export async function floorBurst(client: Client, count: number) {
   const run = randomUUID().slice(0, 8);
   const ids = Array.from({ length: count }, (_, i) => `burst-floor-${run}-${i}`);
   const due = dueIn(10_000 + count * 50);

@@ -14,6 +14,8 @@ export interface DevServerOptions {
   /** SQLite file; omit for an in-memory server. */
   dbFile?: string;
   namespace?: string;
+  /** A variant of Keel's dynamic config file (a bench's, without some values); Keel's otherwise. */
+  dynamicConfigFile?: string;
   extraArgs?: string[];
   stdio?: 'inherit' | 'ignore';
 }
@@ -40,14 +42,16 @@ export function devServerArgs(o: DevServerOptions): string[] {
     ...(o.uiPort ? ['--ui-port', String(o.uiPort)] : ['--headless']),
     ...(o.dbFile ? ['--db-filename', o.dbFile] : []),
     ...ALL_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),
-    ...dynamicConfigArgs(),
+    ...dynamicConfigArgs(o.dynamicConfigFile ?? DYNAMIC_CONFIG_FILE),
     ...(o.extraArgs ?? []),
   ];
 }
 
-/** Keel's Temporal dynamic config (deploy/temporal/dynamicconfig.yaml, also the cluster's), as dev server flags. */
-function dynamicConfigArgs(): string[] {
-  const file = path.join(REPO_ROOT, 'deploy', 'temporal', 'dynamicconfig.yaml');
+/** Keel's Temporal dynamic config, also the cluster's. */
+export const DYNAMIC_CONFIG_FILE = path.join(REPO_ROOT, 'deploy', 'temporal', 'dynamicconfig.yaml');
+
+/** A dynamic config file as dev server flags, each value as JSON (a map as an object, its durations as strings). */
+export function dynamicConfigArgs(file: string): string[] {
   const config = parse(readFileSync(file, 'utf8')) as Record<string, { value: unknown; constraints?: object }[]>;
   return Object.entries(config).flatMap(([key, values]) => {
     // The flags set a value for every namespace and task queue: only the file's unconstrained values apply.
