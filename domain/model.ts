@@ -121,6 +121,8 @@ export interface CallModelInput {
   toolNames: string[];
   /** Set for a delegate's model calls: its system prompt is its task, skills and instructions. */
   delegateId?: string;
+  /** The workflow a person's decision on a tool call goes to, when not the conversation's own (a job's run). */
+  workflowId?: string;
 }
 
 /** One model step, committed to the transcript at `seq` before the workflow hears of it. */

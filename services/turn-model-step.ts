@@ -121,7 +121,7 @@ async function runServerTools(
       turnId: call.turnId,
       callIndex: call.callIndex,
       toolUse,
-      workflowId: call.conversationKey,
+      workflowId: call.workflowId ?? call.conversationKey,
     };
     const attempt = await prepareAndRunToolCall(deps, prepare, step).catch(() => undefined);
     if (!attempt) break;

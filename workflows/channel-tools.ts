@@ -29,6 +29,8 @@ export interface TurnContext {
   conversationKey: string;
   agentId: string;
   conversationId: string;
+  /** The workflow the turn runs in: a person's decision on a tool call goes there. */
+  workflowId: string;
   turnId: string;
   callIndex: number;
   /** Transcript row of the model call that asked for the tool. */
@@ -249,7 +251,7 @@ export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promi
       ...turn.serverTools,
       steps: turn.steps,
       source,
-      workflowId: turn.conversationKey,
+      workflowId: turn.workflowId,
       ...(attempt ? { attempt } : {}),
     };
     return { result: await runServerTool(call, serverTools) };
