@@ -171,7 +171,7 @@ export async function runTurn(first: QueuedMessage, host: TurnHost): Promise<voi
           callIndex: ctx.callIndex,
           throughSeq,
           toolNames: CHANNEL_TOOL_NAMES,
-          // A person's decision on a tool call goes to the workflow the turn runs in (a job's run, not its conversation).
+          // A decision on a tool call goes to the workflow the turn runs in (a job's run, not its conversation).
           ...(host.workflowId !== conversationKey ? { workflowId: host.workflowId } : {}),
         };
         const final = oneTask && patched(EFFECTS_IN_MODEL_STEP_PATCH) ? finalReply() : undefined;
