@@ -270,11 +270,14 @@ export async function skipRun(
 }
 
 /** A running row whose workflow is gone (terminated outside Keel) no longer blocks the job's fires. */
-export async function abandonRun(db: Queryable, runId: string): Promise<void> {
+export async function abandonRun(
+  db: Queryable,
+  runId: string,
+  error = 'the run was abandoned (its workflow is closed)',
+): Promise<void> {
   await db.query(
-    `UPDATE job_runs SET status = 'error', error = 'the run was abandoned (its workflow is closed)', finished_at = now()
-      WHERE run_id = $1 AND status = 'running'`,
-    [runId],
+    `UPDATE job_runs SET status = 'error', error = $2, finished_at = now() WHERE run_id = $1 AND status = 'running'`,
+    [runId, error],
   );
 }
 

@@ -95,6 +95,11 @@ export function jobFailedNoticeEffectKey(jobId: string, runId: string): string {
 }
 
 /** The owner hears once of a conversation run whose turns cannot finish, however many runs wait on it. */
+/** The owner's notice of a job's run ended stuck (its workflow task kept failing): once per run. */
+export function stuckJobRunNoticeEffectKey(runId: string): string {
+  return `${runId}/stuck-notice`;
+}
+
 export function stuckConversationNoticeEffectKey(conversationKey: string, conversationRunId: string): string {
   return `${conversationKey}/stuck-notice/${conversationRunId}`;
 }

@@ -27,6 +27,11 @@ export const JOBS = {
    * the conversation gone): no run waits forever on another workflow.
    */
   turnDeadlineMs: 900_000,
+  /**
+   * A fire that finds the previous run open with its workflow task failed this many times over (a defect, or a
+   * history its code no longer replays) ends that run instead of skipping: a stuck run never holds its job.
+   */
+  stuckRunAttempts: 3,
 } as const;
 
 /**

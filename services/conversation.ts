@@ -20,6 +20,7 @@ import type { Pool } from '../db/pool';
 import {
   CONVERSATION,
   isFinished,
+  type ConversationInput,
   type ConversationState,
   type FinishedTurnStatus,
   type QueuedMessage,
@@ -60,7 +61,7 @@ export async function submitToConversation(
   message: InboundMessage,
 ): Promise<SubmitResult> {
   const { client, pool } = deps;
-  const { agentId, conversationId, jobId } = to;
+  const { agentId, conversationId } = to;
   const conversationKey = conversationWorkflowId(agentId, conversationId);
   const { messageId, mode } = message;
   const accepted = await acceptMessage(
@@ -71,12 +72,22 @@ export async function submitToConversation(
   const ahead = await openTurnsBefore(pool, conversationKey, turnId);
   if (ahead === undefined) return { messageId, turnId, status: 'accepted', duplicate: true };
   await client.workflow.signalWithStart<ConversationWorkflow, [QueuedMessage]>(CONVERSATION_WORKFLOW, {
-    workflowId: conversationKey,
-    taskQueue: to.taskQueue,
-    workflowTaskTimeout: CONVERSATION.workflowTaskTimeout,
-    args: [{ agentId, conversationId, ...(to.idleMs ? { idleMs: to.idleMs } : {}) }],
+    ...conversationStart(to),
     signal: messageRecorded,
     signalArgs: [{ messageId, turnId, mode, ...(message.notify ? { notify: message.notify } : {}) }],
+  });
+  // As the workflow places it: first in line, or steered into the running turn; else behind what is ahead of it.
+  return { messageId, turnId, status: ahead === 0 || mode === 'steer' ? 'accepted' : 'queued', duplicate };
+}
+
+/** How a conversation's workflow starts, whoever starts it. */
+function conversationStart(to: ConversationAddress) {
+  const { agentId, conversationId, jobId } = to;
+  return {
+    workflowId: conversationWorkflowId(agentId, conversationId),
+    taskQueue: to.taskQueue,
+    workflowTaskTimeout: CONVERSATION.workflowTaskTimeout,
+    args: [{ agentId, conversationId, ...(to.idleMs ? { idleMs: to.idleMs } : {}) }] as [ConversationInput],
     typedSearchAttributes: [
       { key: SA.agentId, value: agentId },
       { key: SA.conversationId, value: conversationId },
@@ -85,9 +96,18 @@ export async function submitToConversation(
     ],
     memo: { agent: agentId, conversation: conversationId },
     staticSummary: `Conversation ${conversationId} of agent ${agentId}`,
+  };
+}
+
+/**
+ * Starts the conversation's workflow when none runs, with no message: it takes up what PostgreSQL holds for it. A
+ * job's run hands it the delegates its turn left out, whose results come back to the conversation.
+ */
+export async function wakeConversation(client: Client, to: ConversationAddress): Promise<void> {
+  await client.workflow.start<ConversationWorkflow>(CONVERSATION_WORKFLOW, {
+    ...conversationStart(to),
+    workflowIdConflictPolicy: 'USE_EXISTING',
   });
-  // As the workflow places it: first in line, or steered into the running turn; else behind what is ahead of it.
-  return { messageId, turnId, status: ahead === 0 || mode === 'steer' ? 'accepted' : 'queued', duplicate };
 }
 
 /** The turn that answers the message, once it has finished (a steered message is answered by the turn it joined). */

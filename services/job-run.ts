@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { ScheduleNotFoundError } from '@temporalio/client';
+import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import { destinationBook } from '../db/agents';
 import * as jobsDb from '../db/jobs';
 import { inTransaction, type Pool } from '../db/pool';
@@ -11,13 +12,23 @@ import {
   jobFailedNoticeEffectKey,
   jobScheduleId,
   stuckConversationNoticeEffectKey,
+  stuckJobRunNoticeEffectKey,
 } from '../domain/ids';
 import { nextFire, type ScheduleToolInput } from '../domain/jobs';
+import { JOBS } from '../domain/job-runs';
 import type { SubmitResult } from '../domain/conversation';
-import { finishedTurnOf, submitToConversation, waitForTurnEnd, type FinishedTurn } from './conversation';
+import {
+  finishedTurnOf,
+  submitToConversation,
+  wakeConversation,
+  waitForTurnEnd,
+  type ConversationAddress,
+  type FinishedTurn,
+} from './conversation';
+import { acceptMessage } from './conversation-turn';
 import type { JobSettings } from './job-settings';
 import { nextScheduledFire } from './jobs';
-import { describeProgress, workflowIsOpen, workflowProgress } from './workflow-state';
+import { describeProgress, NO_FAILURE_RECORDED, workflowProgress, type WorkflowProgress } from './workflow-state';
 import type { TurnResult } from '../contracts/job-run';
 import type { Transports } from '../adapters/delivery/transport';
 import type { DeliveryReport } from '../domain/delivery';
@@ -93,6 +104,12 @@ export type JobRunDeps = {
   conversationIdleMs?: number;
 };
 
+/** The job's own conversation, as this worker starts its workflow. */
+function jobConversation(deps: JobRunDeps, agentId: string, jobId: string): ConversationAddress {
+  const taskQueue = Context.current().info.taskQueue;
+  return { agentId, conversationId: jobConversationId(jobId), taskQueue, jobId, idleMs: deps.conversationIdleMs };
+}
+
 /** The agent's `schedule` tool: the same job functions (and validation) as the API. */
 export async function scheduleJobs(
   deps: JobRunDeps,
@@ -128,13 +145,54 @@ export async function beginJobRun(
       return begun;
     }
     // Busy: skipped, unless the running row belongs to a workflow that is no longer open (terminated outside
-    // Keel). Temporal unreachable fails this step, to be retried.
-    if ((await workflowIsOpen(client, begun.runningRunId)) || tries > 0) {
+    // Keel) or stuck. Temporal unreachable fails this step, to be retried.
+    const previous = await workflowProgress(client, begun.runningRunId);
+    const stuck = previous.kind === 'failing' && isStuck(previous);
+    if (tries > 0 || previous.kind === 'running' || (previous.kind === 'failing' && !stuck)) {
       await jobsDb.skipRun(pool, input.runId, input.jobId, firedAt, 'the previous run was still running');
       return { kind: 'skipped', reason: 'the previous run was still running' };
     }
-    await jobsDb.abandonRun(pool, begun.runningRunId);
+    if (previous.kind === 'failing') await endStuckRun(deps, begun.runningRunId, input.jobId, previous);
+    else await jobsDb.abandonRun(pool, begun.runningRunId);
   }
+}
+
+/** A run's workflow task failed again and again, with a failure recorded: not a worker lost once mid-task. */
+function isStuck(p: Extract<WorkflowProgress, { kind: 'failing' }>): boolean {
+  return p.attempt >= JOBS.stuckRunAttempts && p.message !== NO_FAILURE_RECORDED;
+}
+
+/**
+ * A run whose workflow cannot go on is terminated and booked as an error that says why, and the agent's owner hears
+ * of it once. Its turn, if it began one, is left as it stood: the next run's turn does not wait for it.
+ */
+async function endStuckRun(
+  deps: JobRunDeps,
+  runId: string,
+  jobId: string,
+  progress: Extract<WorkflowProgress, { kind: 'failing' }>,
+): Promise<void> {
+  const { pool, transports } = deps;
+  const error = `the run was ended: its ${describeProgress(progress)}: ${progress.message}`;
+  await Context.current()
+    .client.workflow.getHandle(runId)
+    .terminate(error.slice(0, 200))
+    .catch((err: unknown) => {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    });
+  await jobsDb.abandonRun(pool, runId, error);
+  const job = await jobsDb.getJobById(pool, jobId);
+  if (!job) return;
+  await noticeToOwner(
+    pool,
+    transports,
+    {
+      agentId: job.agentId,
+      effectKey: stuckJobRunNoticeEffectKey(runId),
+      text: `A run of scheduled job "${job.name}" was stuck and has been ended: ${error}. The job runs on.`,
+    },
+    currentStep(),
+  );
 }
 
 /**
@@ -144,14 +202,38 @@ export async function beginJobRun(
 export async function askForJobTurn(deps: JobRunDeps, input: JobTurnAsk & { notify: string }): Promise<SubmitResult> {
   const ctx = Context.current();
   const { agentId, jobId, messageId, notify } = input;
-  const conversationId = jobConversationId(jobId);
-  const to = { agentId, conversationId, taskQueue: ctx.info.taskQueue, jobId, idleMs: deps.conversationIdleMs };
-  return submitToConversation({ client: ctx.client, pool: deps.pool }, to, {
+  return submitToConversation({ client: ctx.client, pool: deps.pool }, jobConversation(deps, agentId, jobId), {
     messageId,
     text: input.task,
     mode: 'queue',
     notify,
   });
+}
+
+/**
+ * The task as the message of a turn of the job's conversation, recorded once per messageId: the run runs the turn
+ * itself (JOB_TURN_IN_RUN_PATCH). A retried step answers the turn it recorded.
+ */
+export async function recordJobTask(deps: JobRunDeps, input: JobTurnAsk): Promise<{ turnId: string }> {
+  const { agentId, jobId, messageId } = input;
+  const conversationId = jobConversationId(jobId);
+  const conversationKey = conversationWorkflowId(agentId, conversationId);
+  const message = { messageId, text: input.task, mode: 'queue' as const };
+  const accepted = await acceptMessage(
+    { pool: deps.pool },
+    { conversationKey, agentId, conversationId, message, turnId: randomUUID(), startsTurn: true },
+  );
+  return { turnId: accepted.turnId };
+}
+
+/**
+ * Delegates a run's turn spawned report to the job's conversation: its workflow is started, if none runs, to admit
+ * their outcomes and relay them, as it does for any conversation.
+ */
+export async function handOverJobDelegates(deps: JobRunDeps, input: { agentId: string; jobId: string }): Promise<void> {
+  const ctx = Context.current();
+  const { agentId, jobId } = input;
+  await wakeConversation(ctx.client, jobConversation(deps, agentId, jobId));
 }
 
 /** The job's turn as it ended, or null while it has not. */
@@ -200,7 +282,7 @@ export async function runJobTurn(deps: JobRunDeps, input: JobTurnAsk): Promise<T
   const ctx = Context.current();
   const { agentId, jobId, messageId } = input;
   const conversationId = jobConversationId(jobId);
-  const to = { agentId, conversationId, taskQueue: ctx.info.taskQueue, jobId, idleMs: deps.conversationIdleMs };
+  const to = jobConversation(deps, agentId, jobId);
   await submitToConversation({ client: ctx.client, pool }, to, { messageId, text: input.task, mode: 'queue' });
   const turn = await waitForTurnEnd(pool, conversationWorkflowId(agentId, conversationId), messageId, {
     pollMs: 1000,

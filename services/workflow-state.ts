@@ -40,6 +40,9 @@ export async function workflowIsOpen(
   return (await workflowState(client, workflowId, firstExecutionRunId)).open;
 }
 
+/** A workflow task's attempts that timed out (a worker lost mid-task) record no failure. */
+export const NO_FAILURE_RECORDED = 'no failure recorded';
+
 /** Where a workflow stands when something waited on it too long: what a booking or a notice says of it. */
 export type WorkflowProgress =
   | { kind: 'failing'; cause: WorkflowTaskFailureCause; attempt: number; runId: string; message: string }
@@ -61,7 +64,7 @@ export async function workflowProgress(client: Client, workflowId: string): Prom
   const attrs = failed?.workflowTaskFailedEventAttributes;
   const NONDETERMINISTIC =
     temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR;
-  const message = attrs?.failure?.message ?? 'no failure recorded';
+  const message = attrs?.failure?.message ?? NO_FAILURE_RECORDED;
   const cause = attrs?.cause === NONDETERMINISTIC ? 'nondeterminism' : workflowTaskFailureCause(message);
   return { kind: 'failing', cause, attempt, runId, message: message.slice(0, 300) };
 }

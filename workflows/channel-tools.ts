@@ -31,6 +31,11 @@ export interface TurnContext {
   conversationId: string;
   /** The workflow the turn runs in: a person's decision on a tool call goes there. */
   workflowId: string;
+  /**
+   * Whether the run has passed a patch: Temporal's `patched`, or always true in a workflow whose shape is newer than
+   * every patch of a turn (a job's run from JOB_TURN_IN_RUN_PATCH), which then records no marker for them.
+   */
+  patched: (patchId: string) => boolean;
   turnId: string;
   callIndex: number;
   /** Transcript row of the model call that asked for the tool. */
@@ -68,7 +73,8 @@ type ToolHandler = (call: ToolUseBlock, input: never, turn: TurnContext) => Prom
 export const SECRET_RULESET_PATCH = 'secret-ruleset-gitleaks';
 
 /** The secret rules a reply is checked with: a conversation begun before SECRET_RULESET_PATCH keeps the seed ones. */
-export const replyRules = (): SecretRules => (patched(SECRET_RULESET_PATCH) ? 'all' : 'seed');
+export const replyRules = (isPatched: (patchId: string) => boolean = patched): SecretRules =>
+  isPatched(SECRET_RULESET_PATCH) ? 'all' : 'seed';
 
 /**
  * The patch from which the reply guard runs in the delivery's step, before anything is written or sent: a blocked
@@ -82,10 +88,10 @@ export const GUARD_IN_DELIVERY_PATCH = 'reply-guard-in-delivery';
  * (`finalReply`) also commits the turn's end in its step.
  */
 export async function sendReply(toolUseId: string, text: string, turn: TurnContext): Promise<ToolOutcome> {
-  const guardInStep = patched(GUARD_IN_DELIVERY_PATCH);
+  const guardInStep = turn.patched(GUARD_IN_DELIVERY_PATCH);
   if (!guardInStep) {
     const checks = olderChecks();
-    const verdict = checks.checkReply(text, { rules: replyRules() });
+    const verdict = checks.checkReply(text, { rules: replyRules(turn.patched) });
     if (!verdict.ok) {
       const message = checks.guardErrorForModel(verdict);
       return blocked(toolUseId, { message, detail: verdict.detail }, turn);
@@ -100,7 +106,7 @@ export async function sendReply(toolUseId: string, text: string, turn: TurnConte
     replySeq: turn.stepSeq,
     text,
     effectKey: replyEffectKey(turn.conversationKey, turn.turnId, turn.callIndex),
-    ...(guardInStep ? { guard: replyRules() } : {}),
+    ...(guardInStep ? { guard: replyRules(turn.patched) } : {}),
   };
   const { delivery } = turn.steps;
   const final = turn.finalReply;
@@ -237,7 +243,7 @@ const givesDelivery = (call: ToolUseBlock) =>
 export const SERVER_TOOLS_PATCH = 'tool-servers';
 
 export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promise<ToolOutcome> {
-  if (isServerToolName(call.name) && patched(SERVER_TOOLS_PATCH)) {
+  if (isServerToolName(call.name) && turn.patched(SERVER_TOOLS_PATCH)) {
     const source = {
       agentId: turn.agentId,
       origin: 'conversation' as const,
@@ -257,7 +263,7 @@ export async function dispatchTool(call: ToolUseBlock, turn: TurnContext): Promi
     return { result: await runServerTool(call, serverTools) };
   }
   // A history recorded before the patch parsed a delivery with the old schema; it replays that way.
-  if (givesDelivery(call) && !patched(NAMED_DESTINATIONS_PATCH)) {
+  if (givesDelivery(call) && !turn.patched(NAMED_DESTINATIONS_PATCH)) {
     const legacy = olderChecks().legacyScheduleInput.safeParse(call.input);
     if (!legacy.success) return { result: toolResult(call.id, `invalid arguments for ${call.name}`, true) };
     return scheduleCall(call, legacy.data, turn);

@@ -94,6 +94,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     agentId,
     conversationId,
     workflowId: conversationKey,
+    patched,
     liveDelegates: relay.live,
     approvals,
     steering: turns,

@@ -15,8 +15,12 @@ import { budgetsChanged } from '../contracts/budgets';
 import { jobTurnEnded, type JobRunInput, type TurnResult } from '../contracts/job-run';
 import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/job-runs';
 import { SA } from '../domain/search-attributes';
-import { delivery, steps, store } from './activities';
-import { jobTurnMessageId } from '../domain/ids';
+import { decideToolCall } from '../contracts/tool-calls';
+import type { ToolCallDecision } from '../domain/tool-calls';
+import { conversationWorkflowId, jobConversationId, jobTurnMessageId } from '../domain/ids';
+import { delivery, localSteps, steps, store } from './activities';
+import { ToolApprovals } from './server-tools';
+import { runTurn } from './turn';
 
 /** Runs begun before JOB_TURN_SIGNAL_PATCH: the turn in one activity that waits for it, heartbeating. */
 const turns = proxyActivities<KeelActivities>({
@@ -34,6 +38,17 @@ export const JOB_BUDGET_WAIT_PATCH = 'job-waits-for-budget';
 /** The patch after which a run waits for its turn until a deadline, then books an error that says why. */
 export const JOB_TURN_DEADLINE_PATCH = 'job-turn-deadline';
 
+/**
+ * The patch from which a run runs its task's turn itself, in its own workflow, and takes its steps as local ones: one
+ * workflow and one workflow task per run where there were two workflows, two signals and a dozen steps. The turn is
+ * still a turn of the job's conversation (its transcript, its memory of earlier runs). Runs begun before ask the
+ * conversation's workflow for it.
+ */
+export const JOB_TURN_IN_RUN_PATCH = 'job-turn-in-run';
+
+/** What a run asks of its turn: the job's task, under a message id of its own per attempt. */
+type JobTurnAsk = { agentId: string; jobId: string; task: string; messageId: string };
+
 /** A turn that did not end within the run's deadline: its conversation cannot finish it (stuck, failing, gone). */
 type TurnOutcome = TurnResult | { status: 'stuck'; error: string };
 
@@ -49,7 +64,19 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   setHandler(jobTurnEnded, ({ messageId }) => void ended.add(messageId));
   let budgetChanges = 0;
   setHandler(budgetsChanged, () => void budgetChanges++);
-  const begun = await store.beginJobRun({ runId, jobId: input.jobId, firedAt: firedAt.toISOString() });
+  const inRun = patched(JOB_TURN_IN_RUN_PATCH);
+  // Every earlier patch of a run is older than this shape: a run of it asks none (no marker, no search attribute).
+  const since = (patchId: string) => inRun || patched(patchId);
+  // The run's own PostgreSQL steps and deliveries: local from JOB_TURN_IN_RUN_PATCH, ordinary activities before it.
+  const run = inRun ? localSteps : { store, delivery };
+  const approvals = new ToolApprovals();
+  if (inRun) {
+    setHandler(decideToolCall, (d) => approvals.decide(d), {
+      validator: (d: ToolCallDecision) => approvals.validate(d),
+      description: "A person's decision on a tool call of the run's turn that waits for approval.",
+    });
+  }
+  const begun = await run.store.beginJobRun({ runId, jobId: input.jobId, firedAt: firedAt.toISOString() });
   if (begun.kind === 'skipped') {
     upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
     return;
@@ -63,7 +90,7 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
     delivery?: DeliveryReport;
     fails?: boolean;
   }) =>
-    store.bookJobRun({
+    run.store.bookJobRun({
       runId,
       jobId: job.id,
       status: b.status,
@@ -78,10 +105,14 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
 
   for (let attempt = 1; ; attempt++) {
     const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: jobTurnMessageId(runId, attempt) };
-    const turn: TurnOutcome = patched(JOB_TURN_SIGNAL_PATCH) ? await turnOf(ask) : await turns.runJobTurn(ask);
+    const turn: TurnOutcome = inRun
+      ? await ownTurn(ask)
+      : patched(JOB_TURN_SIGNAL_PATCH)
+        ? await turnOf(ask)
+        : await turns.runJobTurn(ask);
     if (turn.status === 'ok') {
       const sent = turn.text
-        ? await delivery.deliverJobResult({
+        ? await run.delivery.deliverJobResult({
             runId,
             agentId: job.agentId,
             jobId: job.id,
@@ -91,10 +122,18 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
         : ({ outcome: 'skipped:empty_reply', attempts: 0 } satisfies DeliveryReport);
       // The turn succeeded; a job that deletes itself still stays, failed, when its result was not delivered: its run
       // is the evidence, and the owner is told.
-      if (afterDelivery(job.deleteAfterRun, sent.outcome) === 'failed' && patched(KEEP_UNDELIVERED_PATCH)) {
+      if (afterDelivery(job.deleteAfterRun, sent.outcome) === 'failed' && since(KEEP_UNDELIVERED_PATCH)) {
         const error = `the result could not be delivered: ${sent.outcome}`;
         const { agentId, name } = job;
-        await delivery.failJob({ runId, jobId: job.id, agentId, name, error, errors: 0, undelivered: sent.outcome });
+        await run.delivery.failJob({
+          runId,
+          jobId: job.id,
+          agentId,
+          name,
+          error,
+          errors: 0,
+          undelivered: sent.outcome,
+        });
         await book({ status: 'ok', reply: turn.text, delivery: sent, error, fails: true });
         upsertSearchAttributes([{ key: SA.outcome, value: 'failed' }]);
         return;
@@ -106,14 +145,14 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
     if (turn.status === 'budget') {
       // The agent's money ran out, not the job's: never counted toward failing the job. The run waits, durably, for
       // the budgets to change and then asks again; its next fire takes over if it comes first.
-      if (patched(JOB_BUDGET_WAIT_PATCH) && (await budgetRaised(turn.error))) continue;
+      if (since(JOB_BUDGET_WAIT_PATCH) && (await budgetRaised(turn.error))) continue;
       await book({ status: 'error', error: turn.error });
       upsertSearchAttributes([{ key: SA.outcome, value: 'budget' }]);
       return;
     }
-    const counted = await store.recordJobRunError({ runId, jobId: job.id, attempt, error: turn.error });
+    const counted = await run.store.recordJobRunError({ runId, jobId: job.id, attempt, error: turn.error });
     if (failsAfterErrors(job.schedule.kind, counted.errors)) {
-      const notice = await delivery.failJob({
+      const notice = await run.delivery.failJob({
         runId,
         jobId: job.id,
         agentId: job.agentId,
@@ -144,25 +183,54 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   async function budgetRaised(reason: string): Promise<boolean> {
     const seen = budgetChanges;
     const changed = () => budgetChanges > seen;
-    const { untilNextFireMs } = await store.markJobRunBudgetBlocked({ runId, jobId: input.jobId, reason });
+    const { untilNextFireMs } = await run.store.markJobRunBudgetBlocked({ runId, jobId: input.jobId, reason });
     const raised =
       untilNextFireMs === null
         ? await condition(changed).then(() => true)
         : await condition(changed, untilNextFireMs, { summary: `wait for a budget: ${reason.slice(0, 80)}` });
-    await store.markJobRunBudgetBlocked({ runId, jobId: input.jobId, reason: null });
+    await run.store.markJobRunBudgetBlocked({ runId, jobId: input.jobId, reason: null });
     return raised;
+  }
+
+  /**
+   * The task as a turn of the job's own conversation, run here: its message recorded, then the same turn a
+   * conversation's workflow runs, with its model calls, tools and guarded reply. Delegates it spawned report to the
+   * conversation, whose workflow is started for them. The outcome is read as committed.
+   */
+  async function ownTurn(ask: JobTurnAsk): Promise<TurnOutcome> {
+    const { turnId } = await run.store.recordJobTask(ask);
+    const conversationId = jobConversationId(ask.jobId);
+    const liveDelegates = new Set<string>();
+    await runTurn(
+      { messageId: ask.messageId, turnId, mode: 'queue' },
+      {
+        conversationKey: conversationWorkflowId(ask.agentId, conversationId),
+        agentId: ask.agentId,
+        conversationId,
+        workflowId: runId,
+        // Every patch of a turn predates this shape too.
+        patched: since,
+        liveDelegates,
+        approvals,
+        // A job's conversation takes no messages of people: nothing steers into or interrupts its turn.
+        steering: { hasSteered: false, takeSteered: () => [] },
+        olderStore: () => run.store,
+        began: () => undefined,
+        finished: () => Promise.resolve(),
+        ended: () => undefined,
+      },
+    );
+    if (liveDelegates.size > 0) await run.store.handOverJobDelegates({ agentId: ask.agentId, jobId: ask.jobId });
+    return (
+      (await run.store.jobTurnResult(ask)) ?? { status: 'error', error: 'the turn ended without its end committed' }
+    );
   }
 
   /**
    * The task as a turn of the job's own conversation: asked for (idempotent by messageId), then awaited without
    * holding an activity. The conversation signals when the turn's end is committed; the end is read from PostgreSQL.
    */
-  async function turnOf(ask: {
-    agentId: string;
-    jobId: string;
-    task: string;
-    messageId: string;
-  }): Promise<TurnOutcome> {
+  async function turnOf(ask: JobTurnAsk): Promise<TurnOutcome> {
     // Runs begun before the deadline wait as they did: without one.
     const deadlineMs = patched(JOB_TURN_DEADLINE_PATCH) ? (turnDeadlineMs ?? JOBS.turnDeadlineMs) : undefined;
     const askedAt = Date.now();

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope, isCancellation } from '@temporalio/workflow';
 import { budgetStopOf } from './budget-stop';
 import {
   repliedEnd,
@@ -66,6 +66,8 @@ export interface TurnHost {
   conversationId: string;
   /** The workflow a person's decision on a tool call goes to: the one the turn runs in. */
   workflowId: string;
+  /** Whether the run has passed a patch of the turn's (TurnContext.patched). */
+  patched: (patchId: string) => boolean;
   /** The conversation's running delegates (a spawn adds to it). */
   liveDelegates: Set<string>;
   approvals: ToolApprovals;
@@ -88,7 +90,7 @@ export async function runTurn(first: QueuedMessage, host: TurnHost): Promise<voi
   const { conversationKey, agentId, conversationId } = host;
   const turn = new RunningTurn(first.turnId);
   const { turnId } = turn;
-  const oneTask = patched(TURN_IN_ONE_TASK_PATCH);
+  const oneTask = host.patched(TURN_IN_ONE_TASK_PATCH);
   const s: TurnSteps = oneTask ? localSteps : activitySteps;
   // The turn's own PostgreSQL steps; before TURN_IN_ONE_TASK_PATCH, local or not by the earlier patches, asked (db())
   // where they were asked then.
@@ -99,6 +101,7 @@ export async function runTurn(first: QueuedMessage, host: TurnHost): Promise<voi
     agentId,
     conversationId,
     workflowId: host.workflowId,
+    patched: host.patched,
     turnId,
     callIndex: 0,
     stepSeq: 0,
@@ -120,7 +123,7 @@ export async function runTurn(first: QueuedMessage, host: TurnHost): Promise<voi
   const relayOf = first.retrigger ? { relayOf: first.retrigger } : {};
   // From REPLY_FINISHES_TURN_PATCH, the step of a reply that ends the turn also commits its end.
   const finalReply = () =>
-    oneTask && patched(REPLY_FINISHES_TURN_PATCH) ? { modelCalls: ctx.callIndex, ...relayOf } : undefined;
+    oneTask && host.patched(REPLY_FINISHES_TURN_PATCH) ? { modelCalls: ctx.callIndex, ...relayOf } : undefined;
   let pending: { toolResults?: ToolResults; note?: TurnNote } = {};
   // A turn in one workflow task writes its transcript in its model calls' steps: its message with the first.
   let before: BeforeModelCall = {};
@@ -174,8 +177,8 @@ export async function runTurn(first: QueuedMessage, host: TurnHost): Promise<voi
           // A decision on a tool call goes to the workflow the turn runs in (a job's run, not its conversation).
           ...(host.workflowId !== conversationKey ? { workflowId: host.workflowId } : {}),
         };
-        const final = oneTask && patched(EFFECTS_IN_MODEL_STEP_PATCH) ? finalReply() : undefined;
-        const replyAtOnce = final && { ...final, conversationId, rules: replyRules() };
+        const final = oneTask && host.patched(EFFECTS_IN_MODEL_STEP_PATCH) ? finalReply() : undefined;
+        const replyAtOnce = final && { ...final, conversationId, rules: replyRules(host.patched) };
         const effects = replyAtOnce ? { runTools: true, replyAtOnce, upToCall: maxCalls } : {};
         step = await callModel(turn, s, call, before, effects);
         written = before.append?.toolResults;

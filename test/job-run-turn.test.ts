@@ -1,11 +1,11 @@
 /**
- * A job's run asks for its turn and waits for the conversation's signal, holding no activity meanwhile; a worker
- * killed while it waits loses nothing. Real worker processes: the one holding the turn is killed with SIGKILL.
+ * A job's run runs its task's turn in its own workflow (issue 27): one workflow per fire, its steps local. A worker
+ * killed mid-turn loses nothing and sends nothing twice, and delegates the turn spawns report to the job's
+ * conversation. Real worker processes: the one holding the turn is killed with SIGKILL.
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId, jobConversationId } from '../domain/ids';
-import { submitToConversation } from '../services/conversation';
 import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { quiescent } from './support/quiescence';
@@ -39,8 +39,8 @@ interface Run {
   delivery?: { outcome: string; attempts: number };
 }
 
-describe('a job run waiting for its turn', () => {
-  it('holds no activity while the turn runs, and survives the kill of the worker holding the turn', async () => {
+describe("a job run's turn", () => {
+  it('runs in the run, with no conversation workflow, and survives the kill of the worker holding it', async () => {
     const first = startWorkerProcess(keel, inject('databaseUrl'));
     workers.push(first);
     await waitForPollers(keel, [first]);
@@ -72,13 +72,10 @@ describe('a job run waiting for its turn', () => {
       30_000,
       'the job turn to be running',
     );
-    // Once it has asked for its turn, the run waits on a signal: nothing of it runs on a worker while the turn does
-    // (it used to hold an activity for the whole turn).
-    await eventually(
-      async () => (await keel.client.workflow.getHandle(runId).describe()).raw.pendingActivities?.length === 0,
-      10_000,
-      'the run to hold no activity',
-    );
+    // The turn is the run's own: a local step of its workflow, no activity, no workflow of the job's conversation.
+    const described = await keel.client.workflow.getHandle(runId).describe();
+    expect(described.raw.pendingActivities ?? []).toHaveLength(0);
+    await expect(keel.client.workflow.getHandle(key).describe()).rejects.toThrow(/not found/i);
     const { rows: during } = await keel.pool.query<{ status: string }>(
       'SELECT status FROM turns WHERE conversation_key = $1 AND message_id = $2',
       [key, messageId],
@@ -109,7 +106,6 @@ describe('a job run waiting for its turn', () => {
       10_000,
       'the run to close',
     );
-    await eventually(() => quiescent(keel.client, key), 30_000, 'the job conversation at rest');
     expect(hook.received.map((r) => (r.body as { text: string }).text)).toEqual(['echo: slow digest']);
     const { rows } = await keel.pool.query<{ status: string }>('SELECT status FROM turns WHERE conversation_key = $1', [
       key,
@@ -117,40 +113,18 @@ describe('a job run waiting for its turn', () => {
     expect(rows).toEqual([{ status: 'replied' }]);
   });
 
-  it('a turn taken up by a new conversation run (the first was terminated) still wakes its run at once', async () => {
+  it('hands the delegates its turn spawned to the job conversation, whose workflow relays their outcome', async () => {
     const worker = startWorkerProcess(keel, inject('databaseUrl'));
     workers.push(worker);
     await waitForPollers(keel, [worker]);
     const a = uniqueId('a');
     const created = await api<{ id: string }>('POST', `/v1/agents/${a}/jobs`, {
-      name: 'Taken up',
+      name: 'Delegating digest',
       schedule: { kind: 'every', intervalMs: 3_600_000 },
-      task: '/delay 2000 taken up',
+      task: `/tool spawn_delegate ${JSON.stringify({ text: '/delay 500 gather the news' })}`,
     });
     const jobId = created.body.id;
     expect((await api('POST', `/v1/agents/${a}/jobs/${jobId}/run`)).status).toBe(202);
-    const key = conversationWorkflowId(a, jobConversationId(jobId));
-    await eventually(
-      async () => {
-        const { rows } = await keel.pool.query<{ status: string }>(
-          `SELECT status FROM turns WHERE conversation_key = $1 AND message_id LIKE '%#1'`,
-          [key],
-        );
-        return rows[0]?.status === 'running';
-      },
-      30_000,
-      'the job turn to be running',
-    );
-    // The run that accepted the turn (and held whom to tell) is gone; the next message starts a run that takes the
-    // turn up from PostgreSQL. Whom to tell comes with it, so the job's run is woken, not left to its recheck timer.
-    await keel.client.workflow.getHandle(key).terminate('test: the run holding the job turn is gone');
-    const to = { agentId: a, conversationId: jobConversationId(jobId), taskQueue: keel.taskQueue };
-    await submitToConversation({ client: keel.client, pool: keel.pool }, to, {
-      messageId: uniqueId('m'),
-      text: 'hello',
-      mode: 'queue',
-    });
-    const woken = Date.now();
     const run = await eventually(
       async () => {
         const r = (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body[0];
@@ -159,8 +133,27 @@ describe('a job run waiting for its turn', () => {
       60_000,
       'the run to finish',
     );
-    expect(run).toMatchObject({ status: 'ok', reply: 'echo: taken up' });
-    // Well before the 2-minute timer that re-reads the turn for a run never told (JOBS.turnRecheckMs).
-    expect(Date.now() - woken).toBeLessThan(30_000);
+    expect(run).toMatchObject({ status: 'ok' });
+    const delegateId = /spawned delegate (\S+)/.exec(run.reply ?? '')?.[1];
+    expect(delegateId).toBeDefined();
+    // The outcome comes back to the job's conversation: admitted and relayed by its workflow, started for it.
+    const delegate = await eventually(
+      async () => {
+        const d = (
+          await api<{ relay?: string; outcome?: { kind: string } }>('GET', `/v1/agents/${a}/delegates/${delegateId}`)
+        ).body;
+        return d.relay ? d : undefined;
+      },
+      30_000,
+      'the relay',
+    );
+    expect(delegate).toMatchObject({ relay: 'relayed', outcome: { kind: 'success' } });
+    const key = conversationWorkflowId(a, jobConversationId(jobId));
+    await eventually(() => quiescent(keel.client, key), 30_000, 'the job conversation at rest');
+    const { rows } = await keel.pool.query<{ text: string }>(
+      `SELECT text FROM messages WHERE conversation_key = $1 AND role = 'assistant'`,
+      [key],
+    );
+    expect(rows.filter((r) => r.text?.startsWith('relay: '))).toHaveLength(1);
   });
 });
