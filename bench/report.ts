@@ -129,13 +129,23 @@ function idleGoals(i: NonNullable<BenchResults['idle']>): Goal[] {
   ];
 }
 
+/** Where a job run's time goes: its own history, and its turn's in the job's conversation when it ran there. */
+function jobRunLines(k: NonNullable<BenchResults['burst']>['keel']): string[] {
+  const { run, turn } = k.breakdownPerRun;
+  // From issue 27 a run runs its turn in its own workflow: the job's conversation has no workflow of its own then.
+  if (turn.workflowTaskRunMs === 0) return [`a job run's history (its turn included), per run: ${breakdownLine(run)}`];
+  return [
+    `a job run's own history, per run: ${breakdownLine(run)}`,
+    `its turn, in the job's conversation, per run: ${breakdownLine(turn)}`,
+  ];
+}
+
 function burstGoals(b: NonNullable<BenchResults['burst']>): Goal[] {
   const k = b.keel;
   const lines = [
     `fire → start p50 / p99 / max: Keel ${k.delayMs.p50} / ${k.delayMs.p99} / ${k.delayMs.max} ms, ` +
       `floor ${b.floor.delayMs.p50} / ${b.floor.delayMs.p99} / ${b.floor.delayMs.max} ms`,
-    `a job run's own history, per run: ${breakdownLine(k.breakdownPerRun.run)}`,
-    `its turn, in the job's conversation, per run: ${breakdownLine(k.breakdownPerRun.turn)}`,
+    ...jobRunLines(k),
     `mean run (fired → booked, from job_runs) ${k.meanRunMs} ms`,
     ...(k.createdLateByMs || b.floor.createdLateByMs
       ? [`schedules created late by: Keel ${k.createdLateByMs} ms, floor ${b.floor.createdLateByMs} ms`]
@@ -381,8 +391,7 @@ function burstSection(b: NonNullable<BenchResults['burst']>): string[] {
     ]),
     row(['floor', b.floor.delayMs.p50, b.floor.delayMs.p99, b.floor.delayMs.max, '–', '–', '–']),
     '',
-    `- a job run's history, per run: ${breakdownLine(k.breakdownPerRun.run)}`,
-    `- its turn in the job's conversation, per run: ${breakdownLine(k.breakdownPerRun.turn)}`,
+    ...jobRunLines(k).map((l) => `- ${l}`),
     '',
   ];
 }
