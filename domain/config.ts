@@ -21,6 +21,11 @@ export interface WorkerCapacity {
   workflowTaskSlots: number;
   activitySlots: number;
   localActivitySlots: number;
+  /**
+   * Set: the SDK's resource-based tuner hands out task slots to hold the process near these shares of CPU and memory
+   * (0–1), in place of the fixed slot counts.
+   */
+  tuner?: { targetCpuUsage: number; targetMemoryUsage: number };
 }
 
 /**
@@ -33,6 +38,12 @@ export const WORKER_DEFAULTS: WorkerCapacity = {
   activitySlots: 100,
   localActivitySlots: 100,
 };
+
+/** `resource:0.8,0.9` → the tuner's targets. */
+function resourceTuner(setting: string): NonNullable<WorkerCapacity['tuner']> {
+  const [cpu, memory] = setting.slice('resource:'.length).split(',').map(Number);
+  return { targetCpuUsage: cpu!, targetMemoryUsage: memory! };
+}
 
 /**
  * A sandbox wall clock that reaches the activity's timeout would be cut off by Temporal (and retried as a lost worker)
@@ -104,6 +115,11 @@ const Env = z.object({
   KEEL_WORKER_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(2).default(WORKER_DEFAULTS.workflowTaskSlots),
   KEEL_WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(WORKER_DEFAULTS.activitySlots),
   KEEL_WORKER_LOCAL_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(WORKER_DEFAULTS.localActivitySlots),
+  /** `resource:<cpu>,<memory>` (shares, e.g. resource:0.8,0.8): the SDK's resource-based tuner, not slot counts. */
+  KEEL_WORKER_TUNER: z
+    .string()
+    .regex(/^resource:(0(\.\d+)?|1),(0(\.\d+)?|1)$/, 'resource:<cpu share>,<memory share>, each between 0 and 1')
+    .optional(),
   KEEL_JOB_EVERY_FLOOR_MS: z.coerce.number().int().positive().default(60_000),
   KEEL_JOB_CATCHUP_WINDOW_MS: z.coerce.number().int().positive().default(600_000),
   /** Comma-separated retry delays of a failed job run, in ms (default 30 s, 1 min, 5 min, 15 min, 60 min). */
@@ -367,6 +383,7 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
       workflowTaskSlots: e.KEEL_WORKER_WORKFLOW_TASK_SLOTS,
       activitySlots: e.KEEL_WORKER_ACTIVITY_SLOTS,
       localActivitySlots: e.KEEL_WORKER_LOCAL_ACTIVITY_SLOTS,
+      ...(e.KEEL_WORKER_TUNER ? { tuner: resourceTuner(e.KEEL_WORKER_TUNER) } : {}),
     },
     ...(e.KEEL_BUILD_ID ? { deployment: { name: e.KEEL_DEPLOYMENT_NAME, buildId: e.KEEL_BUILD_ID } } : {}),
     jobs: {

@@ -31,14 +31,16 @@ export async function createKeelWorker(opts: {
     maxHeartbeatThrottleInterval: '1 second',
     // A killed worker's cached workflows move to another worker after this (the SDK's default is 10 s).
     stickyQueueScheduleToStartTimeout: '3 seconds',
-    ...(capacity
-      ? {
-          maxCachedWorkflows: capacity.cachedWorkflows,
-          maxConcurrentWorkflowTaskExecutions: capacity.workflowTaskSlots,
-          maxConcurrentActivityTaskExecutions: capacity.activitySlots,
-          maxConcurrentLocalActivityExecutions: capacity.localActivitySlots,
-        }
-      : {}),
+    ...(capacity ? { maxCachedWorkflows: capacity.cachedWorkflows } : {}),
+    ...(capacity?.tuner
+      ? { tuner: { tunerOptions: capacity.tuner } }
+      : capacity
+        ? {
+            maxConcurrentWorkflowTaskExecutions: capacity.workflowTaskSlots,
+            maxConcurrentActivityTaskExecutions: capacity.activitySlots,
+            maxConcurrentLocalActivityExecutions: capacity.localActivitySlots,
+          }
+        : {}),
     ...(opts.deployment
       ? {
           workerDeploymentOptions: {

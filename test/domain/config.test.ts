@@ -85,6 +85,30 @@ describe('loadConfig: worker versioning', () => {
   });
 });
 
+describe('loadConfig: worker slots', () => {
+  it('has fixed slot counts and no tuner by default', () => {
+    expect(loadConfig({}).worker).toEqual({
+      cachedWorkflows: 250,
+      workflowTaskSlots: 40,
+      activitySlots: 100,
+      localActivitySlots: 100,
+    });
+  });
+
+  it('KEEL_WORKER_TUNER=resource:0.7,0.9 sets the resource-based tuner with those targets', () => {
+    expect(loadConfig({ KEEL_WORKER_TUNER: 'resource:0.7,0.9' }).worker.tuner).toEqual({
+      targetCpuUsage: 0.7,
+      targetMemoryUsage: 0.9,
+    });
+  });
+
+  it('refuses a tuner setting that is not two shares between 0 and 1', () => {
+    expect(() => loadConfig({ KEEL_WORKER_TUNER: 'resource:80,90' })).toThrow(
+      /KEEL_WORKER_TUNER: resource:<cpu share>,<memory share>, each between 0 and 1/,
+    );
+  });
+});
+
 describe('loadConfig: model provider', () => {
   it('is scripted without ANTHROPIC_API_KEY', () => {
     expect(loadConfig({}).model.provider).toBe('scripted');

@@ -4,12 +4,18 @@ import { ApplicationFailure, type WorkflowInterceptorsFactory } from '@temporali
  * A test hook, bundled into the workflow code of one test only: a bug in the job run workflow, which fails the run
  * when it is about to deliver the job's result. The reset test fixes it (a worker with the real code) and resets.
  */
+const bug = () => ApplicationFailure.nonRetryable('a bug in the job run workflow', 'KeelTestBug');
+
 export const interceptors: WorkflowInterceptorsFactory = () => ({
   outbound: [
     {
       scheduleActivity: (input, next) => {
-        if (input.activityType === 'deliverJobResult')
-          throw ApplicationFailure.nonRetryable('a bug in the job run workflow', 'KeelTestBug');
+        if (input.activityType === 'deliverJobResult') throw bug();
+        return next(input);
+      },
+      // A run's delivery is a local step from issue 27's shape.
+      scheduleLocalActivity: (input, next) => {
+        if (input.activityType === 'deliverJobResult') throw bug();
         return next(input);
       },
     },
