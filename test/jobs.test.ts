@@ -40,6 +40,7 @@ interface Job {
   consecutiveErrors: number;
   runCount: number;
   nextRunAt: string | null;
+  lastRun?: { status: string; durationMs: number | null };
 }
 interface Run {
   runId: string;
@@ -100,6 +101,8 @@ describe('scheduled jobs through the REST API', () => {
       consecutiveErrors: 0,
       lastRun: { status: 'ok', deliveryOutcome: 'delivered' },
     });
+    // How long it took, though the run's steps are local ones of its workflow.
+    expect(job.lastRun?.durationMs).toBeGreaterThan(0);
   });
 
   it('a webhook answering 500 twice then 200: the run is ok, delivered after 3 attempts, sent once', async () => {

@@ -53,9 +53,10 @@ type JobTurnAsk = { agentId: string; jobId: string; task: string; messageId: str
 type TurnOutcome = TurnResult | { status: 'stuck'; error: string };
 
 /**
- * One fire of a scheduled job (started by its Temporal Schedule): the task runs as a turn of the job's own
- * conversation, its result is delivered with the delivery's own retries, and the run is booked in one write. A failed
- * turn is retried here with the job backoff, until the next fire is sooner or the job has failed too often.
+ * One fire of a scheduled job (started by its Temporal Schedule): the task runs, in this workflow, as a turn of the
+ * job's own conversation, its result is delivered with the delivery's own retries, and the run is booked in one
+ * write. A failed turn is retried here with the job backoff, until the next fire is sooner or the job has failed too
+ * often.
  */
 export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   const runId = workflowInfo().workflowId;
