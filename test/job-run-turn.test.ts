@@ -39,21 +39,47 @@ interface Run {
   delivery?: { outcome: string; attempts: number };
 }
 
+/** A worker process, polling the task queue. */
+async function startPolledWorker(): Promise<ChildProcess> {
+  const worker = startWorkerProcess(keel, inject('databaseUrl'));
+  workers.push(worker);
+  await waitForPollers(keel, [worker]);
+  return worker;
+}
+
+/** An hourly job of the agent, created and run now: its id. */
+async function runNow(a: string, job: { name: string; task: string; delivery?: unknown }): Promise<string> {
+  const created = await api<{ id: string }>('POST', `/v1/agents/${a}/jobs`, {
+    ...job,
+    schedule: { kind: 'every', intervalMs: 3_600_000 },
+  });
+  expect(created.status).toBe(201);
+  const jobId = created.body.id;
+  expect((await api('POST', `/v1/agents/${a}/jobs/${jobId}/run`)).status).toBe(202);
+  return jobId;
+}
+
+/** The job's first run, once booked. */
+function finishedRun(a: string, jobId: string): Promise<Run> {
+  return eventually(
+    async () => {
+      const r = (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body[0];
+      return r && r.status !== 'running' ? r : undefined;
+    },
+    60_000,
+    'the run to finish',
+  );
+}
+
 describe("a job run's turn", () => {
   it('runs in the run, with no conversation workflow, and survives the kill of the worker holding it', async () => {
-    const first = startWorkerProcess(keel, inject('databaseUrl'));
-    workers.push(first);
-    await waitForPollers(keel, [first]);
+    const first = await startPolledWorker();
     const a = uniqueId('a');
-    const created = await api<{ id: string }>('POST', `/v1/agents/${a}/jobs`, {
+    const jobId = await runNow(a, {
       name: 'Slow digest',
-      schedule: { kind: 'every', intervalMs: 3_600_000 },
       task: '/delay 4000 slow digest',
       delivery: { channel: 'webhook', url: hook.url },
     });
-    expect(created.status).toBe(201);
-    const jobId = created.body.id;
-    expect((await api('POST', `/v1/agents/${a}/jobs/${jobId}/run`)).status).toBe(202);
     const { runId } = await eventually(
       async () => (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body[0],
       30_000,
@@ -87,14 +113,7 @@ describe("a job run's turn", () => {
     const second = startWorkerProcess(keel, inject('databaseUrl'));
     workers.push(second);
 
-    const run = await eventually(
-      async () => {
-        const r = (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body[0];
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      60_000,
-      'the run to finish',
-    );
+    const run = await finishedRun(a, jobId);
     expect(run).toMatchObject({
       status: 'ok',
       reply: 'echo: slow digest',
@@ -114,25 +133,13 @@ describe("a job run's turn", () => {
   });
 
   it('hands the delegates its turn spawned to the job conversation, whose workflow relays their outcome', async () => {
-    const worker = startWorkerProcess(keel, inject('databaseUrl'));
-    workers.push(worker);
-    await waitForPollers(keel, [worker]);
+    await startPolledWorker();
     const a = uniqueId('a');
-    const created = await api<{ id: string }>('POST', `/v1/agents/${a}/jobs`, {
+    const jobId = await runNow(a, {
       name: 'Delegating digest',
-      schedule: { kind: 'every', intervalMs: 3_600_000 },
       task: `/tool spawn_delegate ${JSON.stringify({ text: '/delay 500 gather the news' })}`,
     });
-    const jobId = created.body.id;
-    expect((await api('POST', `/v1/agents/${a}/jobs/${jobId}/run`)).status).toBe(202);
-    const run = await eventually(
-      async () => {
-        const r = (await api<Run[]>('GET', `/v1/agents/${a}/jobs/${jobId}/runs`)).body[0];
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      60_000,
-      'the run to finish',
-    );
+    const run = await finishedRun(a, jobId);
     expect(run).toMatchObject({ status: 'ok' });
     const delegateId = /spawned delegate (\S+)/.exec(run.reply ?? '')?.[1];
     expect(delegateId).toBeDefined();
