@@ -41,6 +41,7 @@ async function heapUsed(): Promise<number> {
 /** The start-up reads of a conversation with no open turn and no delegate out. */
 const nothingOpen = {
   openTurns: async () => [],
+  resumeConversation: async () => ({ turns: [], delegateWork: false }),
   admitDelegateOutcomes: async () => ({ admitted: [], live: [] }),
 };
 

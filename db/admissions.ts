@@ -68,6 +68,23 @@ export async function admittedInBatch(db: Queryable, batch: string): Promise<str
   return rows.map((r) => r.delegate_id);
 }
 
+/**
+ * Whether a fresh run of the conversation has admission work: a live delegate (liveDelegateIds), a committed outcome
+ * not yet admitted (unadmittedOutcomes) or an admitted result never relayed (unrelayedResults). A conversation that
+ * never delegated then starts without the admission step.
+ */
+export async function hasDelegateWork(db: Queryable, conversationKey: string): Promise<boolean> {
+  const { rows } = await db.query<{ work: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM delegates WHERE conversation_key = $1 AND (completed_at IS NULL
+         OR admitted_version < outcome_version
+         OR (admitted_version > 0 AND admitted_version = outcome_version AND relay IS NULL))
+     ) AS work`,
+    [conversationKey],
+  );
+  return rows[0]?.work ?? false;
+}
+
 /** Admitted results no retrigger relayed or noted: after a run was terminated, a fresh run relays them. */
 export async function unrelayedResults(db: Queryable, conversationKey: string): Promise<string[]> {
   const { rows } = await db.query<{ delegate_id: string }>(

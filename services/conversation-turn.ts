@@ -14,7 +14,7 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { queueTurnForReflection } from './reflection';
 import { publishEvent } from '../db/events';
-import { admittedResults, markRelay } from '../db/admissions';
+import { admittedResults, hasDelegateWork, markRelay } from '../db/admissions';
 import { isDataError } from '../db/errors';
 import { inTransaction, type Pool } from '../db/pool';
 import type { PoolClient } from 'pg';
@@ -73,6 +73,19 @@ export async function openTurns(
 ): Promise<QueuedMessage[]> {
   const { pool } = deps;
   return queuedTurns(pool, input.conversationKey);
+}
+
+/** What a fresh run takes up: the open turns, oldest first, and whether delegates' outcomes need admitting. */
+export async function resumeConversation(
+  deps: ConversationTurnDeps,
+  input: { conversationKey: string },
+): Promise<{ turns: QueuedMessage[]; delegateWork: boolean }> {
+  const { pool } = deps;
+  const [turns, delegateWork] = await Promise.all([
+    queuedTurns(pool, input.conversationKey),
+    hasDelegateWork(pool, input.conversationKey),
+  ]);
+  return { turns, delegateWork };
 }
 
 type TurnStart = { conversationKey: string; turnId: string; messageIds: string[] };

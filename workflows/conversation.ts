@@ -26,7 +26,7 @@ import { conversationWorkflowId } from '../domain/ids';
 import type { InboundMessage } from '../domain/messages';
 import { SA } from '../domain/search-attributes';
 import type { ToolCallDecision } from '../domain/tool-calls';
-import { steps, store } from './activities';
+import { localSteps, steps, store } from './activities';
 import { ConversationQueue } from './conversation-queue';
 import { DelegateRelay } from './relay';
 import { ToolApprovals } from './server-tools';
@@ -60,6 +60,14 @@ export const NO_LOCAL_STEPS_PATCH = 'conversation-steps-as-activities';
  * run's start answered its last message first).
  */
 export const OPEN_TURNS_IN_ORDER_PATCH = 'conversation-open-turns-in-order';
+
+/**
+ * The patch from which a fresh run's start-up is one local step in its first workflow task (resumeConversation: the
+ * open turns, and whether any delegate needs admitting), not two ordinary activities: the first turn of an idle
+ * conversation runs in the task that started its run. Runs begun before read the open turns, then admit, as
+ * activities.
+ */
+export const RESUME_IN_ONE_STEP_PATCH = 'conversation-resume-in-one-step';
 
 /**
  * One workflow per conversation while it has work. Messages arrive recorded, by the `messageRecorded` signal
@@ -135,13 +143,20 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     description: 'Submit an inbound message; idempotent by messageId.',
   });
 
-  if (!input.carried) {
+  if (input.carried) {
+    // After continue-as-new the outcomes committed meanwhile are reconciled from PostgreSQL.
+    await admitOutcomes(true);
+  } else if (patched(RESUME_IN_ONE_STEP_PATCH)) {
     // A run that did not inherit a queue (the first, or one started after a run was terminated) takes up the turns
-    // PostgreSQL still has open, oldest first, so that no accepted message is left unanswered.
+    // PostgreSQL still has open, oldest first, so that no accepted message is left unanswered; delegates' outcomes
+    // committed meanwhile are reconciled too, when the conversation has any.
+    const resumed = await localSteps.store.resumeConversation({ conversationKey });
+    turns.takeUp(resumed.turns, () => true);
+    if (resumed.delegateWork) await admitOutcomes(true, true);
+  } else {
     turns.takeUp(await db().openTurns({ conversationKey }), () => patched(OPEN_TURNS_IN_ORDER_PATCH));
+    await admitOutcomes(true, true);
   }
-  // After continue-as-new (or a fresh start) the outcomes committed meanwhile are reconciled from PostgreSQL.
-  await admitOutcomes(true, !input.carried);
 
   while (!workflowInfo().continueAsNewSuggested) {
     const woken = await waitForWork();
