@@ -126,9 +126,9 @@ describe('a read-only tool runs at once', () => {
     // and its answer, and no step of its own follows for it.
     const steps = await stepsOf(conversationWorkflowId(agent, conv));
     // The same step then made the turn's next model call, which sent the reply and committed the turn's end: the
-    // whole turn is one step, with no hand-over to the workflow inside it.
-    expect(steps.map((s) => s.type)).toEqual(['callTurnModel']);
-    expect(JSON.parse(steps[0]!.result)).toMatchObject({
+    // whole turn is one step, with no hand-over to the workflow inside it (after the run's own start-up step).
+    expect(steps.map((s) => s.type)).toEqual(['resumeConversation', 'callTurnModel']);
+    expect(JSON.parse(steps[1]!.result)).toMatchObject({
       toolAttempts: {
         [toolUse]: { kind: 'ran', how: 'auto', result: { content: 'order A1: shipped', isError: false } },
       },
@@ -305,9 +305,10 @@ describe("a model step goes on with the turn's next model call once all its tool
     expect((await toolResultRows(res.body.turnId)).map((r) => r.origin)).toEqual(
       [1, 2, 3, 4, 5].map((i) => `turn:${res.body.turnId}:results:${i}`),
     );
-    // One step for all five calls; the turn's end, with the last call's results, is a step of its own.
+    // One step for all five calls; the turn's end, with the last call's results, is a step of its own. The run's
+    // start-up comes before them.
     const steps = await stepsOf(conversationWorkflowId(agent, conv));
-    expect(steps.map((s) => s.type)).toEqual(['callTurnModel', 'finishTurn']);
+    expect(steps.map((s) => s.type)).toEqual(['resumeConversation', 'callTurnModel', 'finishTurn']);
   });
 });
 
