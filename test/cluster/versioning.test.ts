@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection, WorkflowClient } from '@temporalio/client';
+import { Client, Connection, WorkflowClient } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ import { stopProcess } from '../../scripts/processes';
 import { promoteBuild } from '../../worker/deployment';
 import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from '../../domain/ids';
 import { bundleWorkflows } from '../../worker/bundle';
-import { eventually, uniqueId, type SubmitAnswer } from '../support/keel';
+import { eventually, settledHistory, uniqueId, type SubmitAnswer } from '../support/keel';
 import { author, CONTACT_ADA, finished, routineApiAt, type RoutineApi } from '../support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -77,8 +77,12 @@ async function get<T>(url: string): Promise<T> {
   return (await (await fetch(`${stack.apis[0]}${url}`)).json()) as T;
 }
 
-/** The build a workflow execution runs on and how it moves between builds, as Temporal records them. */
+/**
+ * The build a workflow execution runs on and how it moves between builds, as Temporal records them once its last
+ * workflow task has completed (a turn's reply is out while the task that made it may still run).
+ */
 async function versioning(workflowId: string): Promise<{ build: string | null; behavior: string }> {
+  await settledHistory({ client: new Client({ connection, namespace: stack.namespace }) }, workflowId);
   const { workflowExecutionInfo } = await connection.workflowService.describeWorkflowExecution({
     namespace: stack.namespace,
     execution: { workflowId },
