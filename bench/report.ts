@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ActionsPer, PgPer } from './actions';
 import type { burstRun } from './burst';
@@ -532,6 +532,15 @@ function historySection(h: NonNullable<BenchResults['history']>): string[] {
   ];
 }
 
+/**
+ * The design changes tried for the goals still missed, with their measured effect and the next change: written by
+ * hand in bench/CHANGES-TRIED.md (they come from runs and profiles this report does not repeat).
+ */
+async function changesTried(): Promise<string[]> {
+  const text = await readFile(path.join(__dirname, 'CHANGES-TRIED.md'), 'utf8').catch(() => '');
+  return text ? [text.trimEnd().replace(/^# /, '### '), ''] : [];
+}
+
 export async function writeReport(r: BenchResults, dir: string): Promise<void> {
   const g = goals(r);
   await writeFile(path.join(dir, 'results.json'), `${JSON.stringify({ ...r, goals: g }, null, 2)}\n`);
@@ -564,6 +573,7 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
           '### Where the time, bytes or memory go, for each goal not met',
           '',
           ...missed.flatMap((x) => [`**${x.goal}** (${x.measured})`, '', ...x.breakdown.map((l) => `- ${l}`), '']),
+          ...(await changesTried()),
         ]
       : []),
     ...(Object.keys(r.errors).length

@@ -16,15 +16,15 @@ import type { BenchResults } from './report';
 
 const { values: args } = parseArgs({ options: { only: { type: 'string', default: '' } } });
 
-/** The settings swept: the default, fewer and more slots, a smaller cache, and the SDK's resource-based tuner. */
+/** The settings swept: the default, fewer and more slots, a bigger cache, and the SDK's resource-based tuner. */
 const SETTINGS: { name: string; env: Record<string, string> }[] = [
-  { name: 'default (cache 250, 40 / 100 / 100 slots)', env: {} },
+  { name: 'default (cache 100, 40 / 100 / 100 slots)', env: {} },
   { name: 'workflow task slots 10', env: { KEEL_WORKER_WORKFLOW_TASK_SLOTS: '10' } },
   {
     name: 'workflow task slots 100, local activity slots 200',
     env: { KEEL_WORKER_WORKFLOW_TASK_SLOTS: '100', KEEL_WORKER_LOCAL_ACTIVITY_SLOTS: '200' },
   },
-  { name: 'cache 100', env: { KEEL_WORKER_CACHED_WORKFLOWS: '100' } },
+  { name: 'cache 250', env: { KEEL_WORKER_CACHED_WORKFLOWS: '250' } },
   { name: 'resource-based tuner, CPU 0.8, memory 0.8', env: { KEEL_WORKER_TUNER: 'resource:0.8,0.8' } },
 ];
 

@@ -33,7 +33,8 @@ export interface WorkerCapacity {
  * workflow is replayed from its short history when it next has work.
  */
 export const WORKER_DEFAULTS: WorkerCapacity = {
-  cachedWorkflows: 250,
+  // 100, not 250: 3,000 conversations left the worker at 380 MiB instead of 486 (bench/CHANGES-TRIED.md).
+  cachedWorkflows: 100,
   workflowTaskSlots: 40,
   activitySlots: 100,
   localActivitySlots: 100,
