@@ -1,4 +1,4 @@
-import { Connection, type OperatorService } from '@temporalio/client';
+import { Connection, type OperatorService, type WorkflowService } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { temporalStatus } from './temporal-status';
@@ -6,6 +6,7 @@ import { temporalStatus } from './temporal-status';
 /** Anything that holds Temporal's operator service: the client's Connection or the worker's NativeConnection. */
 export interface OperatorConnection {
   readonly operatorService: OperatorService;
+  readonly workflowService: WorkflowService;
 }
 
 const KEYWORD = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
@@ -68,7 +69,33 @@ export async function ensureSearchAttributes(
     const still = await missingSearchAttributes(target, namespace);
     if (still.length) throw new MissingSearchAttributesError(namespace, still, describe(err));
   }
+  await untilMapped(target, namespace);
   return missing;
+}
+
+/** How long a server may take to map search attributes just registered (its namespace registry's refresh). */
+const MAPPING_WAIT_MS = 60_000;
+
+/**
+ * Resolves once the server maps every one of Keel's search attributes in the namespace. A server that does not read
+ * them afresh on every request (a production one) maps attributes just registered only at its next refresh, and
+ * until then refuses the workflows Keel starts with them ("has no mapping defined").
+ */
+async function untilMapped(connection: OperatorConnection, namespace: string): Promise<void> {
+  const query = KEEL_NAMES.map((name) => `${name} = ''`).join(' AND ');
+  const deadline = Date.now() + MAPPING_WAIT_MS;
+  for (;;) {
+    try {
+      await connection.workflowService.countWorkflowExecutions({ namespace, query });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        const why = `Temporal namespace ${namespace} took Keel's search attributes but did not map them`;
+        throw new Error(`${why} within ${MAPPING_WAIT_MS / 1000} s (${describe(err)})`, { cause: err });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
 
 function describe(err: unknown): string {

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import { status } from '@grpc/grpc-js';
+import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { replayHistories, type ReplayOutcome } from '../../services/replay';
@@ -41,6 +42,28 @@ export function firstDifference(error: string): string {
  * the first differing event, whether or not the run got stuck: a worker that kept the run cached never replayed it.
  */
 export async function replayEverything(client: Client, bundlePath: string, keepDir: string): Promise<ReplayCheck> {
+  // A server just restarted and drained can refuse reads for a while (a cluster's "System Persistence Max QPS
+  // Reached"): that is the server's answer to this check's own reads, not a history that does not replay.
+  for (let tries = 1; ; tries++) {
+    try {
+      return await replayOnce(client, bundlePath, keepDir);
+    } catch (err) {
+      if (tries >= READ_TRIES || !refusedForNow(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS));
+    }
+  }
+}
+
+const READ_TRIES = 5;
+const READ_RETRY_MS = 5_000;
+
+/** The server refused a read for now (unavailable, or over a rate limit), to be asked again. */
+function refusedForNow(err: unknown): boolean {
+  const grpc = err instanceof ServiceError ? err.cause : err;
+  return isGrpcServiceError(grpc) && (grpc.code === status.UNAVAILABLE || grpc.code === status.RESOURCE_EXHAUSTED);
+}
+
+async function replayOnce(client: Client, bundlePath: string, keepDir: string): Promise<ReplayCheck> {
   const started = Date.now();
   // Replaying an open run ends in a live activation whose local activities the replayer cannot run: the SDK warns of
   // each (and reports the replay clean). Only errors are worth a line here.
