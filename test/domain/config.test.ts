@@ -88,7 +88,7 @@ describe('loadConfig: worker versioning', () => {
 describe('loadConfig: worker slots', () => {
   it('has fixed slot counts and no tuner by default', () => {
     expect(loadConfig({}).worker).toEqual({
-      cachedWorkflows: 250,
+      cachedWorkflows: 100,
       workflowTaskSlots: 40,
       activitySlots: 100,
       localActivitySlots: 100,
