@@ -89,6 +89,8 @@ async function untilMapped(connection: OperatorConnection, namespace: string): P
       await connection.workflowService.countWorkflowExecutions({ namespace, query });
       return;
     } catch (err) {
+      // Only the server's refusal of the query ("no mapping defined") waits for its refresh; any other error is news.
+      if (temporalStatus(err)?.name !== 'INVALID_ARGUMENT') throw err;
       if (Date.now() > deadline) {
         const why = `Temporal namespace ${namespace} took Keel's search attributes but did not map them`;
         throw new Error(`${why} within ${MAPPING_WAIT_MS / 1000} s (${describe(err)})`, { cause: err });

@@ -3,6 +3,7 @@ import { Worker } from '@temporalio/worker';
 import { Cron } from 'croner';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { routineScheduleId } from '../domain/ids';
+import { temporalUnavailable } from '../services/temporal-status';
 import { routineRunWorkflow } from '../workflows/routine-run';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { author, CONTACT_ADA, contactRecords, finished, routineApi, scheduledActivities } from './support/routines';
@@ -306,7 +307,13 @@ describe('schedules: pause, run-now, overlap, edits', () => {
     // A Schedule's describe is a query to its scheduler workflow, which may time out while the server's own worker
     // takes the trigger: read again then.
     const fired = await eventually(
-      async () => (await handle.describe().catch(() => undefined))?.info.recentActions[0],
+      async () => {
+        const described = await handle.describe().catch((err: unknown) => {
+          if (temporalUnavailable(err)) return undefined;
+          throw err;
+        });
+        return described?.info.recentActions[0];
+      },
       30_000,
       'the triggered fire',
     );

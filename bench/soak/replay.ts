@@ -1,11 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { status } from '@grpc/grpc-js';
-import { isGrpcServiceError, ServiceError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { replayHistories, type ReplayOutcome } from '../../services/replay';
 import { historyJson, queryHistories } from '../../services/run-history';
+import { temporalUnavailable } from '../../services/temporal-status';
 import type { CheckRow } from './checks';
 
 /** A history that the current workflow code does not replay: the run, and the first event where they part. */
@@ -48,7 +48,7 @@ export async function replayEverything(client: Client, bundlePath: string, keepD
     try {
       return await replayOnce(client, bundlePath, keepDir);
     } catch (err) {
-      if (tries >= READ_TRIES || !refusedForNow(err)) throw err;
+      if (tries >= READ_TRIES || !temporalUnavailable(err)) throw err;
       await new Promise((resolve) => setTimeout(resolve, READ_RETRY_MS));
     }
   }
@@ -56,12 +56,6 @@ export async function replayEverything(client: Client, bundlePath: string, keepD
 
 const READ_TRIES = 5;
 const READ_RETRY_MS = 5_000;
-
-/** The server refused a read for now (unavailable, or over a rate limit), to be asked again. */
-function refusedForNow(err: unknown): boolean {
-  const grpc = err instanceof ServiceError ? err.cause : err;
-  return isGrpcServiceError(grpc) && (grpc.code === status.UNAVAILABLE || grpc.code === status.RESOURCE_EXHAUSTED);
-}
 
 async function replayOnce(client: Client, bundlePath: string, keepDir: string): Promise<ReplayCheck> {
   const started = Date.now();
