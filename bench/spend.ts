@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { inTransaction, createPool } from '../db/pool';
 import { takeTurn } from '../db/rate-limits';
 import { reserve, settle } from '../db/spend';
-import { budgetsFor, costOf, MODEL_PRICES, worstCaseUsd, type Budgets } from '../domain/spend';
+import { budgetsFor, costOf, estimatedInputTokens, MODEL_PRICES, worstCaseUsd, type Budgets } from '../domain/spend';
 import { startKeelStack } from '../scripts/keel-stack';
 import { REPO_ROOT } from '../scripts/processes';
 import { bundleWorkflows } from '../worker/bundle';
@@ -101,7 +101,8 @@ async function measure(): Promise<Figures> {
       tools: [],
       maxTokens: 4096,
     };
-    const worstUsd = worstCaseUsd(request, MODEL_PRICES.scripted!);
+    const inputTokens = estimatedInputTokens(request);
+    const worstUsd = worstCaseUsd({ inputTokens, maxTokens: request.maxTokens }, MODEL_PRICES.scripted!);
     const usage = { inputTokens: 400, outputTokens: 50, cacheReadTokens: 0, cacheWriteTokens: 0 };
     const key = (i: number) => `bench:${run}:call:${i}`;
     const reserveMs = await timed(STEPS, async (i) => {

@@ -16,7 +16,7 @@ export interface AgentRow {
   updatedAt: string;
 }
 
-interface AgentRecord {
+export interface AgentRecord {
   id: string;
   name: string;
   model: string | null;
@@ -29,7 +29,7 @@ interface AgentRecord {
   updated_at: Date;
 }
 
-const toAgent = (r: AgentRecord): AgentRow => ({
+export const toAgent = (r: AgentRecord): AgentRow => ({
   id: r.id,
   name: r.name,
   model: r.model,

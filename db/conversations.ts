@@ -4,8 +4,10 @@ import type { InboundMessage, MessageMode } from '../domain/messages';
 import type { ContentBlock } from '../domain/model';
 import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
 import { ENSURE_AGENT_SQL } from './agents';
+import { eventCall } from './events';
+import { toTurnToReflect, turnToReflectSql, type TurnToReflect, type TurnToReflectRow } from './proposals';
 import { exactInstant, type PageRequest } from './page';
-import { inTransaction, type Pool, type Queryable } from './pool';
+import type { Pool, Queryable } from './pool';
 
 /** A conversation's row comes into being on first use; its agent's row must exist. */
 export async function ensureConversation(
@@ -121,8 +123,7 @@ export async function appendTranscript(
 
 /**
  * appendTranscript, telling which origins this call added (the others were in the transcript already: a retried
- * step's). Two statements whatever the count of entries: the conversation's row locked, then the entries not yet
- * there added under the next seqs.
+ * step's). One statement whatever the count of entries, so also a transaction of its own outside one.
  */
 export async function appendTranscriptEntries(
   db: Queryable,
@@ -130,32 +131,19 @@ export async function appendTranscriptEntries(
   turnId: string,
   entries: readonly NewTranscriptEntry[],
 ): Promise<{ last: number; added: Set<string> }> {
-  // Locked first, so that an entry another transaction is adding is seen by the next statement, never added twice.
-  const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [
-    conversationKey,
-  ]);
   const added = new Set<string>();
-  if (entries.length === 0) return { last: lock.rows[0]?.last_seq ?? 0, added };
-  if (!lock.rows[0]) throw new Error(`conversation ${conversationKey} is not recorded`);
-  const input = entries.map((e, i) => ({ i, role: e.role, content: e.content, text: e.text, origin: e.origin }));
+  if (entries.length === 0) {
+    // Nothing to add: the lock alone, which orders this transaction after any append in flight.
+    const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [
+      conversationKey,
+    ]);
+    return { last: lock.rows[0]?.last_seq ?? 0, added };
+  }
+  // One round trip: the function locks the conversation first, then adds what is not there yet (the migration
+  // one-round-trip-steps says why that order).
   const { rows } = await db.query<{ origin: string; seq: number; added: boolean }>(
-    `WITH input AS (
-       SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(i integer, role text, content jsonb, text text, origin text)),
-     found AS (
-       SELECT m.origin, m.seq FROM messages m WHERE m.conversation_key = $1 AND m.origin IN (SELECT origin FROM input)),
-     fresh AS (
-       SELECT f.*, row_number() OVER (ORDER BY f.i) AS n, count(*) OVER () AS total
-       FROM (SELECT DISTINCT ON (origin) * FROM input WHERE origin NOT IN (SELECT origin FROM found)
-             ORDER BY origin, i) f),
-     bump AS (
-       UPDATE conversations SET last_seq = last_seq + (SELECT count(*) FROM fresh)
-       WHERE key = $1 AND EXISTS (SELECT 1 FROM fresh) RETURNING last_seq),
-     inserted AS (
-       INSERT INTO messages (conversation_key, seq, role, content, text, turn_id, origin)
-       SELECT $1, b.last_seq - f.total + f.n, f.role, f.content, f.text, $2, f.origin FROM fresh f, bump b
-       RETURNING origin, seq)
-     SELECT origin, seq, true AS added FROM inserted UNION ALL SELECT origin, seq, false FROM found`,
-    [conversationKey, turnId, JSON.stringify(input)],
+    'SELECT origin, seq, added FROM keel_append_transcript($1, $2, $3::jsonb)',
+    [conversationKey, turnId, entriesJson(entries)],
   );
   const seqOf = new Map<string, number>();
   for (const r of rows) {
@@ -165,13 +153,10 @@ export async function appendTranscriptEntries(
   return { last: seqOf.get(entries[entries.length - 1]!.origin)!, added };
 }
 
-export async function appendTranscriptTx(
-  pool: Pool,
-  conversationKey: string,
-  turnId: string,
-  entries: readonly NewTranscriptEntry[],
-): Promise<number> {
-  return inTransaction(pool, (db) => appendTranscript(db, conversationKey, turnId, entries));
+/** Entries as keel_append_transcript takes them: `i` keeps their order. */
+function entriesJson(entries: readonly NewTranscriptEntry[]): string {
+  const rows = entries.map((e, i) => ({ i, role: e.role, content: e.content, text: e.text, origin: e.origin }));
+  return JSON.stringify(rows);
 }
 
 export async function inboundTexts(
@@ -285,6 +270,36 @@ export async function createRetriggerTurn(db: Queryable, conversationKey: string
   );
 }
 
+/**
+ * A turn marked running, its messages appended to its transcript and turn.started published: one statement, the
+ * conversation's lock before the event's. Null when the turn has ended already (its message handed over again): nothing
+ * is written then. Otherwise the seq of the last entry (of the transcript, with no entries).
+ */
+export async function markTurnStarted(
+  db: Queryable,
+  conversationKey: string,
+  turnId: string,
+  entries: readonly NewTranscriptEntry[],
+  started: Record<string, unknown>,
+): Promise<number | null> {
+  const event = eventCall(5, conversationKey, 'turn.started', [turnId], started);
+  const { rows } = await db.query<{ running: boolean; last: number | null }>(
+    `WITH running AS (
+       UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now())
+        WHERE turn_id = $1 AND status IN ('queued', 'running') RETURNING turn_id),
+     appended AS (
+       SELECT count(DISTINCT r.turn_id) AS turns, max(entry.seq) FILTER (WHERE entry.origin = $4) AS last
+         FROM running r LEFT JOIN LATERAL keel_append_transcript($2, r.turn_id, $3::jsonb) AS entry ON true)
+     SELECT turns > 0 AS running,
+            COALESCE(last, (SELECT last_seq FROM conversations WHERE key = $2)) AS last,
+            CASE WHEN turns > 0 THEN ${event.sql} END AS published
+       FROM appended`,
+    [turnId, conversationKey, entriesJson(entries), entries.at(-1)?.origin ?? null, ...event.params],
+  );
+  const row = rows[0]!;
+  return row.running ? (row.last ?? 0) : null;
+}
+
 /** Marks an open turn running (its start, the first time); false when it has ended already. */
 export async function markTurnRunning(db: Queryable, turnId: string): Promise<boolean> {
   const { rowCount } = await db.query(
@@ -341,40 +356,64 @@ export async function findByOrigin(
   return rows[0];
 }
 
-export async function setMessageText(db: Queryable, conversationKey: string, seq: number, text: string): Promise<void> {
-  await db.query('UPDATE messages SET text = $3 WHERE conversation_key = $1 AND seq = $2', [
-    conversationKey,
-    seq,
-    text,
-  ]);
+/**
+ * The reply's text kept on its transcript entry (the text sent, which the console and the next turn read), and where
+ * the turn's replies go: one statement. Undefined when the turn is not recorded.
+ */
+export async function keepReplyText(
+  db: Queryable,
+  conversationKey: string,
+  turnId: string,
+  replySeq: number,
+  text: string,
+): Promise<{ delivery: Delivery } | undefined> {
+  const { rows } = await db.query<{ delivery: Delivery }>(
+    `WITH reply AS (UPDATE messages SET text = $4 WHERE conversation_key = $1 AND seq = $3)
+     SELECT delivery FROM turns WHERE conversation_key = $1 AND turn_id = $2`,
+    [conversationKey, turnId, replySeq, text],
+  );
+  return rows[0];
 }
 
-/** Commits a turn's end: its trailing transcript entries and its status, in one transaction. */
+/**
+ * Commits a turn's end: its status, then its trailing transcript entries and turn.finished. Answers the turn as
+ * reflection takes it up (db/proposals.ts turnToReflect).
+ */
 export async function finishTurn(
-  pool: Pool,
+  db: Queryable,
   conversationKey: string,
   turnId: string,
   end: TurnEnd,
   modelCalls: number,
   entries: readonly NewTranscriptEntry[],
-): Promise<void> {
-  await inTransaction(pool, async (db) => {
-    // A reply that was sent stays the turn's end: an interrupt the workflow saw after a model step had sent it (its
-    // step retried, then cancelled) does not say otherwise.
-    const { rowCount } = await db.query(
-      `UPDATE turns SET status = $2, reply_seq = $3, error = $4, model_calls = $5,
+): Promise<TurnToReflect | undefined> {
+  const event = eventCall(8, conversationKey, 'turn.finished', [turnId], { turnId, status: end.status });
+  // One statement: the end, then its entries (when the end was written), then turn.finished; the event's lock after
+  // the conversation's, as in every step. A reply that was sent stays the turn's end: an interrupt the workflow saw
+  // after a model step had sent it (its step retried, then cancelled) does not say otherwise.
+  const { rows } = await db.query<TurnToReflectRow>(
+    `WITH ended AS (
+       UPDATE turns SET status = $2, reply_seq = $3, error = $4, model_calls = $5,
               finished_at = COALESCE(finished_at, now())
-       WHERE turn_id = $1 AND NOT (status = 'replied' AND $2 = 'interrupted')`,
-      [
-        turnId,
-        end.status,
-        end.status === 'replied' ? end.replySeq : null,
-        'error' in end ? JSON.stringify(end.error) : null,
-        modelCalls,
-      ],
-    );
-    if (rowCount) await appendTranscript(db, conversationKey, turnId, entries);
-  });
+       WHERE turn_id = $1 AND NOT (status = 'replied' AND $2 = 'interrupted') RETURNING turn_id),
+     appended AS (
+       SELECT max(entry.seq) AS last FROM ended, keel_append_transcript($6, ended.turn_id, $7::jsonb) AS entry),
+     published AS (SELECT appended.last, ${event.sql} FROM appended)
+     SELECT reflect.* FROM published
+       LEFT JOIN LATERAL (SELECT ${turnToReflectSql('$6', '$1', 'published.last')}) AS reflect ON true`,
+    [
+      turnId,
+      end.status,
+      end.status === 'replied' ? end.replySeq : null,
+      'error' in end ? JSON.stringify(end.error) : null,
+      modelCalls,
+      conversationKey,
+      entriesJson(entries),
+      ...event.params,
+    ],
+  );
+  const row = rows[0];
+  return row?.agent_id ? toTurnToReflect(row) : undefined;
 }
 
 export interface TurnView {

@@ -14,15 +14,19 @@ export interface Effect<R> {
  * more attempt; an effect already `done` or `failed` is returned as it is, so a retry or a replay never sends twice.
  */
 export async function beginEffect<R>(db: Queryable, key: string, kind: string, request: unknown): Promise<Effect<R>> {
-  const { rows } = await db.query<{ key: string; status: EffectStatus; result: R | null; attempts: number }>(
-    `INSERT INTO effects (key, kind, status, request, attempts) VALUES ($1, $2, 'pending', $3, 1)
-     ON CONFLICT (key) DO UPDATE
-       SET attempts = effects.attempts + CASE WHEN effects.status = 'pending' THEN 1 ELSE 0 END, updated_at = now()
-     RETURNING key, status, result, attempts`,
-    [key, kind, JSON.stringify(request)],
-  );
+  const { rows } = await db.query<Effect<R>>(BEGIN_EFFECT_SQL, [key, kind, JSON.stringify(request)]);
   return rows[0]!;
 }
+
+/**
+ * An effect's next attempt recorded: $1 its key, $2 its kind, $3 its request; answers the effect as beginEffect does
+ * (also a statement's first part, named `effect`, for a step that records more with it).
+ */
+export const BEGIN_EFFECT_SQL = `
+     INSERT INTO effects (key, kind, status, request, attempts) VALUES ($1, $2, 'pending', $3, 1)
+     ON CONFLICT (key) DO UPDATE
+       SET attempts = effects.attempts + CASE WHEN effects.status = 'pending' THEN 1 ELSE 0 END, updated_at = now()
+     RETURNING key, status, result, attempts`;
 
 /** A pending effect settled: $1 its key, $2 its status, $3 its result (also a statement's last part). */
 export const SETTLE_EFFECT_SQL =

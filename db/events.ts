@@ -34,28 +34,33 @@ const MAX_NOTIFY_BYTES = 7_500;
 export async function publishEvent(
   db: Queryable,
   key: string,
-  type: Exclude<ConversationEventType, 'text.delta'>,
+  type: PublishedType,
   about: readonly (string | number)[],
   data: Record<string, unknown>,
 ): Promise<void> {
-  const dedupeKey = conversationEventId(type, ...about);
-  // One statement, as a turn's steps publish several events each: the lock (held until commit: the events of one
-  // conversation commit in the order of their ids, so a stream that has read up to an id never finds a smaller one
-  // committed later), the row, and its NOTIFY (by id alone when too large; readers then read it from the table). The
-  // data goes out as jsonb renders it, as a read from the table gives it.
-  await db.query(
-    `WITH lock AS (SELECT pg_advisory_xact_lock(hashtext($1::text))),
-     added AS (
-       INSERT INTO conversation_events (conversation_key, type, data, dedupe_key)
-       SELECT $1::text, $2::text, $3::text::jsonb, $4::text FROM lock
-       ON CONFLICT (conversation_key, dedupe_key) DO NOTHING RETURNING id),
-     announced AS (
-       SELECT json_build_object('id', id, 'key', $1::text, 'type', $2::text, 'data', $3::text::jsonb)::text AS whole,
-              json_build_object('id', id, 'key', $1::text, 'type', $2::text, 'data', null)::text AS bare
-       FROM added)
-     SELECT pg_notify($5::text, CASE WHEN octet_length(whole) > $6::integer THEN bare ELSE whole END) FROM announced`,
-    [key, type, JSON.stringify(data), dedupeKey, EVENTS_CHANNEL, MAX_NOTIFY_BYTES],
-  );
+  const event = eventCall(1, key, type, about, data);
+  await db.query(`SELECT ${event.sql}`, event.params);
+}
+
+type PublishedType = Exclude<ConversationEventType, 'text.delta'>;
+
+/**
+ * publishEvent as part of a step's own statement, so that the step and its event take one round trip: the call
+ * (keel_publish_event, migration one-round-trip-steps), its parameters numbered from `first`. The event takes its
+ * conversation's event lock: a statement that also locks the conversation's row does so first, as every step does.
+ */
+export function eventCall(
+  first: number,
+  key: string,
+  type: PublishedType,
+  about: readonly (string | number)[],
+  data: Record<string, unknown>,
+): { sql: string; params: unknown[] } {
+  const casts = ['text', 'text', 'text::jsonb', 'text', 'text', 'integer'];
+  return {
+    sql: `keel_publish_event(${casts.map((cast, i) => `$${first + i}::${cast}`).join(', ')})`,
+    params: [key, type, JSON.stringify(data), conversationEventId(type, ...about), EVENTS_CHANNEL, MAX_NOTIFY_BYTES],
+  };
 }
 
 /** Streams a text delta to whoever listens now; nothing is stored. */

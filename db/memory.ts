@@ -14,7 +14,7 @@ export interface MemoryVersion {
   createdAt: string;
 }
 
-interface VersionRow {
+export interface VersionRow {
   version: number;
   files: MemoryFiles;
   kind: MemoryVersion['kind'];
@@ -25,7 +25,7 @@ interface VersionRow {
   created_at: Date;
 }
 
-const versionOf = (r: VersionRow): MemoryVersion => ({
+export const versionOf = (r: VersionRow): MemoryVersion => ({
   version: r.version,
   files: r.files,
   kind: r.kind,

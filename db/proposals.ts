@@ -235,31 +235,41 @@ export async function turnToReflect(
   conversationKey: string,
   turnId: string,
 ): Promise<TurnToReflect | undefined> {
-  const { rows } = await db.query<{
-    agent_id: string;
-    conversation_id: string;
-    reflection_enabled: boolean;
-    from_seq: number | null;
-    to_seq: number | null;
-    errors: string;
-  }>(
-    `SELECT c.agent_id, c.conversation_id, a.reflection_enabled,
-       (SELECT min(seq) FROM messages WHERE conversation_key = c.key AND turn_id = $2) AS from_seq,
-       (SELECT max(seq) FROM messages WHERE conversation_key = c.key AND turn_id = $2) AS to_seq,
-       (SELECT count(*) FROM messages
-         WHERE conversation_key = c.key AND turn_id = $2 AND role = 'assistant' AND text LIKE 'Error:%') AS errors
-     FROM conversations c JOIN agents a ON a.id = c.agent_id WHERE c.key = $1`,
-    [conversationKey, turnId],
-  );
-  const r = rows[0];
-  return (
-    r && {
-      agentId: r.agent_id,
-      conversationId: r.conversation_id,
-      reflectionEnabled: r.reflection_enabled,
-      fromSeq: r.from_seq,
-      toSeq: r.to_seq,
-      errorReplies: Number(r.errors),
-    }
-  );
+  const { rows } = await db.query<TurnToReflectRow>(`SELECT ${turnToReflectSql('$1', '$2')}`, [
+    conversationKey,
+    turnId,
+  ]);
+  return rows[0] && toTurnToReflect(rows[0]);
 }
+
+/**
+ * turnToReflect's select list and FROM, for the statement that ends a turn too (db/conversations.ts finishTurn): the
+ * conversation's key and the turn's id as the placeholders given, and seqs this statement appends as `appendedSeq`
+ * (a statement reads none of its own rows).
+ */
+export function turnToReflectSql(key: string, turn: string, appendedSeq = 'NULL::integer'): string {
+  const ofTurn = `FROM messages WHERE conversation_key = c.key AND turn_id = ${turn}`;
+  return `c.agent_id, c.conversation_id, a.reflection_enabled,
+       (SELECT min(seq) ${ofTurn}) AS from_seq,
+       GREATEST((SELECT max(seq) ${ofTurn}), ${appendedSeq}) AS to_seq,
+       (SELECT count(*) ${ofTurn} AND role = 'assistant' AND text LIKE 'Error:%') AS errors
+     FROM conversations c JOIN agents a ON a.id = c.agent_id WHERE c.key = ${key}`;
+}
+
+export interface TurnToReflectRow {
+  agent_id: string;
+  conversation_id: string;
+  reflection_enabled: boolean;
+  from_seq: number | null;
+  to_seq: number | null;
+  errors: string;
+}
+
+export const toTurnToReflect = (r: TurnToReflectRow): TurnToReflect => ({
+  agentId: r.agent_id,
+  conversationId: r.conversation_id,
+  reflectionEnabled: r.reflection_enabled,
+  fromSeq: r.from_seq,
+  toSeq: r.to_seq,
+  errorReplies: Number(r.errors),
+});

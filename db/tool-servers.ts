@@ -28,7 +28,7 @@ export interface ToolServerRow {
   updatedAt: string;
 }
 
-interface Record_ {
+export interface ToolServerRecord {
   agent_id: string;
   name: string;
   transport: 'http' | 'stdio';
@@ -47,7 +47,7 @@ interface Record_ {
   updated_at: Date;
 }
 
-const toRow = (r: Record_): ToolServerRow => ({
+export const toToolServer = (r: ToolServerRecord): ToolServerRow => ({
   agentId: r.agent_id,
   name: r.name,
   transport: r.transport,
@@ -74,7 +74,7 @@ export async function putToolServer(
   s: NewToolServer,
 ): Promise<{ row: ToolServerRow; created: boolean }> {
   await ensureAgent(db, s.agentId);
-  const { rows } = await db.query<Record_ & { created: boolean }>(
+  const { rows } = await db.query<ToolServerRecord & { created: boolean }>(
     `INSERT INTO tool_servers AS t (agent_id, name, transport, url, command, args, sealed_secrets, secret_fingerprints,
        policies, default_policy, enabled, tools)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -99,21 +99,23 @@ export async function putToolServer(
       JSON.stringify(s.tools),
     ],
   );
-  return { row: toRow(rows[0]!), created: rows[0]!.created };
+  return { row: toToolServer(rows[0]!), created: rows[0]!.created };
 }
 
 export async function getToolServer(db: Queryable, agentId: string, name: string): Promise<ToolServerRow | undefined> {
-  const { rows } = await db.query<Record_>(`SELECT * FROM tool_servers WHERE agent_id = $1 AND name = $2`, [
+  const { rows } = await db.query<ToolServerRecord>(`SELECT * FROM tool_servers WHERE agent_id = $1 AND name = $2`, [
     agentId,
     name,
   ]);
-  return rows[0] && toRow(rows[0]);
+  return rows[0] && toToolServer(rows[0]);
 }
 
 /** The agent's servers by name (an agent has few). */
 export async function listToolServers(db: Queryable, agentId: string): Promise<ToolServerRow[]> {
-  const { rows } = await db.query<Record_>(`SELECT * FROM tool_servers WHERE agent_id = $1 ORDER BY name`, [agentId]);
-  return rows.map(toRow);
+  const { rows } = await db.query<ToolServerRecord>(`SELECT * FROM tool_servers WHERE agent_id = $1 ORDER BY name`, [
+    agentId,
+  ]);
+  return rows.map(toToolServer);
 }
 
 export async function deleteToolServer(db: Queryable, agentId: string, name: string): Promise<boolean> {
@@ -126,12 +128,12 @@ export async function setToolServerTools(
   db: Queryable,
   s: { agentId: string; name: string; version: number; tools: ListedTool[] },
 ): Promise<ToolServerRow | undefined> {
-  const { rows } = await db.query<Record_>(
+  const { rows } = await db.query<ToolServerRecord>(
     `UPDATE tool_servers SET tools = $4, tools_listed_at = now(), updated_at = now()
       WHERE agent_id = $1 AND name = $2 AND version = $3 RETURNING *`,
     [s.agentId, s.name, s.version, JSON.stringify(s.tools)],
   );
-  return rows[0] && toRow(rows[0]);
+  return rows[0] && toToolServer(rows[0]);
 }
 
 /** A person's change of policies or of whether the server is enabled; how it is reached stays as it is. */
@@ -145,7 +147,7 @@ export async function updateToolServerPolicies(
     enabled?: boolean;
   },
 ): Promise<ToolServerRow | undefined> {
-  const { rows } = await db.query<Record_>(
+  const { rows } = await db.query<ToolServerRecord>(
     `UPDATE tool_servers SET
        policies = CASE WHEN $3::jsonb IS NULL THEN policies ELSE policies || $3::jsonb END,
        default_policy = CASE WHEN $4 THEN $5 ELSE default_policy END,
@@ -160,5 +162,5 @@ export async function updateToolServerPolicies(
       s.enabled ?? null,
     ],
   );
-  return rows[0] && toRow(rows[0]);
+  return rows[0] && toToolServer(rows[0]);
 }

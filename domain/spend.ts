@@ -74,12 +74,8 @@ export function estimatedInputTokens(request: Pick<ModelRequest, 'system' | 'mes
  * The most a call can cost: its input (every token written to the cache, the dearest way in) and `max_tokens` of
  * output. This is what is reserved before the call.
  */
-export function worstCaseUsd(
-  request: Pick<ModelRequest, 'system' | 'messages' | 'tools' | 'maxTokens'>,
-  price: ModelPrice,
-) {
-  const input = estimatedInputTokens(request);
-  return (input * Math.max(price.input, price.cacheWrite) + request.maxTokens * price.output) / 1_000_000;
+export function worstCaseUsd(call: { inputTokens: number; maxTokens: number }, price: ModelPrice) {
+  return (call.inputTokens * Math.max(price.input, price.cacheWrite) + call.maxTokens * price.output) / 1_000_000;
 }
 
 // ---- budgets --------------------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@ import { CancelledFailure } from '@temporalio/common';
 import { appendToTranscript, beginTurn, type AppendInput } from './conversation-turn';
 import { getAgent } from '../db/agents';
 import {
+  appendTranscript,
   appendTranscriptEntries,
-  appendTranscriptTx,
   findByOrigin,
   messageWaits,
   loadTranscript,
@@ -11,6 +11,7 @@ import {
 import { delegateBrief } from '../db/delegates';
 import { runningRunId } from '../db/jobs';
 import { currentMemory } from '../db/memory';
+import { readTurnCall } from '../db/turn-call-reads';
 import { recordModelCall } from '../db/model-calls';
 import type { Pool, Queryable } from '../db/pool';
 import { callSpend } from '../db/spend';
@@ -74,7 +75,7 @@ export async function callConversationModel(
 ): Promise<ModelStep> {
   const { pool } = deps;
   const origin = transcriptOrigin.modelCall(input.turnId, input.callIndex);
-  // The reads a request is built from, at once: each is a round trip to PostgreSQL, and a turn waits on them all.
+  // The reads a request is built from: a turn's in one statement, a delegate's at once.
   const toolsOf = (allowedServers: string[] | null) =>
     turnTools(pool, {
       agentId: input.agentId,
@@ -82,15 +83,9 @@ export async function callConversationModel(
       turnId: input.turnId,
       allowedServers,
     });
-  // A turn's tools are read with the rest; a delegate's, once its brief says which servers it may use.
-  const [earlier, agent, brief, transcript, memory, turnServerTools] = await Promise.all([
-    findByOrigin(pool, input.conversationKey, origin),
-    getAgent(pool, input.agentId),
-    input.delegateId ? delegateBrief(pool, input.delegateId) : undefined,
-    loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW),
-    input.delegateId ? undefined : currentMemory(pool, input.agentId),
-    input.delegateId ? undefined : toolsOf(null),
-  ]);
+  const { earlier, agent, brief, transcript, memory, turnServerTools } = input.delegateId
+    ? await delegateCallReads(pool, input, origin, input.delegateId)
+    : await turnCallReads(pool, input, origin);
   if (earlier)
     return withSpend(pool, origin, stepFrom(earlier.seq, earlier.content as ModelStep['content'], input.toolNames));
 
@@ -168,7 +163,7 @@ export async function callConversationModel(
         // Interrupted by a newer message: keep what was streamed so far as the assistant's partial answer. Not under
         // the call's own origin, so that it can never be mistaken for a finished answer.
         if (partial) {
-          await appendTranscriptTx(pool, input.conversationKey, input.turnId, [
+          await appendTranscript(pool, input.conversationKey, input.turnId, [
             {
               role: 'assistant',
               content: [{ type: 'text', text: partial }],
@@ -187,6 +182,35 @@ export async function callConversationModel(
   const answer = stepFrom(committed.seq, committed.content as ModelStep['content'], input.toolNames);
   // The spend came back with its settle; a commit another attempt made first is read.
   return spend ? { ...answer, spend } : withSpend(pool, origin, answer);
+}
+
+/** A turn's reads before its model call: one statement (db/turn-call-reads.ts); memory is made on its first use. */
+async function turnCallReads(pool: Pool, input: CallModelInput, origin: string) {
+  const { agentId, conversationKey, turnId } = input;
+  const read = await readTurnCall(pool, {
+    conversationKey,
+    origin,
+    agentId,
+    throughSeq: input.throughSeq,
+    window: TRANSCRIPT_WINDOW,
+    turnId,
+  });
+  const [memory, turnServerTools] = await Promise.all([
+    read.memory ?? currentMemory(pool, agentId),
+    turnTools(pool, { agentId, transcriptKey: conversationKey, turnId, allowedServers: null }, read),
+  ]);
+  return { ...read, brief: undefined, memory, turnServerTools };
+}
+
+/** A delegate's reads before its model call; its tools are read once its brief says which servers it may use. */
+async function delegateCallReads(pool: Pool, input: CallModelInput, origin: string, delegateId: string) {
+  const [earlier, agent, brief, transcript] = await Promise.all([
+    findByOrigin(pool, input.conversationKey, origin),
+    getAgent(pool, input.agentId),
+    delegateBrief(pool, delegateId),
+    loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW),
+  ]);
+  return { earlier, agent, brief, transcript, memory: undefined, turnServerTools: undefined };
 }
 
 /** Who a model call of a turn or a delegate is charged to: a job's conversation charges the job's run. */

@@ -7,6 +7,7 @@ import {
   finishTurn as commitTurnEnd,
   inboundTexts,
   markTurnRunning,
+  markTurnStarted,
   type AcceptInput,
   type NewTranscriptEntry,
 } from '../db/conversations';
@@ -100,12 +101,12 @@ export async function startTurn(deps: ConversationTurnDeps, input: TurnStart): P
 
 /**
  * startTurn for a turn whose message may have reached the workflow twice (the API records a message, then hands it
- * over; a retry hands it over again): null when the turn has ended already, and nothing is written.
+ * over; a retry hands it over again): null when the turn has ended already, and nothing is written. Two statements:
+ * the messages read, then the turn marked running with its messages and its start heard.
  */
 export async function beginTurn(deps: ConversationTurnDeps, input: TurnStart): Promise<number | null> {
-  return inTransaction(deps.pool, async (db) =>
-    (await markTurnRunning(db, input.turnId)) ? writeTurnStart(db, input) : null,
-  );
+  const entries = await userEntries(deps.pool, input.conversationKey, input.messageIds);
+  return markTurnStarted(deps.pool, input.conversationKey, input.turnId, entries, turnStarted(input));
 }
 
 /** The turn's messages in its transcript, and its start heard; the turn was marked running in this transaction. */
@@ -116,10 +117,7 @@ async function writeTurnStart(db: PoolClient, input: TurnStart): Promise<number>
     input.turnId,
     await userEntries(db, input.conversationKey, input.messageIds),
   );
-  await publishEvent(db, input.conversationKey, 'turn.started', [input.turnId], {
-    turnId: input.turnId,
-    messageIds: input.messageIds,
-  });
+  await publishEvent(db, input.conversationKey, 'turn.started', [input.turnId], turnStarted(input));
   return seq;
 }
 
@@ -198,15 +196,13 @@ export async function finishTurn(
         'end',
       ),
     );
-  await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
-  await publishEvent(pool, input.conversationKey, 'turn.finished', [input.turnId], {
-    turnId: input.turnId,
-    status: input.end.status,
-  });
+  // The end, its entries and turn.finished: one statement.
+  const ended = await commitTurnEnd(pool, input.conversationKey, input.turnId, input.end, input.modelCalls, entries);
   // The activity's logger adds the workflow id and run id to the line.
   log.info('turn finished', { turnId: input.turnId, status: input.end.status, modelCalls: input.modelCalls });
   // Committed first: reflection reads the turn from PostgreSQL by reference.
-  await queueTurnForReflection(pool, () => Context.current(), input.conversationKey, input.turnId, input.end);
+  const { conversationKey, turnId, end } = input;
+  await queueTurnForReflection(pool, () => Context.current(), conversationKey, turnId, end, ended);
   if (input.relayOf?.length) {
     const relayed = input.end.status === 'replied' && !/^(error|dropped):/.test(input.end.delivery);
     await markRelay(pool, input.relayOf, relayed ? 'relayed' : 'relay_failed');
@@ -226,6 +222,11 @@ async function userEntries(
     text: m.text,
     origin: transcriptOrigin.userMessage(m.messageId),
   }));
+}
+
+/** What turn.started says. */
+function turnStarted(input: TurnStart): Record<string, unknown> {
+  return { turnId: input.turnId, messageIds: input.messageIds };
 }
 
 function noteEntry(turnId: string, note: TurnNote, what = `call-${note.callIndex}`): NewTranscriptEntry {

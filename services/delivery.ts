@@ -1,9 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { OutboundMessage, Transport, Transports } from '../adapters/delivery/transport';
-import { getTurn, setMessageText } from '../db/conversations';
-import { recordDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../db/deliveries';
-import { beginEffect } from '../db/effects';
-import { publishEvent } from '../db/events';
+import { keepReplyText } from '../db/conversations';
+import { beginDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../db/deliveries';
 import type { Pool } from '../db/pool';
 import type {
   DeliverReplyInput,
@@ -42,10 +40,7 @@ export async function deliverReply(
   input: DeliverReplyInput,
   step: Pick<Step, 'signal' | 'heartbeat'>,
 ): Promise<DeliveryReport> {
-  const [, turn] = await Promise.all([
-    setMessageText(pool, input.conversationKey, input.replySeq, input.text),
-    getTurn(pool, input.conversationKey, input.turnId),
-  ]);
+  const turn = await keepReplyText(pool, input.conversationKey, input.turnId, input.replySeq, input.text);
   if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, FAILURE.turnMissing);
   const report = await deliverOnce(pool, transports, {
     effectKey: input.effectKey,
@@ -60,11 +55,13 @@ export async function deliverReply(
       idempotencyKey: input.effectKey,
     },
     ...step,
-  });
-  await publishEvent(pool, input.conversationKey, 'reply.delivered', [input.effectKey], {
-    turnId: input.turnId,
-    outcome: report.outcome,
-    attempts: report.attempts,
+    // Heard with the outcome's own statement: a reply settled by an earlier attempt was heard then.
+    announce: (r) => ({
+      key: input.conversationKey,
+      type: 'reply.delivered',
+      about: [input.effectKey],
+      data: { turnId: input.turnId, outcome: r.outcome, attempts: r.attempts },
+    }),
   });
   return report;
 }
@@ -86,25 +83,19 @@ export async function deliverOnce(
     signal: AbortSignal;
     /** Heartbeats while the transport waits (up to its 10 s timeout); a caller that heartbeats itself passes none. */
     heartbeat?: () => void;
+    /** The conversation event that announces the outcome, recorded with it. */
+    announce?: (report: DeliveryReport) => Parameters<typeof recordDeliveryOutcome>[5];
   },
 ): Promise<DeliveryReport> {
-  const effect = await beginEffect<DeliveryReport>(pool, d.effectKey, 'delivery', {
+  const effect = await beginDeliveryAttempt(pool, {
+    effectKey: d.effectKey,
+    conversationKey: d.conversationKey,
+    turnId: d.turnId,
     target: d.target,
     text: d.message.text,
   });
   if (effect.status !== 'pending' && effect.result) return effect.result;
 
-  await recordDeliveryAttempt(
-    pool,
-    {
-      effectKey: d.effectKey,
-      conversationKey: d.conversationKey,
-      turnId: d.turnId,
-      target: d.target,
-      text: d.message.text,
-    },
-    effect.attempts,
-  );
   const sending = send(transports, d.target, d.message, d.signal);
   const result = d.heartbeat ? await heartbeatWhile(sending, d.heartbeat) : await sending;
 
@@ -115,10 +106,9 @@ export async function deliverOnce(
   }
   const outcome = outcomeOf(result);
   const report: DeliveryReport = { outcome, attempts: effect.attempts };
-  await recordDeliveryOutcome(pool, d.effectKey, outcome, result.ok ? undefined : result.reason, {
-    status: result.ok || outcome.startsWith('skipped') ? 'done' : 'failed',
-    report,
-  });
+  const status = result.ok || outcome.startsWith('skipped') ? 'done' : 'failed';
+  const error = result.ok ? undefined : result.reason;
+  await recordDeliveryOutcome(pool, d.effectKey, outcome, error, { status, report }, d.announce?.(report));
   return report;
 }
 

@@ -88,7 +88,9 @@ export async function meteredModelCall<T>(
   const { pool, prices } = deps;
   const { request } = call;
   const rate = deps.rates && rateLimitFor(deps.rates.limits, deps.rates.provider, request.model);
-  const taken = { requests: 1, inputTokens: estimatedInputTokens(request), outputTokens: request.maxTokens };
+  // Estimated once: it serialises the whole request.
+  const inputTokens = estimatedInputTokens(request);
+  const taken = { requests: 1, inputTokens, outputTokens: request.maxTokens };
   if (rate) {
     const waitMs = await takeTurn(pool, { callKey: call.callKey, bucket: rate.bucket, limit: rate.limit, cost: taken });
     if (waitMs > 0) throw rateLimitWait(rate.bucket, waitMs);
@@ -104,7 +106,7 @@ export async function meteredModelCall<T>(
     callKey: call.callKey,
     payer: call.payer,
     model: request.model,
-    worstUsd: worstCaseUsd(request, priceOf(prices, request.model)),
+    worstUsd: worstCaseUsd({ inputTokens, maxTokens: request.maxTokens }, priceOf(prices, request.model)),
     budgets,
   });
   if (overrun) throw new BudgetStop(overrun, budgetPeriodKey(budgets.find((b) => b.name === overrun.name)!));

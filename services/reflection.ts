@@ -51,8 +51,10 @@ export async function queueTurnForReflection(
   conversationKey: string,
   turnId: string,
   end: TurnEnd,
+  /** The turn as the statement that ended it read it, when it did. */
+  read?: proposalsDb.TurnToReflect,
 ): Promise<void> {
-  const c = await proposalsDb.turnToReflect(pool, conversationKey, turnId);
+  const c = read ?? (await proposalsDb.turnToReflect(pool, conversationKey, turnId));
   if (!c?.reflectionEnabled || !isUserConversation(c.conversationId) || c.fromSeq === null || c.toSeq === null) return;
   const summary: TurnSummary = {
     conversationId: c.conversationId,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool } from '../db/pool';
 import { pinnedTools, pinTools } from '../db/tool-lists';
-import { listToolServers } from '../db/tool-servers';
+import { listToolServers, type ToolServerRow } from '../db/tool-servers';
 import { canonicalJson } from '../domain/canonical-json';
 import type { ToolDefinition } from '../domain/model';
 import { serverTools, type PinnedTool } from '../domain/tool-servers';
@@ -34,10 +34,15 @@ function remember(key: string, list: PinnedList): PinnedList {
 export async function turnTools(
   pool: Pool,
   t: { agentId: string; transcriptKey: string; turnId: string; allowedServers: string[] | null },
+  /** The turn's pin and the agent's servers, when the caller read them already (db/turn-call-reads.ts). */
+  read?: { pinned?: PinnedList; servers: ToolServerRow[] },
 ): Promise<PinnedTool[]> {
-  const pinned = await pinnedTurnTools(pool, t.transcriptKey, t.turnId);
+  const key = pinKey(t.transcriptKey, t.turnId);
+  const pinned = read
+    ? read.pinned && remember(key, read.pinned)
+    : await pinnedTurnTools(pool, t.transcriptKey, t.turnId);
   if (pinned) return pinned.tools;
-  const servers = (await listToolServers(pool, t.agentId)).filter(
+  const servers = (read?.servers ?? (await listToolServers(pool, t.agentId))).filter(
     (s) => s.enabled && (t.allowedServers === null || t.allowedServers.includes(s.name)),
   );
   // An agent without tool servers pins nothing: its turns cost no more than before.
@@ -49,7 +54,7 @@ export async function turnTools(
   );
   const hash = createHash('sha256').update(canonicalJson(tools)).digest('hex');
   const list = await pinTools(pool, { transcriptKey: t.transcriptKey, turnId: t.turnId, hash, tools });
-  return remember(pinKey(t.transcriptKey, t.turnId), list).tools;
+  return remember(key, list).tools;
 }
 
 /** The list pinned to the turn, if its first model call pinned one. */

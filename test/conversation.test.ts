@@ -89,7 +89,7 @@ describe('a conversation turn', () => {
     const posts = await Promise.all(
       Array.from({ length: 20 }, (_, i) => keel.post(a, c, { text: `message ${i}`, messageId: `m-${i}`, delivery })),
     );
-    expect(posts.every((p) => p.status === 202)).toBe(true);
+    expect(posts.filter((p) => p.status !== 202).map((p) => JSON.stringify(p.body))).toEqual([]);
     expect(new Set(posts.map((p) => p.body.turnId)).size).toBe(20);
     const key = conversationWorkflowId(a, c);
     await eventually(

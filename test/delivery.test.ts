@@ -7,7 +7,7 @@ import type { DeliverReplyInput } from '../domain/delivery';
 import { noneTransport } from '../adapters/delivery/none';
 import { slackTransport } from '../adapters/delivery/slack';
 import { webhookTransport } from '../adapters/delivery/webhook';
-import { acceptInbound, appendTranscriptTx } from '../db/conversations';
+import { acceptInbound, appendTranscript } from '../db/conversations';
 import { parseEgressAllow } from '../domain/egress';
 import { conversationWorkflowId } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
@@ -188,7 +188,7 @@ describe('the delivery activity and the effects ledger', () => {
       startsTurn: true,
       message: { messageId: 'm1', text: 'hi', mode: 'queue', delivery: { channel: 'webhook', url: hookUrl } },
     });
-    const replySeq = await appendTranscriptTx(keel.pool, key, turnId, [
+    const replySeq = await appendTranscript(keel.pool, key, turnId, [
       { role: 'assistant', content: [{ type: 'text', text: 'hello' }], text: '', origin: 'test' },
     ]);
     return {

@@ -9,7 +9,7 @@ import { webhookTransport } from '../adapters/delivery/webhook';
 import { slackTransport } from '../adapters/delivery/slack';
 import { loopbackEgress } from './support/egress';
 import { scriptedProvider } from '../worker/wiring';
-import { acceptInbound, appendTranscriptTx } from '../db/conversations';
+import { acceptInbound, appendTranscript } from '../db/conversations';
 import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
 import { CHANNEL_TOOL_NAMES } from '../domain/tools';
 import { MODEL_PRICES } from '../domain/spend';
@@ -37,7 +37,7 @@ async function seed(text: string): Promise<CallModelInput> {
     startsTurn: true,
     message: { messageId: 'm', text, mode: 'queue' },
   });
-  const throughSeq = await appendTranscriptTx(keel.pool, key, turnId, [
+  const throughSeq = await appendTranscript(keel.pool, key, turnId, [
     { role: 'user', content: [{ type: 'text', text }], text, origin: transcriptOrigin.userMessage('m') },
   ]);
   return { conversationKey: key, agentId: a, turnId, callIndex: 1, throughSeq, toolNames: CHANNEL_TOOL_NAMES };

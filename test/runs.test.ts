@@ -25,6 +25,17 @@ afterAll(async () => {
   await hook?.close();
 });
 
+/** What a queue's workflows are doing, for a test that waited in vain: type, status, and a pending task's attempt. */
+async function queueWorkflows(keel: TestKeel): Promise<string> {
+  const seen: string[] = [];
+  for await (const w of keel.client.workflow.list({ query: `TaskQueue = "${keel.taskQueue}"` })) {
+    const { raw } = await keel.client.workflow.getHandle(w.workflowId, w.runId).describe();
+    const task = raw.pendingWorkflowTask;
+    seen.push(`${w.type} ${w.status.name}${task ? ` (task attempt ${task.attempt})` : ''}`);
+  }
+  return seen.join(', ') || 'none';
+}
+
 async function api<T>(
   k: TestKeel,
   method: 'GET' | 'POST',
@@ -135,13 +146,16 @@ describe('runs: history, replay and reset for operators', () => {
         task: 'digest please',
         delivery: { channel: 'webhook', url: hook.url },
       });
-      await api(buggy, 'POST', `/v1/agents/${a}/jobs/${job.body.id}/run`);
+      expect((await api(buggy, 'POST', `/v1/agents/${a}/jobs/${job.body.id}/run`)).status).toBe(202);
+      // A worker just started on a fresh bundle, beside the rest of the suite: its first task may wait a while.
       const runId = await eventually(
         async () =>
           (await api<{ runId: string }[]>(buggy, 'GET', `/v1/agents/${a}/jobs/${job.body.id}/runs`)).body[0]?.runId,
-        30_000,
+        60_000,
         'the run',
-      );
+      ).catch(async (err: Error) => {
+        throw new Error(`${err.message}; its queue's workflows: ${await queueWorkflows(buggy)}`);
+      });
       const handle = buggy.client.workflow.getHandle(runId);
       await eventually(async () => (await handle.describe()).status.name === 'FAILED', 30_000, 'the run to fail');
       const mine = () => hook.received.filter((r) => (r.body as { agentId?: string }).agentId === a);
