@@ -23,7 +23,7 @@ import { jobScheduleId } from '../domain/ids';
 import { nextFire, validateNewJob, type JobRuleError, type JobSchedule, type NewJob } from '../domain/jobs';
 import { SA } from '../domain/search-attributes';
 import type { JobSettings } from './job-settings';
-import { startScheduleActionNow } from './run-now';
+import { startActionNow } from './run-now';
 
 // Reads the API serves as they are.
 export { getJob, listJobs, type JobRow } from '../db/jobs';
@@ -204,10 +204,10 @@ export const resumeJob: JobAction<jobsDb.JobRow> = (pool, client, agentId, jobId
   });
 
 /** Run now: only an active job (409 otherwise); the run is the Schedule's own action, like any fire's. */
-export const runJobNow: JobAction<jobsDb.JobRow> = (pool, client, agentId, jobId, actor) =>
-  withJob(pool, agentId, jobId, async (job) => {
+export const runJobNow = (pool: Pool, client: Client, s: JobSettings, agentId: string, jobId: string, actor: string) =>
+  withJob(pool, agentId, jobId, async (job): Promise<JobResult<jobsDb.JobRow>> => {
     if (job.status !== 'active') return refused('not_active', `job ${job.name} is ${job.status}, not active`);
-    await startScheduleActionNow(client, jobScheduleId(job.id));
+    await startActionNow(client, jobScheduleId(job.id), scheduleOptions(job, s).action);
     await jobsDb.audit(pool, { jobId: job.id, agentId, action: 'run', actor });
     return { ok: true, value: job };
   });

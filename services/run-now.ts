@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowStartOptions } from '@temporalio/client';
 import { runNowWorkflowId } from '../domain/ids';
+
+/** What a Schedule starts: its workflow, where, with what (Temporal's own description of a start action). */
+export type ScheduledStart = Pick<
+  WorkflowStartOptions,
+  'taskQueue' | 'args' | 'typedSearchAttributes' | 'memo' | 'staticSummary'
+> & { workflowType: Parameters<Client['workflow']['start']>[0] };
 
 /**
  * "Run now" for a job or a routine: the Schedule's own action, started directly under a unique workflow id. Not the
@@ -9,6 +15,15 @@ import { runNowWorkflowId } from '../domain/ids';
  */
 export async function startScheduleActionNow(client: Client, scheduleId: string): Promise<void> {
   const { action } = await client.schedule.getHandle(scheduleId).describe();
+  await startActionNow(client, scheduleId, action);
+}
+
+/**
+ * startScheduleActionNow with the action Keel gave the Schedule: no describe. A Schedule's description is a query of
+ * the server's scheduler, which a busy server answers late or not at all (DEADLINE_EXCEEDED), so "run now" would
+ * fail when it is most used.
+ */
+export async function startActionNow(client: Client, scheduleId: string, action: ScheduledStart): Promise<void> {
   await client.workflow.start(action.workflowType, {
     workflowId: runNowWorkflowId(scheduleId, randomUUID()),
     taskQueue: action.taskQueue,

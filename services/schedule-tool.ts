@@ -47,7 +47,7 @@ export async function scheduleTool(
     case 'delete':
       return answer(await deleteJob(pool, client, agentId, job.id, 'agent'), () => `deleted job ${job.name}`);
     case 'run': {
-      const started = await runJobNow(pool, client, agentId, job.id, 'agent');
+      const started = await runJobNow(pool, client, s, agentId, job.id, 'agent');
       return answer(started, () => `job ${job.name} started; its result goes to its delivery`);
     }
     case 'pause':

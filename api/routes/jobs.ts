@@ -177,7 +177,7 @@ export function jobRoutes(deps: {
       },
       async (req, reply) => {
         assertAgentAccess(req, req.params.agentId);
-        const job = unwrap(await runJobNow(pool, temporal, req.params.agentId, req.params.id, actor));
+        const job = unwrap(await runJobNow(pool, temporal, deps.jobs, req.params.agentId, req.params.id, actor));
         return reply.status(202).send({ id: job.id, status: 'triggered' as const });
       },
     );
