@@ -67,6 +67,29 @@ describe('a conversation closes when idle', () => {
     ).toEqual(['echo: first', 'echo: second']);
   });
 
+  it('turns in quick succession share one idle timer, and the close still waits the idle time after the last', async () => {
+    const [a, c] = [uniqueId('a'), uniqueId('c')];
+    const id = conversationWorkflowId(a, c);
+    for (const text of ['one', 'two', 'three', 'four'])
+      expect((await keel.post(a, c, { text }, { wait: 30 })).body.status).toBe('replied');
+    await eventually(() => closed(keel, id), 30_000, 'the idle close');
+    const { rows } = await keel.pool.query<{ last: Date }>(
+      'SELECT max(finished_at) AS last FROM turns WHERE conversation_key = $1',
+      [id],
+    );
+    for (const run of await runsOf(keel, id)) {
+      const handle = keel.client.workflow.getHandle(id, run.runId);
+      const { startTime, closeTime } = await handle.describe();
+      const events = (await handle.fetchHistory()).events ?? [];
+      const timers = events.filter((e) => e.timerStartedEventAttributes).length;
+      // A timer per turn would be four in one run; one spans the turns, plus one per idle time the run lived.
+      const lived = closeTime!.getTime() - startTime.getTime();
+      expect(timers).toBeLessThanOrEqual(1 + Math.floor(lived / IDLE_MS));
+    }
+    const { closeTime } = await keel.client.workflow.getHandle(id).describe();
+    expect(closeTime!.getTime() - rows[0]!.last.getTime()).toBeGreaterThanOrEqual(IDLE_MS - 50);
+  });
+
   it('a busy conversation does not close: a turn longer than the idle time ends, then it closes', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const id = conversationWorkflowId(a, c);

@@ -28,6 +28,7 @@ import { SA } from '../domain/search-attributes';
 import type { ToolCallDecision } from '../domain/tool-calls';
 import { localSteps, steps, store } from './activities';
 import { ConversationQueue } from './conversation-queue';
+import { IdleTimer } from './idle-timer';
 import { DelegateRelay } from './relay';
 import { ToolApprovals } from './server-tools';
 import { runTurn, type RunningTurn, type TurnHost } from './turn';
@@ -70,6 +71,12 @@ export const OPEN_TURNS_IN_ORDER_PATCH = 'conversation-open-turns-in-order';
 export const RESUME_IN_ONE_STEP_PATCH = 'conversation-resume-in-one-step';
 
 /**
+ * The patch from which the idle timer spans turns (idle-timer.ts): started by a wait when none runs, never cancelled
+ * by the work that comes. Runs begun before start a timer with each wait and cancel it when work comes.
+ */
+export const IDLE_TIMER_SPANS_TURNS_PATCH = 'conversation-idle-timer-spans-turns';
+
+/**
  * One workflow per conversation while it has work. Messages arrive recorded, by the `messageRecorded` signal
  * (signal-with-start; runs begun before took the `submitMessage` Update); each becomes a turn of at most five model
  * calls whose transcript lives in PostgreSQL. The workflow carries only small state, so its history grows by a
@@ -96,6 +103,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   // Messages are accepted one at a time, so the queue's order is the order of acceptance.
   const accepting = new Mutex();
   const approvals = new ToolApprovals();
+  const idleTimer = new IdleTimer(idleMs, IDLE_TIMER_SUMMARY);
 
   const host: TurnHost = {
     conversationKey,
@@ -237,6 +245,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       await condition(wake);
       return 'work';
     }
+    if (patched(IDLE_TIMER_SPANS_TURNS_PATCH)) return (await idleTimer.wait(wake)) ? 'work' : 'idle';
     return (await condition(wake, idleMs, { summary: IDLE_TIMER_SUMMARY })) ? 'work' : 'idle';
   }
 
