@@ -67,7 +67,7 @@ describe('a conversation closes when idle', () => {
     ).toEqual(['echo: first', 'echo: second']);
   });
 
-  it('turns in quick succession share one idle timer, and the close still waits the idle time after the last', async () => {
+  it('turns in quick succession share one idle timer; the close still waits the idle time after the last', async () => {
     const [a, c] = [uniqueId('a'), uniqueId('c')];
     const id = conversationWorkflowId(a, c);
     for (const text of ['one', 'two', 'three', 'four'])
