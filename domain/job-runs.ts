@@ -63,3 +63,6 @@ export function afterDelivery(deleteAfterRun: boolean, outcome: DeliveryOutcome)
   const kind = outcomeKind(outcome);
   return kind === 'delivered' || kind === 'skipped' ? 'deleted' : 'failed';
 }
+
+/** Booked when a run's turn is over but PostgreSQL has no end for it. */
+export const TURN_END_MISSING = 'the turn ended without its end committed';

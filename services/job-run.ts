@@ -15,7 +15,7 @@ import {
   stuckJobRunNoticeEffectKey,
 } from '../domain/ids';
 import { nextFire, type ScheduleToolInput } from '../domain/jobs';
-import { JOBS } from '../domain/job-runs';
+import { JOBS, TURN_END_MISSING } from '../domain/job-runs';
 import type { SubmitResult } from '../domain/conversation';
 import {
   finishedTurnOf,
@@ -73,7 +73,7 @@ async function untilNextFireMs(pool: Pool, jobId: string): Promise<number | null
 }
 
 type BegunRun =
-  | { kind: 'run'; job: jobsDb.JobRow; backoffMs: number[]; turnDeadlineMs: number }
+  | { kind: 'run'; job: jobsDb.JobRow; backoffMs: number[]; turnDeadlineMs: number; turnId?: string }
   | { kind: 'skipped'; reason: string };
 type RunErrorCount = { errors: number; status: jobsDb.JobStatus | null; untilNextFireMs: number | null };
 
@@ -119,6 +119,21 @@ export async function scheduleJobs(
   const ctx = Context.current();
   const settings = { ...deps.jobs, taskQueue: ctx.info.taskQueue };
   return scheduleTool(pool, ctx.client, settings, input.agentId, input.request);
+}
+
+/**
+ * A fire begins a run and records its task as the message of its first turn (`task`: that message's id), or records
+ * itself as skipped: one step where there were two (JOB_RUN_FEWER_STEPS_PATCH).
+ */
+export async function beginJobRunTurn(
+  deps: JobRunDeps,
+  input: { runId: string; jobId: string; firedAt: string; task: { messageId: string } },
+): Promise<BegunRun> {
+  const begun = await beginJobRun(deps, input);
+  if (begun.kind !== 'run') return begun;
+  const { job } = begun;
+  const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: input.task.messageId };
+  return { ...begun, ...(await recordJobTask(deps, ask)) };
 }
 
 /** A fire begins a run, or records itself as skipped (the job is not active, or the previous run is busy). */
@@ -242,6 +257,21 @@ export async function jobTurnResult(deps: JobRunDeps, input: JobTurnAsk): Promis
   const key = conversationWorkflowId(input.agentId, jobConversationId(input.jobId));
   const turn = await finishedTurnOf(pool, key, input.messageId);
   return turn ? turnResult(turn) : null;
+}
+
+/**
+ * The job's turn as it ended and, when it answered with text, that text delivered: one step where there were two
+ * (JOB_RUN_FEWER_STEPS_PATCH). The read is idempotent and the delivery goes through the effects ledger, so a retried
+ * step delivers once.
+ */
+export async function deliverJobTurn(
+  deps: JobRunDeps,
+  input: JobTurnAsk & { runId: string; target: Delivery },
+): Promise<TurnResult & { sent?: DeliveryReport }> {
+  const turn = (await jobTurnResult(deps, input)) ?? { status: 'error', error: TURN_END_MISSING };
+  if (turn.status !== 'ok' || !turn.text) return turn;
+  const { runId, agentId, jobId, target } = input;
+  return { ...turn, sent: await deliverJobResult(deps, { runId, agentId, jobId, target, text: turn.text }) };
 }
 
 /**

@@ -173,8 +173,8 @@ describe('two fires of one job at the same instant, on two workers', () => {
     const skipped = runs.find((r) => r.status === 'skipped')!;
     expect(['the previous run was still running', 'a later fire has already run']).toContain(skipped.error);
 
-    // The skipped fire starts no turn: its history has no turn, and the job's conversation holds one task message.
-    expect(await localStepsOf(keel, skipped.runId, 'recordJobTask')).toEqual([]);
+    // The skipped fire starts no turn: its history has no model call, and the job's conversation holds one task
+    // message (a run's beginning records its task only when it runs: beginJobRunTurn).
     expect(await localStepsOf(keel, skipped.runId, 'callTurnModel')).toEqual([]);
     const key = conversationWorkflowId(a, jobConversationId(jobId));
     const { rows } = await keel.pool.query<{ text: string }>(
@@ -184,7 +184,7 @@ describe('two fires of one job at the same instant, on two workers', () => {
     expect(rows.map((r) => r.text)).toEqual(['/delay 1500 only once']);
 
     // Each fire's begin is a local step of its run: the worker that ran it recorded its marker.
-    const begunBy = await Promise.all(runs.map((r) => localStepsOf(keel, r.runId, 'beginJobRun')));
+    const begunBy = await Promise.all(runs.map((r) => localStepsOf(keel, r.runId, 'beginJobRunTurn')));
     expect(begunBy.map((w) => w.length)).toEqual([1, 1]);
     return begunBy.flat().map((step) => workerOf(step.identity));
   }

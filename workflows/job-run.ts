@@ -13,7 +13,7 @@ import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../domain/delivery';
 import { budgetsChanged } from '../contracts/budgets';
 import { jobTurnEnded, type JobRunInput, type TurnResult } from '../contracts/job-run';
-import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from '../domain/job-runs';
+import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs, TURN_END_MISSING } from '../domain/job-runs';
 import { SA } from '../domain/search-attributes';
 import { decideToolCall } from '../contracts/tool-calls';
 import type { ToolCallDecision } from '../domain/tool-calls';
@@ -46,11 +46,21 @@ export const JOB_TURN_DEADLINE_PATCH = 'job-turn-deadline';
  */
 export const JOB_TURN_IN_RUN_PATCH = 'job-turn-in-run';
 
+/**
+ * The patch from which a run's beginning records its first task too (beginJobRunTurn), and the read of its turn's end
+ * also delivers the result (deliverJobTurn): four local steps where there were six. Runs begun before take each as a
+ * step of its own.
+ */
+export const JOB_RUN_FEWER_STEPS_PATCH = 'job-run-fewer-steps';
+
 /** What a run asks of its turn: the job's task, under a message id of its own per attempt. */
 type JobTurnAsk = { agentId: string; jobId: string; task: string; messageId: string };
 
-/** A turn that did not end within the run's deadline: its conversation cannot finish it (stuck, failing, gone). */
-type TurnOutcome = TurnResult | { status: 'stuck'; error: string };
+/**
+ * A turn that did not end within the run's deadline: its conversation cannot finish it (stuck, failing, gone). An
+ * answer the turn's own step delivered comes with its report (`sent`).
+ */
+type TurnOutcome = (TurnResult & { sent?: DeliveryReport }) | { status: 'stuck'; error: string };
 
 /**
  * One fire of a scheduled job (started by its Temporal Schedule): the task runs, in this workflow, as a turn of the
@@ -77,7 +87,11 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
       description: "A person's decision on a tool call of the run's turn that waits for approval.",
     });
   }
-  const begun = await run.store.beginJobRun({ runId, jobId: input.jobId, firedAt: firedAt.toISOString() });
+  const fewer = inRun && patched(JOB_RUN_FEWER_STEPS_PATCH);
+  const beginning = { runId, jobId: input.jobId, firedAt: firedAt.toISOString() };
+  const begun = fewer
+    ? await run.store.beginJobRunTurn({ ...beginning, task: { messageId: jobTurnMessageId(runId, 1) } })
+    : await run.store.beginJobRun(beginning);
   if (begun.kind === 'skipped') {
     upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
     return;
@@ -107,20 +121,22 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: jobTurnMessageId(runId, attempt) };
     const turn: TurnOutcome = inRun
-      ? await ownTurn(ask)
+      ? await ownTurn(ask, attempt === 1 ? begun.turnId : undefined)
       : patched(JOB_TURN_SIGNAL_PATCH)
         ? await turnOf(ask)
         : await turns.runJobTurn(ask);
     if (turn.status === 'ok') {
-      const sent = turn.text
-        ? await run.delivery.deliverJobResult({
-            runId,
-            agentId: job.agentId,
-            jobId: job.id,
-            target: job.delivery,
-            text: turn.text,
-          })
-        : ({ outcome: 'skipped:empty_reply', attempts: 0 } satisfies DeliveryReport);
+      const sent = turn.sent
+        ? turn.sent
+        : turn.text
+          ? await run.delivery.deliverJobResult({
+              runId,
+              agentId: job.agentId,
+              jobId: job.id,
+              target: job.delivery,
+              text: turn.text,
+            })
+          : ({ outcome: 'skipped:empty_reply', attempts: 0 } satisfies DeliveryReport);
       // The turn succeeded; a job that deletes itself still stays, failed, when its result was not delivered: its run
       // is the evidence, and the owner is told.
       if (afterDelivery(job.deleteAfterRun, sent.outcome) === 'failed' && since(KEEP_UNDELIVERED_PATCH)) {
@@ -198,8 +214,8 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
    * conversation's workflow runs, with its model calls, tools and guarded reply. Delegates it spawned report to the
    * conversation, whose workflow is started for them. The outcome is read as committed.
    */
-  async function ownTurn(ask: JobTurnAsk): Promise<TurnOutcome> {
-    const { turnId } = await run.store.recordJobTask(ask);
+  async function ownTurn(ask: JobTurnAsk, recorded: string | undefined): Promise<TurnOutcome> {
+    const turnId = recorded ?? (await run.store.recordJobTask(ask)).turnId;
     const conversationId = jobConversationId(ask.jobId);
     const liveDelegates = new Set<string>();
     await runTurn(
@@ -222,9 +238,8 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
       },
     );
     if (liveDelegates.size > 0) await run.store.handOverJobDelegates({ agentId: ask.agentId, jobId: ask.jobId });
-    return (
-      (await run.store.jobTurnResult(ask)) ?? { status: 'error', error: 'the turn ended without its end committed' }
-    );
+    if (fewer) return run.delivery.deliverJobTurn({ ...ask, runId, target: job.delivery });
+    return (await run.store.jobTurnResult(ask)) ?? { status: 'error', error: TURN_END_MISSING };
   }
 
   /**

@@ -5,17 +5,19 @@ import { ApplicationFailure, type WorkflowInterceptorsFactory } from '@temporali
  * when it is about to deliver the job's result. The reset test fixes it (a worker with the real code) and resets.
  */
 const bug = () => ApplicationFailure.nonRetryable('a bug in the job run workflow', 'KeelTestBug');
+/** The steps that deliver a run's result: deliverJobTurn reads the turn's end and delivers, from job-run-fewer-steps. */
+const DELIVERING = new Set(['deliverJobResult', 'deliverJobTurn']);
 
 export const interceptors: WorkflowInterceptorsFactory = () => ({
   outbound: [
     {
       scheduleActivity: (input, next) => {
-        if (input.activityType === 'deliverJobResult') throw bug();
+        if (DELIVERING.has(input.activityType)) throw bug();
         return next(input);
       },
       // A run's delivery is a local step from issue 27's shape.
       scheduleLocalActivity: (input, next) => {
-        if (input.activityType === 'deliverJobResult') throw bug();
+        if (DELIVERING.has(input.activityType)) throw bug();
         return next(input);
       },
     },
