@@ -5,7 +5,7 @@ import { ApplicationFailure, type WorkflowInterceptorsFactory } from '@temporali
  * when it is about to deliver the job's result. The reset test fixes it (a worker with the real code) and resets.
  */
 const bug = () => ApplicationFailure.nonRetryable('a bug in the job run workflow', 'KeelTestBug');
-/** The steps that deliver a run's result: deliverJobTurn reads the turn's end and delivers, from job-run-fewer-steps. */
+/** The steps that deliver a result: from job-run-fewer-steps, deliverJobTurn reads the turn's end and delivers. */
 const DELIVERING = new Set(['deliverJobResult', 'deliverJobTurn']);
 
 export const interceptors: WorkflowInterceptorsFactory = () => ({
