@@ -125,7 +125,7 @@ export async function appendTranscript(
  * appendTranscript, telling which origins this call added (the others were in the transcript already: a retried
  * step's). One statement whatever the count of entries, so also a transaction of its own outside one.
  */
-export async function appendTranscriptEntries(
+async function appendTranscriptEntries(
   db: Queryable,
   conversationKey: string,
   turnId: string,
@@ -154,7 +154,7 @@ export async function appendTranscriptEntries(
 }
 
 /** Entries as keel_append_transcript takes them: `i` keeps their order. */
-function entriesJson(entries: readonly NewTranscriptEntry[]): string {
+export function entriesJson(entries: readonly NewTranscriptEntry[]): string {
   const rows = entries.map((e, i) => ({ i, role: e.role, content: e.content, text: e.text, origin: e.origin }));
   return JSON.stringify(rows);
 }

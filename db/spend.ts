@@ -112,10 +112,10 @@ async function hold(db: Queryable, r: { callKey: string; payer: Payer; model: st
 
 const SPEND_COLUMNS =
   'model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, reserved_usd';
-type SpendRow = Record<'model' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens', string> &
+export type SpendRow = Record<'model' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens', string> &
   Record<'cache_write_tokens' | 'cost_usd' | 'reserved_usd', string>;
 
-const spendOf = (r: SpendRow | undefined): CallSpend | undefined =>
+export const spendOf = (r: SpendRow | undefined): CallSpend | undefined =>
   r && {
     model: r.model,
     inputTokens: Number(r.input_tokens),
@@ -126,41 +126,51 @@ const spendOf = (r: SpendRow | undefined): CallSpend | undefined =>
     reservedUsd: Number(r.reserved_usd),
   };
 
+/** What a call's settle writes: its cost, for one attempt. */
+export interface Settle {
+  callKey: string;
+  attempt: number;
+  model: string;
+  usage: ModelUsage;
+  costUsd: number;
+}
+
+/**
+ * A call's settle as two parts of a statement's WITH (`settled`, which returns the call's spend, and `totals`), its
+ * parameters numbered from `first`; `after` names a part of the same statement to run first (its locks first).
+ */
+export function settleSql(first: number, s: Settle, after?: string): { sql: string; params: unknown[] } {
+  const $ = (i: number) => `$${first + i}`;
+  const sql = `settled AS (
+       UPDATE model_spend SET held_usd = 0, held_at = NULL, model = ${$(2)}, cost_usd = cost_usd + ${$(3)},
+         input_tokens = input_tokens + ${$(4)}, output_tokens = output_tokens + ${$(5)},
+         cache_read_tokens = cache_read_tokens + ${$(6)}, cache_write_tokens = cache_write_tokens + ${$(7)},
+         settled_attempts = settled_attempts || ${$(1)}::integer, updated_at = now()
+       WHERE call_key = ${$(0)} AND NOT (${$(1)}::integer = ANY (settled_attempts))
+         ${after ? `AND EXISTS (SELECT 1 FROM ${after})` : ''}
+       RETURNING agent_id, created_at, ${SPEND_COLUMNS}),
+     totals AS (
+       INSERT INTO spend_totals (agent_id, period, spent_usd)
+         SELECT agent_id, p, ${$(3)} FROM settled,
+                LATERAL (VALUES (${periodOf('day', 'created_at')}), (${periodOf('month', 'created_at')})) AS v (p)
+       ON CONFLICT (agent_id, period) DO UPDATE SET spent_usd = spend_totals.spent_usd + EXCLUDED.spent_usd)`;
+  const { usage } = s;
+  const params = [s.callKey, s.attempt, s.model, s.costUsd, usage.inputTokens, usage.outputTokens];
+  return { sql, params: [...params, usage.cacheReadTokens, usage.cacheWriteTokens] };
+}
+
+/** The spend a statement with settleSql's parts returns (`settled`), as JSON: none when the attempt had settled. */
+export const SETTLED_SPEND_JSON = `(SELECT row_to_json(s) FROM (SELECT ${SPEND_COLUMNS} FROM settled) s)`;
+
 /**
  * Settles a call's hold to what it cost, and adds the cost to its agent's day and month. One attempt settles once
  * (its number is kept), so a retried commit does not count an answer twice, while a retry that called the model
  * again adds its own cost.
  */
-export async function settle(
-  db: Queryable,
-  s: { callKey: string; attempt: number; model: string; usage: ModelUsage; costUsd: number },
-): Promise<CallSpend | undefined> {
+export async function settle(db: Queryable, s: Settle): Promise<CallSpend | undefined> {
   // The call's spend as settled comes back with it: undefined when this attempt had settled already.
-  const { rows } = await db.query<SpendRow>(
-    `WITH settled AS (
-       UPDATE model_spend SET held_usd = 0, held_at = NULL, model = $3, cost_usd = cost_usd + $4,
-         input_tokens = input_tokens + $5, output_tokens = output_tokens + $6,
-         cache_read_tokens = cache_read_tokens + $7, cache_write_tokens = cache_write_tokens + $8,
-         settled_attempts = settled_attempts || $2::integer, updated_at = now()
-       WHERE call_key = $1 AND NOT ($2::integer = ANY (settled_attempts))
-       RETURNING agent_id, created_at, ${SPEND_COLUMNS}),
-     totals AS (
-       INSERT INTO spend_totals (agent_id, period, spent_usd)
-         SELECT agent_id, p, $4 FROM settled,
-                LATERAL (VALUES (${periodOf('day', 'created_at')}), (${periodOf('month', 'created_at')})) AS v (p)
-       ON CONFLICT (agent_id, period) DO UPDATE SET spent_usd = spend_totals.spent_usd + EXCLUDED.spent_usd)
-     SELECT ${SPEND_COLUMNS} FROM settled`,
-    [
-      s.callKey,
-      s.attempt,
-      s.model,
-      s.costUsd,
-      s.usage.inputTokens,
-      s.usage.outputTokens,
-      s.usage.cacheReadTokens,
-      s.usage.cacheWriteTokens,
-    ],
-  );
+  const part = settleSql(1, s);
+  const { rows } = await db.query<SpendRow>(`WITH ${part.sql} SELECT ${SPEND_COLUMNS} FROM settled`, part.params);
   return spendOf(rows[0]);
 }
 

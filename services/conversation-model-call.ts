@@ -3,7 +3,6 @@ import { appendToTranscript, beginTurn, type AppendInput } from './conversation-
 import { getAgent } from '../db/agents';
 import {
   appendTranscript,
-  appendTranscriptEntries,
   findByOrigin,
   messageWaits,
   loadTranscript,
@@ -12,8 +11,9 @@ import { delegateBrief } from '../db/delegates';
 import { runningRunId } from '../db/jobs';
 import { currentMemory } from '../db/memory';
 import { readTurnCall } from '../db/turn-call-reads';
-import { recordModelCall } from '../db/model-calls';
-import type { Pool, Queryable } from '../db/pool';
+import { commitModelAnswer } from '../db/model-answer';
+import { recordModelCall, type ModelCallRecord } from '../db/model-calls';
+import type { Pool } from '../db/pool';
 import { callSpend } from '../db/spend';
 import { delegateSystemPrompt, taskMessage } from '../domain/delegation';
 import { conversationWorkflowId, JOB_CONVERSATION_PREFIX, transcriptOrigin } from '../domain/ids';
@@ -108,19 +108,18 @@ export async function callConversationModel(
     maxTokens: MAX_TOKENS,
   };
   const started = Date.now();
-  const record = (db: Queryable, stopReason: string | null, usage = ZERO_USAGE, error?: string) =>
-    recordModelCall(db, {
-      conversationKey: input.conversationKey,
-      turnId: input.turnId,
-      callIndex: input.callIndex,
-      attempt: step.attempt,
-      provider: deps.provider.name,
-      model,
-      stopReason,
-      usage,
-      durationMs: Date.now() - started,
-      error,
-    });
+  const callRecord = (stopReason: string | null, usage = ZERO_USAGE, error?: string): ModelCallRecord => ({
+    conversationKey: input.conversationKey,
+    turnId: input.turnId,
+    callIndex: input.callIndex,
+    attempt: step.attempt,
+    provider: deps.provider.name,
+    model,
+    stopReason,
+    usage,
+    durationMs: Date.now() - started,
+    error,
+  });
   let partial = '';
   // A turn's call is cancelled on request by an interrupting message, which the API recorded before it reached the
   // workflow; also when its run is terminated and the worker drops it, which leaves no partial answer. A delegate's
@@ -148,15 +147,16 @@ export async function callConversationModel(
       signal: step.signal,
       sleep: (ms) => step.sleep(ms),
     },
-    // The answer and its usage commit together; if another attempt committed first, its answer is the one.
-    commit: async (db, res) => {
-      const { last, added } = await appendTranscriptEntries(db, input.conversationKey, input.turnId, [
-        { role: 'assistant', content: res.content, text: textOf(res.content), origin },
-      ]);
-      await record(db, res.stopReason, res.usage);
+    // The answer, its usage and its spend commit in one statement; if another attempt committed first, its answer is
+    // the one.
+    commitWithSpend: async (db, res, settle) => {
+      const entry = { role: 'assistant' as const, content: res.content, text: textOf(res.content), origin };
+      const { conversationKey, turnId } = input;
+      const call = callRecord(res.stopReason, res.usage);
+      const { seq, added, spend } = await commitModelAnswer(db, { conversationKey, turnId, entry, call, settle });
       // Added now, it is this answer; otherwise an earlier attempt's, read back.
-      if (added.has(origin)) return { seq: last, content: res.content };
-      return (await findByOrigin(db, input.conversationKey, origin))!;
+      const value = added ? { seq, content: res.content } : (await findByOrigin(db, conversationKey, origin))!;
+      return { value, ...(spend ? { spend } : {}) };
     },
     failed: async (err) => {
       if (await interruptedByMessage()) {
@@ -175,7 +175,8 @@ export async function callConversationModel(
         return new CancelledFailure('model call interrupted');
       }
       // A worker shutting down or a heartbeat timeout also aborts the call: that attempt simply fails and is retried.
-      await record(pool, null, ZERO_USAGE, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+      const error = err instanceof Error ? err.message : String(err);
+      await recordModelCall(pool, callRecord(null, ZERO_USAGE, error)).catch(() => undefined);
       return err;
     },
   });

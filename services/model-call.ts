@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { pauseBucket, settleBucket, takeTurn } from '../db/rate-limits';
-import { agentBudgets, ownRunBudgetUsd, release, reserve, settle, type Overrun } from '../db/spend';
+import { agentBudgets, ownRunBudgetUsd, release, reserve, settle, type Overrun, type Settle } from '../db/spend';
 import { inTransaction, type Pool, type Queryable } from '../db/pool';
 import { FAILURE } from '../domain/failures';
 import { ModelRequestError, ModelRetryableError } from '../domain/model';
@@ -60,15 +60,31 @@ function rateLimitWait(bucket: string, waitMs: number): ApplicationFailure {
 }
 
 /** One model call, metered. */
-export interface MeteredCall<T> {
+export type MeteredCall<T> = MeteredCallOf &
+  (
+    | {
+        /** Commits the answer in the transaction its spending settles in, so that a retry finds both or neither. */
+        commit: (db: Queryable, res: ModelResponse) => Promise<T>;
+        commitWithSpend?: never;
+      }
+    | {
+        /** Commits the answer and settles its spending (`settle`) in one statement: both or neither. */
+        commitWithSpend: (
+          db: Queryable,
+          res: ModelResponse,
+          settle: Settle,
+        ) => Promise<{ value: T; spend?: CallSpend }>;
+        commit?: never;
+      }
+  );
+
+interface MeteredCallOf {
   /** The key its spending is recorded under (docs/spend.md); the same on every attempt. */
   callKey: string;
   payer: Payer;
   request: ModelRequest;
   /** The provider's view of the caller: its attempt, heartbeat, cancellation, sleep and streamed text. */
   context: ModelCallContext;
-  /** Commits the answer in the transaction its spending settles in, so that a retry finds both or neither. */
-  commit: (db: Queryable, res: ModelResponse) => Promise<T>;
   /** The call was made and failed (its hold already back): the caller's record of it, and the error to throw. */
   failed?: (err: unknown) => Promise<unknown>;
   /** The payer's agent's budgets, when the caller has read its agent already: not read again. */
@@ -116,17 +132,17 @@ export async function meteredModelCall<T>(
     // Heartbeats on a timer as well as on the provider's stream events: a model slow to its first token is alive.
     const res = await heartbeatWhile(deps.provider.call(request, call.context), () => call.context.heartbeat());
     // The answer and its spending commit together; a retry finds both or neither.
-    const { committed, spend } = await inTransaction(pool, async (db) => {
-      const value = await call.commit(db, res);
-      const settled = await settle(db, {
-        callKey: call.callKey,
-        attempt: call.context.attempt,
-        model: res.model,
-        usage: res.usage,
-        costUsd: costOf(res.usage, priceOf(prices, res.model)),
-      });
-      return { committed: value, spend: settled };
-    });
+    const spent: Settle = {
+      callKey: call.callKey,
+      attempt: call.context.attempt,
+      model: res.model,
+      usage: res.usage,
+      costUsd: costOf(res.usage, priceOf(prices, res.model)),
+    };
+    const { commit } = call;
+    const { committed, spend } = commit
+      ? await inTransaction(pool, async (db) => ({ committed: await commit(db, res), spend: await settle(db, spent) }))
+      : await call.commitWithSpend(pool, res, spent).then((c) => ({ committed: c.value, spend: c.spend }));
     done = { response: res, committed, ...(spend ? { spend } : {}) };
   } catch (err) {
     // No answer paid for: the hold goes back (a crash leaves it to the retry, which reserves again in its place),
