@@ -1,12 +1,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { appendToTranscript, beginTurn, type AppendInput } from './conversation-turn';
 import { getAgent } from '../db/agents';
-import {
-  appendTranscript,
-  findByOrigin,
-  messageWaits,
-  loadTranscript,
-} from '../db/conversations';
+import { appendTranscript, findByOrigin, messageWaits, loadTranscript } from '../db/conversations';
 import { delegateBrief } from '../db/delegates';
 import { runningRunId } from '../db/jobs';
 import { currentMemory } from '../db/memory';
