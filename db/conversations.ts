@@ -111,6 +111,7 @@ export interface NewTranscriptEntry {
 /**
  * Appends entries to the transcript, each at most once per origin, and returns the seq of the last entry (or the
  * conversation's last seq when there are none). The conversation row is locked so that seqs are gapless and ordered.
+ * One statement whatever the count of entries, so also a transaction of its own outside one.
  */
 export async function appendTranscript(
   db: Queryable,
@@ -118,39 +119,21 @@ export async function appendTranscript(
   turnId: string,
   entries: readonly NewTranscriptEntry[],
 ): Promise<number> {
-  return (await appendTranscriptEntries(db, conversationKey, turnId, entries)).last;
-}
-
-/**
- * appendTranscript, telling which origins this call added (the others were in the transcript already: a retried
- * step's). One statement whatever the count of entries, so also a transaction of its own outside one.
- */
-async function appendTranscriptEntries(
-  db: Queryable,
-  conversationKey: string,
-  turnId: string,
-  entries: readonly NewTranscriptEntry[],
-): Promise<{ last: number; added: Set<string> }> {
-  const added = new Set<string>();
-  if (entries.length === 0) {
+  const last = entries.at(-1);
+  if (!last) {
     // Nothing to add: the lock alone, which orders this transaction after any append in flight.
     const lock = await db.query<{ last_seq: number }>('SELECT last_seq FROM conversations WHERE key = $1 FOR UPDATE', [
       conversationKey,
     ]);
-    return { last: lock.rows[0]?.last_seq ?? 0, added };
+    return lock.rows[0]?.last_seq ?? 0;
   }
   // One round trip: the function locks the conversation first, then adds what is not there yet (the migration
-  // one-round-trip-steps says why that order).
-  const { rows } = await db.query<{ origin: string; seq: number; added: boolean }>(
-    'SELECT origin, seq, added FROM keel_append_transcript($1, $2, $3::jsonb)',
+  // one-round-trip-steps says why that order). The last entry's seq, whether this call or an earlier one added it.
+  const { rows } = await db.query<{ origin: string; seq: number }>(
+    'SELECT origin, seq FROM keel_append_transcript($1, $2, $3::jsonb)',
     [conversationKey, turnId, entriesJson(entries)],
   );
-  const seqOf = new Map<string, number>();
-  for (const r of rows) {
-    seqOf.set(r.origin, r.seq);
-    if (r.added) added.add(r.origin);
-  }
-  return { last: seqOf.get(entries[entries.length - 1]!.origin)!, added };
+  return rows.find((r) => r.origin === last.origin)!.seq;
 }
 
 /** Entries as keel_append_transcript takes them: `i` keeps their order. */

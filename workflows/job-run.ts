@@ -126,9 +126,9 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
         ? await turnOf(ask)
         : await turns.runJobTurn(ask);
     if (turn.status === 'ok') {
-      const sent = turn.sent
-        ? turn.sent
-        : turn.text
+      const sent =
+        turn.sent ??
+        (turn.text
           ? await run.delivery.deliverJobResult({
               runId,
               agentId: job.agentId,
@@ -136,7 +136,7 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
               target: job.delivery,
               text: turn.text,
             })
-          : ({ outcome: 'skipped:empty_reply', attempts: 0 } satisfies DeliveryReport);
+          : ({ outcome: 'skipped:empty_reply', attempts: 0 } satisfies DeliveryReport));
       // The turn succeeded; a job that deletes itself still stays, failed, when its result was not delivered: its run
       // is the evidence, and the owner is told.
       if (afterDelivery(job.deleteAfterRun, sent.outcome) === 'failed' && since(KEEP_UNDELIVERED_PATCH)) {
