@@ -4,6 +4,7 @@ import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
 import { delegationActivities } from './delegation';
 import { jobRunActivities } from './job-run';
+import { jobRunAtOnceActivities } from './job-run-at-once';
 import type { Transports } from '../adapters/delivery/transport';
 import { deliveryActivities } from './delivery';
 import { modelActivities, type ModelActivityDeps } from './model';
@@ -63,12 +64,15 @@ export function createActivities(deps: ActivityDeps) {
     ...(deps.toolSessions ? { sessions: deps.toolSessions } : {}),
     approvalWaitMs: deps.toolApprovalWaitMs ?? TOOL_CALLS.approvalWaitMs,
   };
+  const model = { ...deps, prices, rates, onTextDelta, tools };
+  const jobs = { ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS };
   return {
     ...conversationActivities(deps),
-    ...modelActivities({ ...deps, prices, rates, onTextDelta, tools }),
+    ...modelActivities(model),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
-    ...jobRunActivities({ ...deps, jobs: deps.jobs ?? DEFAULT_JOB_SETTINGS }),
+    ...jobRunActivities(jobs),
+    ...jobRunAtOnceActivities({ job: jobs, turn: { model, tools, transports: deps.transports } }),
     ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),
     ...reflectionActivities({ ...deps, prices, rates, reflection: deps.reflection ?? DEFAULT_REFLECTION_SETTINGS }),
     ...replayActivities(deps),

@@ -66,3 +66,37 @@ export function afterDelivery(deleteAfterRun: boolean, outcome: DeliveryOutcome)
 
 /** Booked when a run's turn is over but PostgreSQL has no end for it. */
 export const TURN_END_MISSING = 'the turn ended without its end committed';
+
+/** How a run ended, as its booking takes it. */
+export interface RunEnd {
+  status: 'ok' | 'error';
+  reply?: string;
+  error?: string;
+  delivery?: { outcome: DeliveryOutcome; attempts: number };
+  /** The job failed for good. */
+  fails?: boolean;
+}
+
+/**
+ * A run's booking: a one-shot that ran is completed, and a self-deleting job goes with its run's write, unless it
+ * failed. One home for the workflow's bookings and the one a run taken in one step makes (job-run-at-once).
+ */
+export function runBooking(
+  run: { runId: string; jobId: string; kind: 'at' | 'every' | 'cron'; deleteAfterRun: boolean },
+  end: RunEnd,
+  durationMs: number,
+) {
+  const fails = end.fails ?? false;
+  return {
+    runId: run.runId,
+    jobId: run.jobId,
+    status: end.status,
+    reply: end.reply,
+    error: end.error,
+    delivery: end.delivery,
+    durationMs,
+    completes: end.status === 'ok' && run.kind === 'at',
+    fails,
+    deleteJob: end.status === 'ok' && run.deleteAfterRun && !fails,
+  };
+}

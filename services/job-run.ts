@@ -72,7 +72,7 @@ async function untilNextFireMs(pool: Pool, jobId: string): Promise<number | null
   return next ? next.getTime() - Date.now() : null;
 }
 
-type BegunRun =
+export type BegunRun =
   | { kind: 'run'; job: jobsDb.JobRow; backoffMs: number[]; turnDeadlineMs: number; turnId?: string }
   | { kind: 'skipped'; reason: string };
 type RunErrorCount = { errors: number; status: jobsDb.JobStatus | null; untilNextFireMs: number | null };
@@ -128,7 +128,7 @@ export async function scheduleJobs(
 export async function beginJobRunTurn(
   deps: JobRunDeps,
   input: { runId: string; jobId: string; firedAt: string; task: { messageId: string } },
-): Promise<BegunRun> {
+): Promise<Exclude<BegunRun, { kind: 'run' }> | (Extract<BegunRun, { kind: 'run' }> & { turnId: string })> {
   const begun = await beginJobRun(deps, input);
   if (begun.kind !== 'run') return begun;
   const { job } = begun;

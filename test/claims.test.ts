@@ -173,18 +173,19 @@ describe('two fires of one job at the same instant, on two workers', () => {
     const skipped = runs.find((r) => r.status === 'skipped')!;
     expect(['the previous run was still running', 'a later fire has already run']).toContain(skipped.error);
 
-    // The skipped fire starts no turn: its history has no model call, and the job's conversation holds one task
-    // message (a run's beginning records its task only when it runs: beginJobRunTurn).
-    expect(await localStepsOf(keel, skipped.runId, 'callTurnModel')).toEqual([]);
+    // The skipped fire starts no turn: the job's conversation holds one task message and one model call (a run's
+    // beginning records its task, and calls the model, only when it runs: runJobAtOnce).
     const key = conversationWorkflowId(a, jobConversationId(jobId));
     const { rows } = await keel.pool.query<{ text: string }>(
       `SELECT text FROM messages WHERE conversation_key = $1 AND role = 'user'`,
       [key],
     );
     expect(rows.map((r) => r.text)).toEqual(['/delay 1500 only once']);
+    const calls = await keel.pool.query('SELECT 1 FROM model_calls WHERE conversation_key = $1', [key]);
+    expect(calls.rowCount).toBe(1);
 
     // Each fire's begin is a local step of its run: the worker that ran it recorded its marker.
-    const begunBy = await Promise.all(runs.map((r) => localStepsOf(keel, r.runId, 'beginJobRunTurn')));
+    const begunBy = await Promise.all(runs.map((r) => localStepsOf(keel, r.runId, 'runJobAtOnce')));
     expect(begunBy.map((w) => w.length)).toEqual([1, 1]);
     return begunBy.flat().map((step) => workerOf(step.identity));
   }

@@ -10,7 +10,7 @@ import { stopProcess } from '../scripts/processes';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { quiescent } from './support/quiescence';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
-import { startWorkerProcess, waitForPollers } from './support/workers';
+import { localStepsOf, startWorkerProcess, waitForPollers } from './support/workers';
 
 let keel: TestKeel;
 let hook: WebhookReceiver;
@@ -130,6 +130,11 @@ describe("a job run's turn", () => {
       key,
     ]);
     expect(rows).toEqual([{ status: 'replied' }]);
+    // A plain answer needs nothing of the workflow: begun, answered, delivered and booked in one local step of the
+    // run (job-run-at-once), which the second worker took again from the start; no other step.
+    const steps = ['runJobAtOnce', 'beginJobRunTurn', 'callTurnModel', 'deliverJobTurn', 'bookJobRun'];
+    const taken = await Promise.all(steps.map(async (t) => (await localStepsOf(keel, runId, t)).length));
+    expect(taken).toEqual([1, 0, 0, 0, 0]);
   });
 
   it('hands the delegates its turn spawned to the job conversation, whose workflow relays their outcome', async () => {

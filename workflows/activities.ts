@@ -133,6 +133,19 @@ export const localSteps: TurnSteps = {
   ),
 };
 
+/**
+ * A job's run in one local step (services/job-run-at-once.ts): it holds the turn's model call, so the model's
+ * timeout; it fails only when PostgreSQL does (a failed call or send is left to the workflow), so it retries without
+ * limit, as the store's steps do.
+ */
+export const jobRunAtOnce = afterEachHandlersFirst(
+  proxyLocalActivities<KeelActivities>({
+    startToCloseTimeout: '10 minutes',
+    localRetryThreshold: '10 seconds',
+    retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+  }),
+);
+
 /** Resolves once the handlers of the current activation have run to their end (see afterEachHandlersFirst). */
 export async function letHandlersFinish(): Promise<void> {
   await CancellationScope.nonCancellable(async () => {

@@ -13,14 +13,24 @@ import type { KeelActivities } from '../activities';
 import type { DeliveryReport } from '../domain/delivery';
 import { budgetsChanged } from '../contracts/budgets';
 import { jobTurnEnded, type JobRunInput, type TurnResult } from '../contracts/job-run';
-import { afterDelivery, failsAfterErrors, JOBS, retryDelayMs, TURN_END_MISSING } from '../domain/job-runs';
+import {
+  afterDelivery,
+  failsAfterErrors,
+  JOBS,
+  retryDelayMs,
+  runBooking,
+  TURN_END_MISSING,
+  type RunEnd,
+} from '../domain/job-runs';
+import { LIMITS } from '../domain/limits';
 import { SA } from '../domain/search-attributes';
 import { decideToolCall } from '../contracts/tool-calls';
 import type { ToolCallDecision } from '../domain/tool-calls';
 import { conversationWorkflowId, jobConversationId, jobTurnMessageId } from '../domain/ids';
-import { delivery, localSteps, steps, store } from './activities';
+import { delivery, jobRunAtOnce, localSteps, steps, store } from './activities';
+import { replyRules } from './channel-tools';
 import { ToolApprovals } from './server-tools';
-import { runTurn } from './turn';
+import { runTurn, type TurnModelStep } from './turn';
 
 /** Runs begun before JOB_TURN_SIGNAL_PATCH: the turn in one activity that waits for it, heartbeating. */
 const turns = proxyActivities<KeelActivities>({
@@ -53,8 +63,18 @@ export const JOB_TURN_IN_RUN_PATCH = 'job-turn-in-run';
  */
 export const JOB_RUN_FEWER_STEPS_PATCH = 'job-run-fewer-steps';
 
+/**
+ * The patch from which a run whose turn needs nothing of the workflow is one local step (runJobAtOnce): begun, its
+ * task recorded, its turn's first model step taken and, when that answers with a reply that ends the turn, its result
+ * delivered and the run booked. What the step leaves, the workflow takes up as before. Runs begun before take four.
+ */
+export const JOB_RUN_AT_ONCE_PATCH = 'job-run-at-once';
+
 /** What a run asks of its turn: the job's task, under a message id of its own per attempt. */
 type JobTurnAsk = { agentId: string; jobId: string; task: string; messageId: string };
+
+/** The run's first turn as its beginning left it: recorded, and with its first model step or its end (at once). */
+type RecordedTurn = { turnId?: string; step?: TurnModelStep; ended?: true };
 
 /**
  * A turn that did not end within the run's deadline: its conversation cannot finish it (stuck, failing, gone). An
@@ -89,39 +109,31 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
   }
   const fewer = inRun && patched(JOB_RUN_FEWER_STEPS_PATCH);
   const beginning = { runId, jobId: input.jobId, firedAt: firedAt.toISOString() };
-  const begun = fewer
-    ? await run.store.beginJobRunTurn({ ...beginning, task: { messageId: jobTurnMessageId(runId, 1) } })
-    : await run.store.beginJobRun(beginning);
-  if (begun.kind === 'skipped') {
-    upsertSearchAttributes([{ key: SA.outcome, value: 'skipped' }]);
+  const firstMessageId = jobTurnMessageId(runId, 1);
+  const begun =
+    fewer && patched(JOB_RUN_AT_ONCE_PATCH)
+      ? await jobRunAtOnce.runJobAtOnce({
+          ...beginning,
+          messageId: firstMessageId,
+          rules: replyRules(since),
+          maxCalls: LIMITS.modelCallsPerTurn,
+        })
+      : fewer
+        ? await run.store.beginJobRunTurn({ ...beginning, task: { messageId: firstMessageId } })
+        : await run.store.beginJobRun(beginning);
+  if (begun.kind === 'skipped' || begun.kind === 'booked') {
+    upsertSearchAttributes([{ key: SA.outcome, value: begun.kind === 'booked' ? 'ok' : 'skipped' }]);
     return;
   }
   const { job, backoffMs, turnDeadlineMs } = begun;
   const started = Date.now();
-  const book = (b: {
-    status: 'ok' | 'error';
-    reply?: string;
-    error?: string;
-    delivery?: DeliveryReport;
-    fails?: boolean;
-  }) =>
-    run.store.bookJobRun({
-      runId,
-      jobId: job.id,
-      status: b.status,
-      reply: b.reply,
-      error: b.error,
-      delivery: b.delivery,
-      durationMs: Date.now() - started,
-      completes: b.status === 'ok' && job.schedule.kind === 'at',
-      fails: b.fails ?? false,
-      deleteJob: b.status === 'ok' && job.deleteAfterRun && !b.fails,
-    });
+  const runOfJob = { runId, jobId: job.id, kind: job.schedule.kind, deleteAfterRun: job.deleteAfterRun };
+  const book = (end: RunEnd) => run.store.bookJobRun(runBooking(runOfJob, end, Date.now() - started));
 
   for (let attempt = 1; ; attempt++) {
     const ask = { agentId: job.agentId, jobId: job.id, task: job.task, messageId: jobTurnMessageId(runId, attempt) };
     const turn: TurnOutcome = inRun
-      ? await ownTurn(ask, attempt === 1 ? begun.turnId : undefined)
+      ? await ownTurn(ask, attempt === 1 ? begun : undefined)
       : patched(JOB_TURN_SIGNAL_PATCH)
         ? await turnOf(ask)
         : await turns.runJobTurn(ask);
@@ -214,8 +226,10 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
    * conversation's workflow runs, with its model calls, tools and guarded reply. Delegates it spawned report to the
    * conversation, whose workflow is started for them. The outcome is read as committed.
    */
-  async function ownTurn(ask: JobTurnAsk, recorded: string | undefined): Promise<TurnOutcome> {
-    const turnId = recorded ?? (await run.store.recordJobTask(ask)).turnId;
+  async function ownTurn(ask: JobTurnAsk, recorded: RecordedTurn | undefined): Promise<TurnOutcome> {
+    const turnId = recorded?.turnId ?? (await run.store.recordJobTask(ask)).turnId;
+    // The run's first step ended the turn already: its result is delivered (once, by the ledger) and booked here.
+    if (recorded?.ended) return run.delivery.deliverJobTurn({ ...ask, runId, target: job.delivery });
     const conversationId = jobConversationId(ask.jobId);
     const liveDelegates = new Set<string>();
     await runTurn(
@@ -227,6 +241,7 @@ export async function jobRunWorkflow(input: JobRunInput): Promise<void> {
         workflowId: runId,
         // Every patch of a turn predates this shape too.
         patched: since,
+        firstStep: recorded?.step,
         liveDelegates,
         approvals,
         // A job's conversation takes no messages of people: nothing steers into or interrupts its turn.

@@ -68,6 +68,8 @@ export interface TurnHost {
   workflowId: string;
   /** Whether the run has passed a patch of the turn's (TurnContext.patched). */
   patched: (patchId: string) => boolean;
+  /** The turn's first model step, taken already with its message (a job's run at once: JOB_RUN_AT_ONCE_PATCH). */
+  firstStep?: TurnModelStep;
   /** The conversation's running delegates (a spawn adds to it). */
   liveDelegates: Set<string>;
   approvals: ToolApprovals;
@@ -134,8 +136,10 @@ export async function runTurn(first: QueuedMessage, host: TurnHost): Promise<voi
       throughSeq = await (oneTask ? s.store : store).startRetrigger(retrigger);
     } else if (oneTask) before = { begin: { messageIds: [first.messageId] } };
     else throughSeq = await record().startTurn({ conversationKey, turnId, messageIds: [first.messageId] });
-    // A model step that went on with the turn's next model call itself, once all the tool calls it asked for ran.
-    let chained: ModelStep | undefined;
+    // A model step that went on with the turn's next model call itself, once all the tool calls it asked for ran; or
+    // the turn's first, which began it.
+    let chained: ModelStep | undefined = host.firstStep;
+    if (chained) before = {};
     for (;;) {
       let step: ModelStep | { error: TurnEnd };
       // Tool results the step was to write: the turn's end writes them (once) if the step did not get to.
@@ -231,6 +235,8 @@ function interrupted(): TurnEnd {
 type ModelCallInput = Parameters<TurnSteps['model']['callModel']>[0];
 type BeforeModelCall = Parameters<TurnSteps['model']['callTurnModel']>[0]['before'];
 type ModelStep = Awaited<ReturnType<TurnSteps['model']['callTurnModel']>>;
+/** A turn's model step as its step answers it, with what it did itself. */
+export type TurnModelStep = ModelStep;
 type ModelStepEffects = Pick<
   Parameters<TurnSteps['model']['callTurnModel']>[0],
   'runTools' | 'replyAtOnce' | 'upToCall'
