@@ -9,13 +9,17 @@ import { toTurnToReflect, turnToReflectSql, type TurnToReflect, type TurnToRefle
 import { exactInstant, type PageRequest } from './page';
 import type { Pool, Queryable } from './pool';
 
-/** A conversation's row comes into being on first use; its agent's row must exist. */
+/**
+ * A conversation's row comes into being on first use; its agent's row must exist. Its key and its (agent, id) pair
+ * are both unique: a conflict on either is the same conversation, so no conflict target (with `(key)` alone, a
+ * simultaneous first insert could fail on the pair's index instead of doing nothing).
+ */
 export async function ensureConversation(
   db: Queryable,
   c: { key: string; agentId: string; conversationId: string },
 ): Promise<void> {
   await db.query(
-    'INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING',
+    'INSERT INTO conversations (key, agent_id, conversation_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
     [c.key, c.agentId, c.conversationId],
   );
 }
@@ -48,7 +52,7 @@ export async function acceptInbound(pool: Pool, a: AcceptInput): Promise<{ turnI
       `WITH agent AS (${ENSURE_AGENT_SQL}
        ), created AS (
          INSERT INTO conversations (key, agent_id, conversation_id, default_delivery) VALUES ($2, $1, $3, $7::jsonb)
-         ON CONFLICT (key) DO NOTHING RETURNING default_delivery
+         ON CONFLICT DO NOTHING RETURNING default_delivery
        ), conv AS (
          SELECT 1 FROM created UNION ALL SELECT 1 FROM conversations WHERE key = $2
        ), msg AS (

@@ -190,4 +190,28 @@ describe('accepting a message', () => {
     const conv = await keel.pool.query(`SELECT default_delivery FROM conversations WHERE key = $1`, [key]);
     expect(conv.rows).toEqual([{ default_delivery: webhook }]);
   });
+
+  it('refuses none of 8 simultaneous first messages, over 25 new conversations', async () => {
+    // A race the single round above met about once in seven: the conversation's row created by two statements at
+    // once, one of which failed on the (agent, conversation) index instead of doing nothing.
+    const refused: string[] = [];
+    for (let round = 0; round < 25; round++) {
+      const [a, c] = [uniqueId('a'), uniqueId('c')];
+      await Promise.all(Array.from({ length: 8 }, () => keel.pool.query('SELECT pg_sleep(0.01)')));
+      const accepted = await Promise.allSettled(
+        Array.from({ length: 8 }, (_, i) =>
+          acceptInbound(keel.pool, {
+            conversationKey: conversationWorkflowId(a, c),
+            agentId: a,
+            conversationId: c,
+            turnId: `${c}-t${i}`,
+            startsTurn: true,
+            message: { messageId: `m-${i}`, text: `m${i}`, mode: 'queue' },
+          }),
+        ),
+      );
+      for (const r of accepted) if (r.status === 'rejected') refused.push(String(r.reason));
+    }
+    expect(refused).toEqual([]);
+  });
 });
