@@ -2,6 +2,7 @@
  * A job's runs as its workflow runs them: the scheduler's numbers, retries and what a delivery does to a one-shot.
  * Free of schemas, so that the workflow bundle holds none (issue 27); a job's schemas and checks are in jobs.ts.
  */
+import type { DeliveryReport } from './delivery';
 import { outcomeKind, type DeliveryOutcome } from './delivery-outcome';
 
 /** Phantom's scheduler numbers, kept. */
@@ -72,7 +73,7 @@ export interface RunEnd {
   status: 'ok' | 'error';
   reply?: string;
   error?: string;
-  delivery?: { outcome: DeliveryOutcome; attempts: number };
+  delivery?: DeliveryReport;
   /** The job failed for good. */
   fails?: boolean;
 }
