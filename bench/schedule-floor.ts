@@ -3,10 +3,11 @@
  * one second, on a fresh server with Keel's dynamic config, `--runs` times (2). Prints fire → start of their
  * workflows: p50, p99 and the last.
  *
- *   npx tsx bench/schedule-floor.ts [--cluster] [--without key,key] [--schedules 200] [--runs 2]
+ *   npx tsx bench/schedule-floor.ts [--cluster] [--without key,key] [--sqlite k=v,k=v] [--schedules 200] [--runs 2]
  *
  * The dev server Keel starts (SQLite), or with --cluster `npm run cluster`'s Temporal server on an embedded
  * PostgreSQL. --without drops those keys from deploy/temporal/dynamicconfig.yaml: the floor before they were set.
+ * --sqlite gives the dev server's SQLite file those pragmas instead of Keel's (`journal_mode=delete`: SQLite's own).
  */
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
 import { freeTemporalPorts } from '../scripts/cluster-stack';
-import { DYNAMIC_CONFIG_FILE, dynamicConfigArgs, startDevServer } from '../scripts/dev-server';
+import { DYNAMIC_CONFIG_FILE, dynamicConfigArgs, SQLITE_PRAGMAS, startDevServer } from '../scripts/dev-server';
 import { ensureGoTool } from '../scripts/go-tools';
 import { freePort } from '../scripts/ports';
 import { startPostgresProcess } from '../scripts/postgres-process';
@@ -37,6 +38,7 @@ const { values: args } = parseArgs({
   options: {
     cluster: { type: 'boolean', default: false },
     without: { type: 'string', default: '' },
+    sqlite: { type: 'string' },
     schedules: { type: 'string', default: '200' },
     runs: { type: 'string', default: '2' },
   },
@@ -55,6 +57,15 @@ function dynamicConfig(dir: string, without: string[]): string {
   return file;
 }
 
+/** `k=v,k=v` as pragmas. */
+const pragmasOf = (list: string) =>
+  Object.fromEntries(
+    list
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => kv.split('=', 2) as [string, string]),
+  );
+
 /** Starts a server; resolves to its address and how to stop everything it started. */
 async function startServer(dir: string, configFile: string, log: number) {
   if (!args.cluster) {
@@ -62,6 +73,7 @@ async function startServer(dir: string, configFile: string, log: number) {
       port: await freePort(),
       dbFile: path.join(dir, 'temporal.db'),
       dynamicConfigFile: configFile,
+      ...(args.sqlite === undefined ? {} : { sqlitePragmas: pragmasOf(args.sqlite) }),
       stdio: 'ignore',
     });
     return { address: dev.address, stop: () => dev.stop() };
@@ -113,6 +125,7 @@ async function main(): Promise<void> {
   const configFile = dynamicConfig(dir, without);
   const where = args.cluster ? 'the cluster server (v1.29.1, PostgreSQL)' : 'the dev server (SQLite)';
   console.log(`schedule-floor: ${where}, ${count} Schedules, without: ${without.join(', ') || 'nothing'}`);
+  if (!args.cluster) console.log(`schedule-floor: SQLite ${args.sqlite ?? JSON.stringify(SQLITE_PRAGMAS)}`);
   const values = dynamicConfigArgs(configFile).filter((_, i) => i % 2 === 1);
   console.log(`schedule-floor: dynamic config ${values.join(' ')}`);
   const log = path.join(dir, 'server.log');
