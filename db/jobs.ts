@@ -203,19 +203,45 @@ export async function audit(
 export type BeginRun =
   { kind: 'run'; job: JobRow } | { kind: 'skipped'; reason: string } | { kind: 'busy'; runningRunId: string };
 
-/** A fire begins a run, or is recorded as skipped: the job is not active, or another fire is still running. */
+/**
+ * A fire begins a run, or is recorded as skipped: the job is not active, or another fire is still running. A fire
+ * that begins reads and writes in one statement; a retried begin finds the decision already taken.
+ */
 export async function beginRun(db: Queryable, runId: string, jobId: string, firedAt: Date): Promise<BeginRun> {
-  const existing = await db.query<{ status: string; error: string | null }>(
-    'SELECT status, error FROM job_runs WHERE run_id = $1',
-    [runId],
+  const { rows } = await db.query<
+    Omit<JobRecord, 'id'> & {
+      id: string | null;
+      run_status: string | null;
+      run_error: string | null;
+      latest_fired_at: Date | null;
+      inserted: boolean;
+    }
+  >(
+    `WITH existing AS (SELECT status, error FROM job_runs WHERE run_id = $1),
+     -- Fires that catch up after downtime run once: one older than the latest fire already taken is stale.
+     latest AS (SELECT max(fired_at) AS fired_at FROM job_runs WHERE job_id = $2 AND status <> 'skipped'),
+     inserted AS (
+       INSERT INTO job_runs (run_id, job_id, fired_at, status)
+       SELECT $1, $2, $3, 'running' FROM jobs
+       WHERE id = $2 AND status = 'active' AND NOT EXISTS (SELECT 1 FROM existing)
+         AND NOT COALESCE((SELECT fired_at FROM latest) > $3, false)
+       ON CONFLICT (job_id) WHERE status = 'running' DO NOTHING
+       RETURNING run_id
+     )
+     SELECT j.*, e.status AS run_status, e.error AS run_error, (SELECT fired_at FROM latest) AS latest_fired_at,
+       EXISTS (SELECT 1 FROM inserted) AS inserted
+     FROM (SELECT 1) AS one LEFT JOIN jobs j ON j.id = $2 LEFT JOIN existing e ON true`,
+    [runId, jobId, firedAt],
   );
-  const job = await getJobById(db, jobId);
-  if (existing.rows[0]) {
+  const r = rows[0]!;
+  const job = r.id === null ? undefined : toJob({ ...r, id: r.id });
+  if (r.run_status !== null) {
     // A retried begin: the decision already taken stands.
-    if (existing.rows[0].status === 'skipped') return { kind: 'skipped', reason: existing.rows[0].error ?? 'skipped' };
+    if (r.run_status === 'skipped') return { kind: 'skipped', reason: r.run_error ?? 'skipped' };
     return job ? { kind: 'run', job } : { kind: 'skipped', reason: 'the job was deleted' };
   }
   if (!job) return { kind: 'skipped', reason: 'the job was deleted' };
+  if (r.inserted) return { kind: 'run', job };
   const skip = async (reason: string): Promise<BeginRun> => {
     await db.query(
       `INSERT INTO job_runs (run_id, job_id, fired_at, status, error, finished_at)
@@ -225,25 +251,12 @@ export async function beginRun(db: Queryable, runId: string, jobId: string, fire
     return { kind: 'skipped', reason };
   };
   if (job.status !== 'active') return skip(`the job is ${job.status}`);
-  // Fires that catch up after downtime run once: one older than the latest fire already taken is stale.
-  const latest = await db.query<{ fired_at: Date }>(
-    `SELECT max(fired_at) AS fired_at FROM job_runs WHERE job_id = $1 AND status <> 'skipped'`,
+  if (r.latest_fired_at && r.latest_fired_at > firedAt) return skip('a later fire has already run');
+  const running = await db.query<{ run_id: string }>(
+    `SELECT run_id FROM job_runs WHERE job_id = $1 AND status = 'running'`,
     [jobId],
   );
-  if (latest.rows[0]?.fired_at && latest.rows[0].fired_at > firedAt) return skip('a later fire has already run');
-  const inserted = await db.query(
-    `INSERT INTO job_runs (run_id, job_id, fired_at, status) VALUES ($1, $2, $3, 'running')
-     ON CONFLICT (job_id) WHERE status = 'running' DO NOTHING`,
-    [runId, jobId, firedAt],
-  );
-  if ((inserted.rowCount ?? 0) === 0) {
-    const running = await db.query<{ run_id: string }>(
-      `SELECT run_id FROM job_runs WHERE job_id = $1 AND status = 'running'`,
-      [jobId],
-    );
-    return { kind: 'busy', runningRunId: running.rows[0]?.run_id ?? '' };
-  }
-  return { kind: 'run', job };
+  return { kind: 'busy', runningRunId: running.rows[0]?.run_id ?? '' };
 }
 
 /** The run of a job under way (at most one runs at a time), which a model call of the job's conversation serves. */
@@ -321,14 +334,35 @@ export interface RunBooking {
 }
 
 /**
- * The run and the job's bookkeeping in one write, once (a retried call finds the run booked and changes nothing); a
- * status set meanwhile (a pause) is never overwritten, and a one-shot that ran is spent whatever its status.
+ * The run, the job's bookkeeping and their audit in one statement, once: a retried call finds the run booked and
+ * changes nothing, its audit included. A status set meanwhile (a pause) is never overwritten, and a one-shot that ran
+ * is spent whatever its status. `deleteJob`: the job is removed after this write, which records why.
  */
-export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
-  const booked = await db.query(
-    `UPDATE job_runs SET status = $2, reply = $3, error = $4, delivery_outcome = $5, delivery_attempts = $6,
-            attempts = GREATEST(attempts, 1), finished_at = now()
-     WHERE run_id = $1 AND status = 'running'`,
+export async function bookRun(db: Queryable, b: RunBooking & { deleteJob: boolean }): Promise<void> {
+  await db.query(
+    `WITH booked AS (
+       UPDATE job_runs SET status = $2, reply = $3, error = $4, delivery_outcome = $5, delivery_attempts = $6,
+              attempts = GREATEST(attempts, 1), finished_at = now()
+       WHERE run_id = $1 AND status = 'running'
+       RETURNING job_id
+     ), job AS (
+       UPDATE jobs SET run_count = run_count + 1, last_run_at = now(), last_run_status = $2,
+         last_run_duration_ms = $8, last_run_error = $4,
+         last_delivery_outcome = COALESCE($5, last_delivery_outcome),
+         consecutive_errors = CASE WHEN $2 = 'ok' THEN 0 ELSE consecutive_errors END,
+         next_run_at = $9,
+         status = CASE WHEN status IN ('active', 'paused') AND $10::boolean THEN 'failed'
+                       WHEN status IN ('active', 'paused') AND $11::boolean THEN 'completed'
+                       ELSE status END,
+         updated_at = now()
+       WHERE id = $7 AND EXISTS (SELECT 1 FROM booked)
+       RETURNING id, agent_id
+     )
+     INSERT INTO job_audit (job_id, agent_id, action, actor, detail)
+     SELECT job.id, job.agent_id, a.action, 'scheduler', a.detail
+     FROM job, (VALUES ('fail', $12::jsonb, $10::boolean), ('delete-after-run', NULL, $13::boolean))
+       AS a (action, detail, wanted)
+     WHERE a.wanted`,
     [
       b.runId,
       b.status,
@@ -336,29 +370,13 @@ export async function bookRun(db: Queryable, b: RunBooking): Promise<void> {
       b.status === 'ok' ? null : (b.error ?? null),
       b.delivery?.outcome ?? null,
       b.delivery?.attempts ?? 0,
-    ],
-  );
-  if ((booked.rowCount ?? 0) === 0) return;
-  await db.query(
-    `UPDATE jobs SET run_count = run_count + 1, last_run_at = now(), last_run_status = $2, last_run_duration_ms = $3,
-       last_run_error = $4,
-       last_delivery_outcome = COALESCE($5, last_delivery_outcome),
-       consecutive_errors = CASE WHEN $2 = 'ok' THEN 0 ELSE consecutive_errors END,
-       next_run_at = $6,
-       status = CASE WHEN status IN ('active', 'paused') AND $7::boolean THEN 'failed'
-                     WHEN status IN ('active', 'paused') AND $8::boolean THEN 'completed'
-                     ELSE status END,
-       updated_at = now()
-     WHERE id = $1`,
-    [
       b.jobId,
-      b.status,
       Math.round(b.durationMs),
-      b.status === 'ok' ? null : (b.error ?? null),
-      b.delivery?.outcome ?? null,
       b.nextRunAt,
       b.fails,
       b.completes,
+      auditDetail({ error: b.error }),
+      b.deleteJob,
     ],
   );
 }

@@ -3,9 +3,18 @@ import { afterDelivery, runBooking } from '../domain/job-runs';
 import type { SecretRules } from '../domain/secret-scan';
 import { CHANNEL_TOOL_NAMES } from '../domain/tool-names';
 import type { DeliveryReport } from '../domain/delivery';
-import { beginJobRunTurn, bookJobRun, deliverJobTurn, type BegunRun, type JobRunDeps } from './job-run';
+import type { TurnResult } from '../contracts/job-run';
+import type { JobRow } from '../db/jobs';
+import {
+  beginJobRunTurn,
+  bookJobRun,
+  deliverJobResult,
+  deliverJobTurn,
+  type BegunRun,
+  type JobRunDeps,
+} from './job-run';
 import { currentStep } from './step';
-import { callTurnModelAndEffects, type TurnModelStep, type TurnModelStepDeps } from './turn-model-step';
+import { callTurnModelAndEffects, endingReply, type TurnModelStep, type TurnModelStepDeps } from './turn-model-step';
 
 export interface JobRunAtOnceDeps {
   job: JobRunDeps;
@@ -32,6 +41,25 @@ export type JobRunAtOnce =
   | { kind: 'booked'; delivery: DeliveryReport }
   | Extract<BegunRun, { kind: 'skipped' }>
   | (Extract<BegunRun, { kind: 'run' }> & { turnId: string; step?: TurnModelStep; ended?: true });
+
+/**
+ * The run's turn, ended, and its result delivered. A reply this step sent is the turn's end: its text, and the job as
+ * the run's beginning read it, serve the delivery. A turn a step taken before had ended is read back.
+ */
+async function deliverEndedTurn(
+  deps: JobRunDeps,
+  input: { runId: string; jobId: string; messageId: string; job: JobRow },
+  step: TurnModelStep,
+): Promise<TurnResult & { sent?: DeliveryReport }> {
+  const { runId, jobId, job } = input;
+  const text = 'replied' in step && step.replied ? endingReply(step.content).text : undefined;
+  if (text === undefined) {
+    const ask = { agentId: job.agentId, jobId, task: job.task, messageId: input.messageId };
+    return deliverJobTurn(deps, { ...ask, runId, target: job.delivery });
+  }
+  const result = { runId, agentId: job.agentId, jobId, target: job.delivery, text };
+  return { status: 'ok', text, sent: await deliverJobResult(deps, result, job) };
+}
 
 /**
  * A job's run in one step when its turn needs nothing of the workflow: the run begun and its task recorded, the turn's
@@ -67,8 +95,7 @@ export async function runJobAtOnce(deps: JobRunAtOnceDeps, input: JobRunAtOnceIn
   if (!('ended' in step) && !step.replied) return { ...begun, step };
   const ended = { ...begun, ended: true as const };
   try {
-    const ask = { agentId: job.agentId, jobId, task: job.task, messageId };
-    const turn = await deliverJobTurn(deps.job, { ...ask, runId, target: job.delivery });
+    const turn = await deliverEndedTurn(deps.job, { runId, jobId, messageId, job }, step);
     if (turn.status !== 'ok' || !turn.sent || afterDelivery(job.deleteAfterRun, turn.sent.outcome) === 'failed') {
       return ended;
     }

@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import { destinationBook } from '../db/agents';
 import * as jobsDb from '../db/jobs';
-import { inTransaction, type Pool } from '../db/pool';
+import type { Pool } from '../db/pool';
 import { resolveDestination, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import {
   conversationWorkflowId,
@@ -372,11 +372,13 @@ export async function deliverJobResult(
     target: Delivery;
     text: string;
   },
+  /** The job as this step read it, moments before: not read again. */
+  read?: jobsDb.JobRow,
 ): Promise<DeliveryReport> {
   const { pool, transports } = deps;
   const key = jobDeliveryEffectKey(input.runId);
   const conversationId = jobConversationId(input.jobId);
-  const job = await jobsDb.getJobById(pool, input.jobId);
+  const job = read ?? (await jobsDb.getJobById(pool, input.jobId));
   const target = job ? await jobTarget(pool, job) : input.target;
   if (typeof target === 'string') return { outcome: target, attempts: 0 };
   return deliverOnce(pool, transports, {
@@ -397,23 +399,7 @@ export async function bookJobRun(
   const client = Context.current().client;
   // The next run as the Schedule will fire it (its own phase), not as computed here.
   const nextRunAt = booking.completes || booking.fails ? null : await nextScheduledFire(client, booking.jobId);
-  await inTransaction(pool, async (db) => {
-    await jobsDb.bookRun(db, { ...booking, nextRunAt });
-    const job = await jobsDb.getJobById(db, booking.jobId);
-    const scheduler = { jobId: booking.jobId, actor: 'scheduler' };
-    if (job && booking.fails) {
-      await jobsDb.audit(db, {
-        ...scheduler,
-        agentId: job.agentId,
-        action: 'fail',
-        detail: { error: booking.error },
-      });
-    }
-    // Delete-after-run: only now, with the delivery outcome recorded in the same write.
-    if (job && booking.deleteJob) {
-      await jobsDb.audit(db, { ...scheduler, agentId: job.agentId, action: 'delete-after-run' });
-    }
-  });
+  await jobsDb.bookRun(pool, { ...booking, nextRunAt });
   if (booking.deleteJob) {
     await client.schedule
       .getHandle(jobScheduleId(booking.jobId))

@@ -131,6 +131,14 @@ async function runServerTools(
   return attempts;
 }
 
+/** An answer's reply when it ends the turn: its plain text, or the text of a sole call of the reply tool. */
+export function endingReply(content: ModelStep['content']): { text?: string; sole?: ToolUseBlock } {
+  const uses = toolUses(content);
+  const sole = uses.length === 1 && uses[0]!.name === replyTool.name ? uses[0] : undefined;
+  const parsed = sole && replyTool.input.safeParse(sole.input);
+  return { text: uses.length === 0 ? textOf(content) : parsed?.success ? parsed.data.text : undefined, sole };
+}
+
 /**
  * The answer's reply when it ends the turn (plain text, or a sole call of the reply tool) and passes the guard: sent
  * once, with the turn's end committed, exactly as the workflow's own final reply step would (deliverFinalReply).
@@ -143,10 +151,7 @@ async function replyEndingTurn(
   at: ReplyAtOnce,
   step: Step,
 ): Promise<DeliveryReport | undefined> {
-  const uses = toolUses(answer.content);
-  const sole = uses.length === 1 && uses[0]!.name === replyTool.name ? uses[0] : undefined;
-  const parsed = sole && replyTool.input.safeParse(sole.input);
-  const text = uses.length === 0 ? textOf(answer.content) : parsed?.success ? parsed.data.text : undefined;
+  const { text, sole } = endingReply(answer.content);
   if (text === undefined || !text.trim() || !checkReply(text, { rules: at.rules }).ok) return undefined;
   const { conversationId, rules: _rules, ...final } = at;
   const results = sole ? { toolResults: { callIndex: call.callIndex, results: [] }, replyToolUseId: sole.id } : {};
