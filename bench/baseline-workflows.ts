@@ -1,4 +1,12 @@
-import { condition, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  condition,
+  defineUpdate,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import { SA } from '../domain/search-attributes';
 import type { ContentBlock, ModelMessage } from '../domain/model';
 import type { BaselineActivities } from './baseline-activities';
 
@@ -41,6 +49,18 @@ export async function bareConversation(): Promise<void> {
 
 /** The burst's floor: a workflow that does nothing, started by a Temporal Schedule (only its start is measured). */
 export async function emptyWorkflow(): Promise<void> {}
+
+const { noop: localNoop } = proxyLocalActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
+
+/**
+ * The burst's second floor: Temporal's part of a Keel job run and nothing else. Its Schedule starts it with a job
+ * run's search attributes and memo; it takes one empty local step (a run at once) and upserts its outcome, as a run
+ * that ends does.
+ */
+export async function jobRunFootprint(_input: { jobId: string }): Promise<void> {
+  await localNoop();
+  upsertSearchAttributes([{ key: SA.outcome, value: 'ok' }]);
+}
 
 const { callShop } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
 

@@ -140,12 +140,25 @@ function jobRunLines(k: NonNullable<BenchResults['burst']>['keel']): string[] {
   ];
 }
 
+/** Temporal's part of a job run alone (runs before it had none measured). */
+function footprintLines(b: NonNullable<BenchResults['burst']>): string[] {
+  const f = b.footprint;
+  if (!f) return [];
+  return [
+    "Temporal's part of a Keel job run alone (a job run's search attributes and memo, one empty local step, its " +
+      `outcome upserted): last start ${(f.delayMs.max / 1000).toFixed(1)} s, last closed ` +
+      `${(f.lastClosedMs / 1000).toFixed(1)} s: ${(f.lastClosedMs / Math.max(1, b.floor.delayMs.max)).toFixed(2)}× ` +
+      "the floor's last start",
+  ];
+}
+
 function burstGoals(b: NonNullable<BenchResults['burst']>): Goal[] {
   const k = b.keel;
   const lines = [
     `fire → start p50 / p99 / max: Keel ${k.delayMs.p50} / ${k.delayMs.p99} / ${k.delayMs.max} ms, ` +
       `floor ${b.floor.delayMs.p50} / ${b.floor.delayMs.p99} / ${b.floor.delayMs.max} ms`,
     ...jobRunLines(k),
+    ...footprintLines(b),
     `mean run (fired → booked, from job_runs) ${k.meanRunMs} ms`,
     ...(k.createdLateByMs || b.floor.createdLateByMs
       ? [`schedules created late by: Keel ${k.createdLateByMs} ms, floor ${b.floor.createdLateByMs} ms`]
@@ -390,8 +403,22 @@ function burstSection(b: NonNullable<BenchResults['burst']>): string[] {
       `${k.oneSlotAllDoneMs} ms`,
     ]),
     row(['floor', b.floor.delayMs.p50, b.floor.delayMs.p99, b.floor.delayMs.max, '–', '–', '–']),
+    ...(b.footprint
+      ? [
+          row([
+            "Temporal's part of a job run",
+            b.footprint.delayMs.p50,
+            b.footprint.delayMs.p99,
+            b.footprint.delayMs.max,
+            `${b.footprint.lastClosedMs} ms (closed)`,
+            '–',
+            '–',
+          ]),
+        ]
+      : []),
     '',
     ...jobRunLines(k).map((l) => `- ${l}`),
+    ...footprintLines(b).map((l) => `- ${l}`),
     '',
   ];
 }

@@ -3,10 +3,12 @@
  * one second, on a fresh server with Keel's dynamic config, `--runs` times (2). Prints fire → start of their
  * workflows: p50, p99 and the last.
  *
- *   npx tsx bench/schedule-floor.ts [--cluster] [--without key,key] [--sqlite k=v,k=v] [--schedules 200] [--runs 2]
+ *   npx tsx bench/schedule-floor.ts [--cluster] [--without key,key] [--sqlite k=v,k=v] [--footprint]
+ *     [--schedules 200] [--runs 2]
  *
  * The dev server Keel starts (SQLite), or with --cluster `npm run cluster`'s Temporal server on an embedded
  * PostgreSQL. --without drops those keys from deploy/temporal/dynamicconfig.yaml: the floor before they were set.
+ * --footprint runs, after each floor, Temporal's part of a Keel job run the same way (bench/burst.ts).
  * --sqlite gives the dev server's SQLite file those pragmas instead of Keel's (`journal_mode=delete`: SQLite's own).
  */
 import type { ChildProcess } from 'node:child_process';
@@ -39,6 +41,7 @@ const { values: args } = parseArgs({
     cluster: { type: 'boolean', default: false },
     without: { type: 'string', default: '' },
     sqlite: { type: 'string' },
+    footprint: { type: 'boolean', default: false },
     schedules: { type: 'string', default: '200' },
     runs: { type: 'string', default: '2' },
   },
@@ -145,14 +148,17 @@ async function main(): Promise<void> {
     try {
       const client = new Client({ connection });
       for (let run = 1; run <= Number(args.runs); run++) {
-        const floor = await floorBurst(client, count);
-        const { p50, p99, max } = floor.delayMs;
-        console.log(
-          `schedule-floor: run ${run}: fire → start p50 ${p50} ms, p99 ${p99} ms, last ${max} ms` +
-            (floor.createdLateByMs ? ` (created ${floor.createdLateByMs} ms late)` : '') +
-            // Other work on the machine slows the server: the figures of a loaded one are not the floor.
-            `; load ${os.loadavg()[0]!.toFixed(1)}`,
-        );
+        for (const shape of args.footprint ? (['empty', 'footprint'] as const) : (['empty'] as const)) {
+          const floor = await floorBurst(client, count, shape);
+          const { p50, p99, max } = floor.delayMs;
+          console.log(
+            `schedule-floor: run ${run}${args.footprint ? ` (${shape})` : ''}: ` +
+              `fire → start p50 ${p50} ms, p99 ${p99} ms, last ${max} ms; last closed ${floor.lastClosedMs} ms` +
+              (floor.createdLateByMs ? ` (created ${floor.createdLateByMs} ms late)` : '') +
+              // Other work on the machine slows the server: the figures of a loaded one are not the floor.
+              `; load ${os.loadavg()[0]!.toFixed(1)}`,
+          );
+        }
       }
       failed = false;
     } finally {
