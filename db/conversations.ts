@@ -233,19 +233,6 @@ export async function messageWaits(
   return (rowCount ?? 0) > 0;
 }
 
-/** The turn that answers a message (a steered message is answered by the turn it joined). */
-export async function turnOfMessage(
-  db: Queryable,
-  conversationKey: string,
-  messageId: string,
-): Promise<string | undefined> {
-  const { rows } = await db.query<{ turn_id: string }>(
-    'SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2',
-    [conversationKey, messageId],
-  );
-  return rows[0]?.turn_id;
-}
-
 /** A retrigger turn (relaying delegate results) has no inbound message; it replies where the conversation does. */
 export async function createRetriggerTurn(db: Queryable, conversationKey: string, turnId: string): Promise<void> {
   await db.query(
@@ -412,7 +399,12 @@ export interface TurnView {
   error?: { code: string; message: string };
 }
 
-export async function getTurn(db: Queryable, conversationKey: string, turnId: string): Promise<TurnView | undefined> {
+/** The turn that answers a message (a steered message is answered by the turn it joined): one read. */
+export async function getTurnOfMessage(
+  db: Queryable,
+  conversationKey: string,
+  messageId: string,
+): Promise<TurnView | undefined> {
   const { rows } = await db.query<{
     turn_id: string;
     message_id: string;
@@ -429,8 +421,9 @@ export async function getTurn(db: Queryable, conversationKey: string, turnId: st
        LEFT JOIN LATERAL (
          SELECT outcome, attempts FROM deliveries WHERE turn_id = t.turn_id ORDER BY created_at DESC LIMIT 1
        ) d ON true
-      WHERE t.conversation_key = $1 AND t.turn_id = $2`,
-    [conversationKey, turnId],
+      WHERE t.conversation_key = $1
+        AND t.turn_id = (SELECT turn_id FROM inbound_messages WHERE conversation_key = $1 AND message_id = $2)`,
+    [conversationKey, messageId],
   );
   const r = rows[0];
   if (!r) return undefined;

@@ -9,10 +9,9 @@ import { CONVERSATION_WORKFLOW, messageRecorded, type ConversationWorkflow } fro
 import {
   conversationExists,
   conversationStateFromDb,
-  getTurn,
+  getTurnOfMessage,
   listMessages,
   openTurnsBefore,
-  turnOfMessage,
   type TranscriptView,
   type TurnView,
 } from '../db/conversations';
@@ -116,8 +115,7 @@ export async function finishedTurnOf(
   conversationKey: string,
   messageId: string,
 ): Promise<FinishedTurn | undefined> {
-  const turnId = await turnOfMessage(pool, conversationKey, messageId);
-  const turn = turnId ? await getTurn(pool, conversationKey, turnId) : undefined;
+  const turn = await getTurnOfMessage(pool, conversationKey, messageId);
   return turn && isFinished(turn) ? turn : undefined;
 }
 

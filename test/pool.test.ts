@@ -3,14 +3,23 @@ import { createPool, inTransaction, type Pool } from '../db/pool';
 
 let pool: Pool;
 let admin: Pool;
+let single: Pool;
 beforeAll(() => {
   pool = createPool(inject('databaseUrl'));
   admin = createPool(inject('databaseUrl'));
+  single = createPool(inject('databaseUrl'), 1);
 });
 afterAll(async () => {
   await pool?.end();
   await admin?.end();
+  await single?.end();
 });
+
+/** The statements the single connection has prepared. */
+const prepared = async () =>
+  (await single.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements ORDER BY 1')).rows.map(
+    (r) => r.statement,
+  );
 
 describe('the connection pool (real PostgreSQL)', () => {
   // The soak found this: PostgreSQL restarting under a transaction ended the worker with an unhandled 'error' event.
@@ -32,5 +41,17 @@ describe('the connection pool (real PostgreSQL)', () => {
     expect(
       await inTransaction(pool, async (c) => (await c.query<{ two: number }>('SELECT 2 AS two')).rows[0]?.two),
     ).toBe(2);
+  });
+
+  it('prepares a statement with parameters once per connection, by its text; one without stays plain', async () => {
+    expect(await prepared()).toEqual([]);
+    for (let i = 0; i < 3; i++) {
+      expect((await single.query('SELECT $1::int + 1 AS n', [i])).rows).toEqual([{ n: i + 1 }]);
+    }
+    await inTransaction(single, async (db) => {
+      await db.query({ text: 'SELECT $1::text AS t', values: ['in a transaction'] });
+      await db.query('SELECT now()');
+    });
+    expect(await prepared()).toEqual(['SELECT $1::int + 1 AS n', 'SELECT $1::text AS t']);
   });
 });
