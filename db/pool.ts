@@ -33,7 +33,7 @@ function prepareStatements(client: pg.PoolClient): void {
   const prepared = (config: unknown, values: unknown): unknown => {
     if (typeof config === 'string')
       return Array.isArray(values) ? { text: config, name: statementName(config) } : config;
-    // A Submittable (a cursor, a stream) is its own query: left as it is.
+    // A named statement stays as named; a Submittable (a cursor, a stream) is its own query.
     if (typeof config !== 'object' || config === null || !('text' in config) || 'name' in config) return config;
     if ('submit' in config) return config;
     const { text } = config as pg.QueryConfig;
