@@ -16,7 +16,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import type pg from 'pg';
 import { freePort } from '../scripts/ports';
 import type { KeelStack } from '../scripts/keel-stack';
-import { SA } from '../domain/search-attributes';
+import { jobRunSearchAttributes } from '../services/jobs';
 import {
   actionsMatching,
   actionsPer,
@@ -74,12 +74,7 @@ function floorAction(shape: 'empty' | 'footprint', id: string, i: number): Sched
     workflowId: id,
     taskQueue: BENCH_QUEUE,
     args: [{ jobId: `job-${id}` }],
-    // A job run's, as services/jobs.ts gives them.
-    typedSearchAttributes: [
-      { key: SA.agentId, value: 'bench-floor' },
-      { key: SA.jobId, value: `job-${id}` },
-      { key: SA.kind, value: 'job' },
-    ],
+    typedSearchAttributes: jobRunSearchAttributes('bench-floor', `job-${id}`),
     staticSummary: `Run of job "report ${i}"`,
   };
 }

@@ -31,6 +31,15 @@ export { getJob, listJobs, type JobRow } from '../db/jobs';
 type JobRefusal = { code: 'not_found' | 'not_active' | 'not_paused'; message: string; status: 404 | 409 };
 export type JobResult<T> = { ok: true; value: T } | { ok: false; error: JobRuleError | JobRefusal };
 
+/** The search attributes a job's Schedule starts each run with. */
+export function jobRunSearchAttributes(agentId: string, jobId: string) {
+  return [
+    { key: SA.agentId, value: agentId },
+    { key: SA.jobId, value: jobId },
+    { key: SA.kind, value: 'job' },
+  ];
+}
+
 /** The Temporal Schedule of a job: its fires start run workflows; overlap is left to the run (it records skips). */
 function scheduleOptions(
   job: jobsDb.JobRow,
@@ -45,11 +54,7 @@ function scheduleOptions(
       workflowId: jobScheduleId(job.id),
       taskQueue: s.taskQueue,
       args: [{ jobId: job.id }],
-      typedSearchAttributes: [
-        { key: SA.agentId, value: job.agentId },
-        { key: SA.jobId, value: job.id },
-        { key: SA.kind, value: 'job' },
-      ],
+      typedSearchAttributes: jobRunSearchAttributes(job.agentId, job.id),
       staticSummary: `Run of job "${job.name}"`,
     },
     // A fire while the previous run is busy still starts a run, which records itself as skipped: skipped fires are
