@@ -1,4 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { PORT_TAKEN } from '../db/embedded-postgres';
 import { freePort } from './ports';
@@ -14,6 +16,12 @@ export interface PostgresProcess {
   binDir: string;
   process: ChildProcess;
   stop(): Promise<void>;
+  /**
+   * PostgreSQL's immediate shutdown, as a crash stops it: every backend exits where it stands, and none finishes its
+   * statement or hands its locks on first (a fast shutdown terminates backends one by one, so a lock's waiter can be
+   * granted the lock and commit before its own turn). The next start recovers from the log.
+   */
+  crash(): Promise<void>;
 }
 
 const FAILED = /^keel postgres failed: (.*)$/;
@@ -56,7 +64,30 @@ export async function startPostgresProcess(opts: {
     binDir: info.get('binaries') ?? '',
     process: child,
     stop: () => stopProcess(child, 20_000),
+    crash: () => crashPostgres(info.get('data') ?? opts.dataDir, child),
   };
+}
+
+async function crashPostgres(dataDir: string, wrapper: ChildProcess): Promise<void> {
+  // The postmaster's pid is the first line of its lock file.
+  const postmaster = Number((await readFile(path.join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  process.kill(postmaster, 'SIGQUIT');
+  // Not this process's child, so its exit cannot be awaited: it is looked for, for at most 30 s.
+  await new Promise<void>((resolve, reject) => {
+    const deadline = Date.now() + 30_000;
+    const gone = setInterval(() => {
+      try {
+        process.kill(postmaster, 0);
+        if (Date.now() < deadline) return;
+        reject(new Error(`PostgreSQL (pid ${postmaster}) did not exit within 30 s of SIGQUIT`));
+      } catch {
+        resolve();
+      }
+      clearInterval(gone);
+    }, 20);
+  });
+  // Its wrapper would wait forever for an exit it has already seen (embedded-postgres's stop()): nothing is left.
+  await stopProcess(wrapper, 0);
 }
 
 /**

@@ -71,7 +71,7 @@ describe("a delegate's terminal commit that fails", () => {
       'the commit to wait for the row',
     );
 
-    await db.stop();
+    await db.crash();
     // Down until the commit has failed three times (the first attempt lost its connection, the next found no server).
     const failing = await eventually(
       async () => {
