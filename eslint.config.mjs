@@ -261,4 +261,15 @@ export default tseslint.config(
     files: ['eslint.config.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
+  {
+    // The worker's preload (worker/workflow-thread.cjs) is CommonJS that Node loads before tsx: no types to check.
+    files: ['**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'commonjs',
+      globals: globals.node,
+    },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

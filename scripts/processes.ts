@@ -10,8 +10,9 @@ export function spawnTs(
   env: NodeJS.ProcessEnv,
   stdio: StdioOptions = 'inherit',
   args: string[] = [],
+  nodeFlags: string[] = [],
 ): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, entry), ...args], {
+  return spawn(process.execPath, [...nodeFlags, '--import', 'tsx', path.join(REPO_ROOT, entry), ...args], {
     cwd: REPO_ROOT,
     env,
     stdio,
@@ -24,9 +25,11 @@ export function spawnTs(
  * held 682 MiB after 1,000 conversations instead of 808 (bench/REPORT.md). A MALLOC_ARENA_MAX in `env` wins.
  */
 export function spawnWorker(env: NodeJS.ProcessEnv, stdio: StdioOptions = 'inherit'): ChildProcess {
-  return spawnTs('worker/main.ts', { MALLOC_ARENA_MAX: WORKER_MALLOC_ARENAS, ...env }, stdio);
+  return spawnTs('worker/main.ts', { MALLOC_ARENA_MAX: WORKER_MALLOC_ARENAS, ...env }, stdio, [], WORKER_NODE_FLAGS);
 }
 export const WORKER_MALLOC_ARENAS = '2';
+/** A worker's own Node flags, as package.json's `worker` script gives them too: see worker/workflow-thread.cjs. */
+export const WORKER_NODE_FLAGS = ['--require', path.join(REPO_ROOT, 'worker', 'workflow-thread.cjs')];
 
 /** Sends SIGTERM and waits for the exit; SIGKILL after `graceMs`. */
 export function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void> {
