@@ -23,7 +23,7 @@ import { conversationWorkflowId, routineConversationId, routineScheduleId } from
 import { checkRoutineSchedule, type RoutineDefinition } from '../domain/routines';
 import { SA } from '../domain/search-attributes';
 import { decisionAudit, submitDecision, type DecisionAnswer } from './approvals';
-import { startScheduleActionNow } from './run-now';
+import { startActionNow } from './run-now';
 import { workflowIsOpen } from './workflow-state';
 
 // A read the API serves as it is, and the rows the API shows.
@@ -216,10 +216,14 @@ export const resumeRoutine: RoutineAction<RoutineView> = (pool, client, agentId,
     return { ok: true, value: await view(client, { ...r, status: 'active' }) };
   });
 
-/** Run now: 409 when paused or when a run is in flight; the run starts with the Schedule's own action. */
+/**
+ * Run now: 409 when paused or when a run is in flight; the run starts with the action Keel gives the routine's
+ * Schedule, without asking the Schedule for it (services/run-now.ts).
+ */
 export function runRoutineNow(
   pool: Pool,
   client: Client,
+  s: { taskQueue: string },
   agentId: string,
   appId: string,
   slug: string,
@@ -233,7 +237,7 @@ export function runRoutineNow(
     }
     // Overlap is still refused: by the check above, and by the run itself, which finds any run in flight (unique in
     // PostgreSQL) and records nothing.
-    await startScheduleActionNow(client, routineScheduleId(agentId, appId, slug));
+    await startActionNow(client, routineScheduleId(agentId, appId, slug), scheduleOptions(r, s.taskQueue).action);
     return { ok: true, value: { triggered: true } };
   });
 }

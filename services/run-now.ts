@@ -9,19 +9,11 @@ export type ScheduledStart = Pick<
 > & { workflowType: Parameters<Client['workflow']['start']>[0] };
 
 /**
- * "Run now" for a job or a routine: the Schedule's own action, started directly under a unique workflow id. Not the
- * Schedule's trigger: a triggered fire's workflow id ends in its second, so a run-now in the same second as the
- * previous fire (still closing) is refused by Temporal and dropped without a word.
- */
-export async function startScheduleActionNow(client: Client, scheduleId: string): Promise<void> {
-  const { action } = await client.schedule.getHandle(scheduleId).describe();
-  await startActionNow(client, scheduleId, action);
-}
-
-/**
- * startScheduleActionNow with the action Keel gave the Schedule: no describe. A Schedule's description is a query of
- * the server's scheduler, which a busy server answers late or not at all (DEADLINE_EXCEEDED), so "run now" would
- * fail when it is most used.
+ * "Run now" for a job or a routine: the action Keel gives its Schedule, started directly under a unique workflow id.
+ * Not the Schedule's trigger: a triggered fire's workflow id ends in its second, so a run-now in the same second as
+ * the previous fire (still closing) is refused by Temporal and dropped without a word. Not the Schedule's own
+ * description either: that is a query of the server's scheduler, which a busy server answers late or not at all
+ * (DEADLINE_EXCEEDED), so "run now" would fail when it is most used.
  */
 export async function startActionNow(client: Client, scheduleId: string, action: ScheduledStart): Promise<void> {
   await client.workflow.start(action.workflowType, {

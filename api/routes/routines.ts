@@ -184,7 +184,7 @@ export function routineRoutes(deps: {
       },
       async (req, reply) => {
         const { agentId, appId, slug } = agentParams(req);
-        unwrap(await runRoutineNow(pool, temporal, agentId, appId, slug));
+        unwrap(await runRoutineNow(pool, temporal, deps, agentId, appId, slug));
         return reply.status(202).send({ slug, status: 'triggered' as const });
       },
     );
