@@ -2,6 +2,7 @@ import type { QueuedMessage, TurnEnd, TurnStatus } from '../domain/conversation'
 import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import type { InboundMessage, MessageMode } from '../domain/messages';
 import type { ContentBlock } from '../domain/model';
+import { transcriptOrigin } from '../domain/ids';
 import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
 import { ENSURE_AGENT_SQL } from './agents';
 import { eventCall } from './events';
@@ -245,30 +246,41 @@ export async function createRetriggerTurn(db: Queryable, conversationKey: string
 }
 
 /**
- * A turn marked running, its messages appended to its transcript and turn.started published: one statement, the
- * conversation's lock before the event's. Null when the turn has ended already (its message handed over again): nothing
- * is written then. Otherwise the seq of the last entry (of the transcript, with no entries).
+ * A turn marked running, its messages read and appended to its transcript (as userEntries in
+ * services/conversation-turn.ts makes them), and turn.started published: one statement, the conversation's lock
+ * before the event's. Null when the turn has ended already (its message handed over again): nothing is written then.
+ * Otherwise the seq of the last entry (of the transcript, with no entries).
  */
 export async function markTurnStarted(
   db: Queryable,
   conversationKey: string,
   turnId: string,
-  entries: readonly NewTranscriptEntry[],
+  messageIds: readonly string[],
   started: Record<string, unknown>,
 ): Promise<number | null> {
   const event = eventCall(5, conversationKey, 'turn.started', [turnId], started);
   const { rows } = await db.query<{ running: boolean; last: number | null }>(
-    `WITH running AS (
+    `WITH inbound AS (
+       SELECT COALESCE(jsonb_agg(jsonb_build_object(
+                'i', ids.n, 'role', 'user', 'text', m.text, 'origin', $4 || m.message_id,
+                'content', jsonb_build_array(jsonb_build_object('type', 'text', 'text', m.text))) ORDER BY ids.n), '[]')
+                AS entries,
+              $4 || (array_agg(m.message_id ORDER BY ids.n DESC))[1] AS last_origin
+         FROM unnest($3::text[]) WITH ORDINALITY AS ids(id, n)
+         JOIN inbound_messages m ON m.conversation_key = $2 AND m.message_id = ids.id),
+     running AS (
        UPDATE turns SET status = 'running', started_at = COALESCE(started_at, now())
         WHERE turn_id = $1 AND status IN ('queued', 'running') RETURNING turn_id),
      appended AS (
-       SELECT count(DISTINCT r.turn_id) AS turns, max(entry.seq) FILTER (WHERE entry.origin = $4) AS last
-         FROM running r LEFT JOIN LATERAL keel_append_transcript($2, r.turn_id, $3::jsonb) AS entry ON true)
+       SELECT count(DISTINCT r.turn_id) AS turns,
+              max(entry.seq) FILTER (WHERE entry.origin = (SELECT last_origin FROM inbound)) AS last
+         FROM running r LEFT JOIN LATERAL keel_append_transcript($2, r.turn_id, (SELECT entries FROM inbound)) AS entry
+           ON true)
      SELECT turns > 0 AS running,
             COALESCE(last, (SELECT last_seq FROM conversations WHERE key = $2)) AS last,
             CASE WHEN turns > 0 THEN ${event.sql} END AS published
        FROM appended`,
-    [turnId, conversationKey, entriesJson(entries), entries.at(-1)?.origin ?? null, ...event.params],
+    [turnId, conversationKey, messageIds, transcriptOrigin.userMessage(''), ...event.params],
   );
   const row = rows[0]!;
   return row.running ? (row.last ?? 0) : null;

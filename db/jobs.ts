@@ -259,15 +259,6 @@ export async function beginRun(db: Queryable, runId: string, jobId: string, fire
   return { kind: 'busy', runningRunId: running.rows[0]?.run_id ?? '' };
 }
 
-/** The run of a job under way (at most one runs at a time), which a model call of the job's conversation serves. */
-export async function runningRunId(db: Queryable, jobId: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ run_id: string }>(
-    `SELECT run_id FROM job_runs WHERE job_id = $1 AND status = 'running'`,
-    [jobId],
-  );
-  return rows[0]?.run_id;
-}
-
 export async function skipRun(
   db: Queryable,
   runId: string,

@@ -19,16 +19,28 @@ export interface TurnCallReads {
   pinned?: { hash: string; tools: PinnedTool[] };
   /** The agent's tool servers by name. */
   servers: ToolServerRow[];
+  /** A job's conversation: its run under way, which the call is charged to, and the job's own budget for a run. */
+  jobRun?: { runId?: string; budgetUsd?: number };
 }
 
 /**
  * The reads of a turn's model call in one round trip: the same rows as findByOrigin, getAgent, loadTranscript,
- * currentMemory, pinnedTools and listToolServers read one statement each. A turn's step pays a round trip per
- * statement, most of its worker's CPU (bench/CHANGES-TRIED.md). Rows come as jsonb: their timestamps are revived.
+ * currentMemory, pinnedTools and listToolServers read one statement each, and for a job's conversation the run a
+ * call is charged to and its budget. A turn's step pays a round trip per statement, most of its worker's CPU
+ * (bench/CHANGES-TRIED.md). Rows come as jsonb: their timestamps are revived.
  */
 export async function readTurnCall(
   db: Queryable,
-  q: { conversationKey: string; origin: string; agentId: string; throughSeq: number; window: number; turnId: string },
+  q: {
+    conversationKey: string;
+    origin: string;
+    agentId: string;
+    throughSeq: number;
+    window: number;
+    turnId: string;
+    /** The job whose conversation this is, if it is one. */
+    jobId?: string;
+  },
 ): Promise<TurnCallReads> {
   const { rows } = await db.query<{
     earlier: { seq: number; content: ContentBlock[] } | null;
@@ -37,6 +49,7 @@ export async function readTurnCall(
     memory: Dated<VersionRow, 'created_at'> | null;
     pinned: { hash: string; tools: PinnedTool[] } | null;
     servers: Dated<ToolServerRecord, 'tools_listed_at' | 'created_at' | 'updated_at'>[];
+    job_run: { runId: string | null; budgetUsd: string | null } | null;
   }>(
     `SELECT
        (SELECT to_jsonb(m) FROM (SELECT seq, content FROM messages WHERE conversation_key = $1 AND origin = $2) m)
@@ -49,8 +62,12 @@ export async function readTurnCall(
        (SELECT jsonb_build_object('hash', p.hash, 'tools', l.tools)
           FROM turn_tool_lists p JOIN tool_lists l USING (hash) WHERE p.transcript_key = $1 AND p.turn_id = $6)
          AS pinned,
-       (SELECT COALESCE(jsonb_agg(s ORDER BY s.name), '[]') FROM tool_servers s WHERE agent_id = $3) AS servers`,
-    [q.conversationKey, q.origin, q.agentId, q.throughSeq, q.window, q.turnId],
+       (SELECT COALESCE(jsonb_agg(s ORDER BY s.name), '[]') FROM tool_servers s WHERE agent_id = $3) AS servers,
+       (SELECT jsonb_build_object(
+          'runId', (SELECT run_id FROM job_runs WHERE job_id = $7 AND status = 'running'),
+          'budgetUsd', (SELECT budget_usd::text FROM jobs WHERE id = $7))
+          WHERE $7::text IS NOT NULL) AS job_run`,
+    [q.conversationKey, q.origin, q.agentId, q.throughSeq, q.window, q.turnId, q.jobId ?? null],
   );
   const r = rows[0]!;
   return {
@@ -60,6 +77,14 @@ export async function readTurnCall(
     ...(r.memory ? { memory: versionOf(revive(r.memory, 'created_at')) } : {}),
     ...(r.pinned ? { pinned: r.pinned } : {}),
     servers: r.servers.map((s) => toToolServer(revive(s, 'tools_listed_at', 'created_at', 'updated_at'))),
+    ...(r.job_run ? { jobRun: jobRunOf(r.job_run) } : {}),
+  };
+}
+
+function jobRunOf(row: { runId: string | null; budgetUsd: string | null }): NonNullable<TurnCallReads['jobRun']> {
+  return {
+    ...(row.runId === null ? {} : { runId: row.runId }),
+    ...(row.budgetUsd === null ? {} : { budgetUsd: Number(row.budgetUsd) }),
   };
 }
 

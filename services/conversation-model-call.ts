@@ -3,7 +3,6 @@ import { appendToTranscript, beginTurn, type AppendInput } from './conversation-
 import { getAgent } from '../db/agents';
 import { appendTranscript, findByOrigin, messageWaits, loadTranscript } from '../db/conversations';
 import { delegateBrief } from '../db/delegates';
-import { runningRunId } from '../db/jobs';
 import { currentMemory } from '../db/memory';
 import { readTurnCall } from '../db/turn-call-reads';
 import { commitModelAnswer } from '../db/model-answer';
@@ -78,7 +77,7 @@ export async function callConversationModel(
       turnId: input.turnId,
       allowedServers,
     });
-  const { earlier, agent, brief, transcript, memory, turnServerTools } = input.delegateId
+  const { earlier, agent, brief, transcript, memory, turnServerTools, jobRun } = input.delegateId
     ? await delegateCallReads(pool, input, origin, input.delegateId)
     : await turnCallReads(pool, input, origin);
   if (earlier)
@@ -126,8 +125,9 @@ export async function callConversationModel(
   const heartbeat = () => step.heartbeat({ streamedChars: partial.length });
   const { committed, spend } = await meteredModelCall(deps, {
     callKey: origin,
-    payer: await payerOf(pool, input, brief?.conversationKey),
+    payer: payerOf(input, brief?.conversationKey, jobRun),
     agentBudgets: agent?.budgets ?? {},
+    ...(jobRun ? { ownRunBudget: { ...(jobRun.budgetUsd === undefined ? {} : { usd: jobRun.budgetUsd }) } } : {}),
     request,
     context: {
       attempt: step.attempt,
@@ -183,6 +183,7 @@ export async function callConversationModel(
 /** A turn's reads before its model call: one statement (db/turn-call-reads.ts); memory is made on its first use. */
 async function turnCallReads(pool: Pool, input: CallModelInput, origin: string) {
   const { agentId, conversationKey, turnId } = input;
+  const jobId = jobOfConversation(agentId, conversationKey);
   const read = await readTurnCall(pool, {
     conversationKey,
     origin,
@@ -190,6 +191,7 @@ async function turnCallReads(pool: Pool, input: CallModelInput, origin: string) 
     throughSeq: input.throughSeq,
     window: TRANSCRIPT_WINDOW,
     turnId,
+    ...(jobId === undefined ? {} : { jobId }),
   });
   const [memory, turnServerTools] = await Promise.all([
     read.memory ?? currentMemory(pool, agentId),
@@ -206,17 +208,25 @@ async function delegateCallReads(pool: Pool, input: CallModelInput, origin: stri
     delegateBrief(pool, delegateId),
     loadTranscript(pool, input.conversationKey, input.throughSeq, TRANSCRIPT_WINDOW),
   ]);
-  return { earlier, agent, brief, transcript, memory: undefined, turnServerTools: undefined };
+  return { earlier, agent, brief, transcript, memory: undefined, turnServerTools: undefined, jobRun: undefined };
 }
 
-/** Who a model call of a turn or a delegate is charged to: a job's conversation charges the job's run. */
-async function payerOf(pool: Pool, input: CallModelInput, delegateOf: string | undefined): Promise<Payer> {
+/** The job whose conversation this is, if it is a job's. */
+function jobOfConversation(agentId: string, conversationKey: string): string | undefined {
+  const jobKeyPrefix = conversationWorkflowId(agentId, JOB_CONVERSATION_PREFIX);
+  return conversationKey.startsWith(jobKeyPrefix) ? conversationKey.slice(jobKeyPrefix.length) : undefined;
+}
+
+/**
+ * Who a model call of a turn or a delegate is charged to: a job's conversation charges the job's run under way, which
+ * the turn's reads found.
+ */
+function payerOf(input: CallModelInput, delegateOf: string | undefined, jobRun: { runId?: string } | undefined): Payer {
   const { agentId, conversationKey, turnId, delegateId } = input;
   if (delegateId) return { agentId, kind: 'delegate', conversationKey, delegateId, rootConversationKey: delegateOf };
-  const jobKeyPrefix = conversationWorkflowId(agentId, JOB_CONVERSATION_PREFIX);
-  if (conversationKey.startsWith(jobKeyPrefix)) {
-    const jobId = conversationKey.slice(jobKeyPrefix.length);
-    const jobRunId = await runningRunId(pool, jobId);
+  const jobId = jobOfConversation(agentId, conversationKey);
+  if (jobId !== undefined) {
+    const jobRunId = jobRun?.runId;
     return { agentId, kind: 'job', conversationKey, turnId, jobId, ...(jobRunId ? { jobRunId } : {}) };
   }
   return { agentId, kind: 'turn', conversationKey, turnId };

@@ -101,12 +101,11 @@ export async function startTurn(deps: ConversationTurnDeps, input: TurnStart): P
 
 /**
  * startTurn for a turn whose message may have reached the workflow twice (the API records a message, then hands it
- * over; a retry hands it over again): null when the turn has ended already, and nothing is written. Two statements:
- * the messages read, then the turn marked running with its messages and its start heard.
+ * over; a retry hands it over again): null when the turn has ended already, and nothing is written. One statement:
+ * the turn marked running, its messages read into its transcript and its start heard.
  */
 export async function beginTurn(deps: ConversationTurnDeps, input: TurnStart): Promise<number | null> {
-  const entries = await userEntries(deps.pool, input.conversationKey, input.messageIds);
-  return markTurnStarted(deps.pool, input.conversationKey, input.turnId, entries, turnStarted(input));
+  return markTurnStarted(deps.pool, input.conversationKey, input.turnId, input.messageIds, turnStarted(input));
 }
 
 /** The turn's messages in its transcript, and its start heard; the turn was marked running in this transaction. */
@@ -209,6 +208,7 @@ export async function finishTurn(
   }
 }
 
+/** A turn's messages as its transcript keeps them, in the order of their ids (db markTurnStarted makes the same). */
 async function userEntries(
   db: Parameters<typeof inboundTexts>[0],
   conversationKey: string,

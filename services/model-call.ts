@@ -89,6 +89,8 @@ interface MeteredCallOf {
   failed?: (err: unknown) => Promise<unknown>;
   /** The payer's agent's budgets, when the caller has read its agent already: not read again. */
   agentBudgets?: Budgets;
+  /** The own per-run budget of the payer's job or routine (`usd` absent: none), when the caller has read it. */
+  ownRunBudget?: { usd?: number };
 }
 
 /**
@@ -112,7 +114,7 @@ export async function meteredModelCall<T>(
     if (waitMs > 0) throw rateLimitWait(rate.bucket, waitMs);
   }
   const [ownPerRunUsd, agentLimits] = await Promise.all([
-    ownRunBudgetUsd(pool, call.payer),
+    call.ownRunBudget ? call.ownRunBudget.usd : ownRunBudgetUsd(pool, call.payer),
     call.agentBudgets ?? agentBudgets(pool, call.payer.agentId),
   ]);
   const budgets: BudgetLimit[] = budgetsFor(call.payer, agentLimits, new Date(), {
