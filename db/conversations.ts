@@ -343,25 +343,6 @@ export async function findByOrigin(
 }
 
 /**
- * The reply's text kept on its transcript entry (the text sent, which the console and the next turn read), and where
- * the turn's replies go: one statement. Undefined when the turn is not recorded.
- */
-export async function keepReplyText(
-  db: Queryable,
-  conversationKey: string,
-  turnId: string,
-  replySeq: number,
-  text: string,
-): Promise<{ delivery: Delivery } | undefined> {
-  const { rows } = await db.query<{ delivery: Delivery }>(
-    `WITH reply AS (UPDATE messages SET text = $4 WHERE conversation_key = $1 AND seq = $3)
-     SELECT delivery FROM turns WHERE conversation_key = $1 AND turn_id = $2`,
-    [conversationKey, turnId, replySeq, text],
-  );
-  return rows[0];
-}
-
-/**
  * Commits a turn's end: its status, then its trailing transcript entries and turn.finished. Answers the turn as
  * reflection takes it up (db/proposals.ts turnToReflect).
  */

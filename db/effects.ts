@@ -19,14 +19,16 @@ export async function beginEffect<R>(db: Queryable, key: string, kind: string, r
 }
 
 /**
- * An effect's next attempt recorded: $1 its key, $2 its kind, $3 its request; answers the effect as beginEffect does
- * (also a statement's first part, named `effect`, for a step that records more with it).
+ * An effect's next attempt recorded: $1 its key, $2 its kind, $3 its request, or `rows` that give the three columns
+ * (`key`, `kind`, `request`) from what a statement read; answers the effect as beginEffect does (also a statement's
+ * first part, named `effect`, for a step that records more with it).
  */
-export const BEGIN_EFFECT_SQL = `
-     INSERT INTO effects (key, kind, status, request, attempts) VALUES ($1, $2, 'pending', $3, 1)
+export const beginEffectSql = (rows = 'VALUES ($1, $2, $3::jsonb)') => `
+     INSERT INTO effects (key, kind, request, status, attempts) SELECT *, 'pending', 1 FROM (${rows}) AS r
      ON CONFLICT (key) DO UPDATE
        SET attempts = effects.attempts + CASE WHEN effects.status = 'pending' THEN 1 ELSE 0 END, updated_at = now()
      RETURNING key, status, result, attempts`;
+export const BEGIN_EFFECT_SQL = beginEffectSql();
 
 /** A pending effect settled: $1 its key, $2 its status, $3 its result (also a statement's last part). */
 export const SETTLE_EFFECT_SQL =

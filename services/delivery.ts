@@ -1,7 +1,12 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { OutboundMessage, Transport, Transports } from '../adapters/delivery/transport';
-import { keepReplyText } from '../db/conversations';
-import { beginDeliveryAttempt, recordDeliveryError, recordDeliveryOutcome } from '../db/deliveries';
+import {
+  beginDeliveryAttempt,
+  beginReplyDeliveryAttempt,
+  recordDeliveryError,
+  recordDeliveryOutcome,
+} from '../db/deliveries';
+import type { Effect } from '../db/effects';
 import type { Pool } from '../db/pool';
 import type {
   DeliverReplyInput,
@@ -40,13 +45,12 @@ export async function deliverReply(
   input: DeliverReplyInput,
   step: Pick<Step, 'signal' | 'heartbeat'>,
 ): Promise<DeliveryReport> {
-  const turn = await keepReplyText(pool, input.conversationKey, input.turnId, input.replySeq, input.text);
-  if (!turn) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, FAILURE.turnMissing);
-  const report = await deliverOnce(pool, transports, {
+  const { effectKey, conversationKey, turnId, replySeq, text } = input;
+  const begun = await beginReplyDeliveryAttempt(pool, { effectKey, conversationKey, turnId, replySeq, text });
+  if (!begun) throw ApplicationFailure.nonRetryable(`turn ${input.turnId} not found`, FAILURE.turnMissing);
+  const report = await sendBegun(pool, transports, begun.effect, {
     effectKey: input.effectKey,
-    conversationKey: input.conversationKey,
-    turnId: input.turnId,
-    target: turn.delivery,
+    target: begun.target,
     message: {
       agentId: input.agentId,
       conversationId: input.conversationId,
@@ -94,6 +98,16 @@ export async function deliverOnce(
     target: d.target,
     text: d.message.text,
   });
+  return sendBegun(pool, transports, effect, d);
+}
+
+/** A delivery's attempt, begun: sent unless an earlier attempt settled it, and its outcome recorded. */
+async function sendBegun(
+  pool: Pool,
+  transports: Transports,
+  effect: Effect<DeliveryReport>,
+  d: Omit<Parameters<typeof deliverOnce>[2], 'conversationKey' | 'turnId'>,
+): Promise<DeliveryReport> {
   if (effect.status !== 'pending' && effect.result) return effect.result;
 
   const sending = send(transports, d.target, d.message, d.signal);
