@@ -28,7 +28,7 @@ export const beginEffectSql = (rows = 'VALUES ($1, $2, $3::jsonb)') => `
      ON CONFLICT (key) DO UPDATE
        SET attempts = effects.attempts + CASE WHEN effects.status = 'pending' THEN 1 ELSE 0 END, updated_at = now()
      RETURNING key, status, result, attempts`;
-export const BEGIN_EFFECT_SQL = beginEffectSql();
+const BEGIN_EFFECT_SQL = beginEffectSql();
 
 /** A pending effect settled: $1 its key, $2 its status, $3 its result (also a statement's last part). */
 export const SETTLE_EFFECT_SQL =

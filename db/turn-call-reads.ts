@@ -20,7 +20,7 @@ export interface TurnCallReads {
   /** The agent's tool servers by name. */
   servers: ToolServerRow[];
   /** A job's conversation: its run under way, which the call is charged to, and the job's own budget for a run. */
-  jobRun?: { runId?: string; budgetUsd?: number };
+  jobRun?: { runId?: string; budget: { usd?: number } };
 }
 
 /**
@@ -84,7 +84,7 @@ export async function readTurnCall(
 function jobRunOf(row: { runId: string | null; budgetUsd: string | null }): NonNullable<TurnCallReads['jobRun']> {
   return {
     ...(row.runId === null ? {} : { runId: row.runId }),
-    ...(row.budgetUsd === null ? {} : { budgetUsd: Number(row.budgetUsd) }),
+    budget: row.budgetUsd === null ? {} : { usd: Number(row.budgetUsd) },
   };
 }
 

@@ -127,7 +127,7 @@ export async function callConversationModel(
     callKey: origin,
     payer: payerOf(input, brief?.conversationKey, jobRun),
     agentBudgets: agent?.budgets ?? {},
-    ...(jobRun ? { ownRunBudget: { ...(jobRun.budgetUsd === undefined ? {} : { usd: jobRun.budgetUsd }) } } : {}),
+    ...(jobRun ? { ownRunBudget: jobRun.budget } : {}),
     request,
     context: {
       attempt: step.attempt,
