@@ -50,7 +50,7 @@ export async function bareConversation(): Promise<void> {
 /** The burst's floor: a workflow that does nothing, started by a Temporal Schedule (only its start is measured). */
 export async function emptyWorkflow(): Promise<void> {}
 
-const { noop: localNoop } = proxyLocalActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
+const { noop: localNoop, durableRun } = proxyLocalActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
 
 /**
  * The burst's second floor: Temporal's part of a Keel job run and nothing else. Its Schedule starts it with a job
@@ -59,6 +59,16 @@ const { noop: localNoop } = proxyLocalActivities<BaselineActivities>({ startToCl
  */
 export async function jobRunFootprint(_input: { jobId: string }): Promise<void> {
   await localNoop();
+  upsertSearchAttributes([{ key: SA.outcome, value: 'ok' }]);
+}
+
+/**
+ * The burst's third floor: the least a durable job run does on Temporal, with nothing of Keel's in it. The
+ * footprint's workflow whose one local step claims the run, commits an answer, sends it to the job's webhook and books
+ * the run (baseline-activities.ts `durableRun`).
+ */
+export async function jobRunDurableFloor(input: { jobId: string; url: string }): Promise<void> {
+  await durableRun({ runId: input.jobId, url: input.url });
   upsertSearchAttributes([{ key: SA.outcome, value: 'ok' }]);
 }
 

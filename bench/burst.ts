@@ -26,6 +26,7 @@ import {
   STATS_SETTLE_MS,
   type PgCounters,
 } from './actions';
+import { DURABLE_FLOOR_TABLES } from './baseline-activities';
 import { BENCH_QUEUE, pool, sleep } from './drive';
 import { addBreakdown, breakdownOf, emptyBreakdown, percentile, perTurn, round, runsMatching } from './measure';
 
@@ -64,43 +65,88 @@ function atSecond(due: number): ScheduleOptions['spec'] {
   };
 }
 
-/** A floor's workflow: an empty one (the floor), or Temporal's part of a Keel job run (`footprint`). */
-function floorAction(shape: 'empty' | 'footprint', id: string, i: number): ScheduleOptions['action'] {
-  if (shape === 'empty')
-    return { type: 'startWorkflow', workflowType: 'emptyWorkflow', workflowId: id, taskQueue: BENCH_QUEUE };
-  return {
-    type: 'startWorkflow',
-    workflowType: 'jobRunFootprint',
+/**
+ * The floors' shapes: an empty workflow (the floor), Temporal's part of a Keel job run (`footprint`), and that part
+ * with the least a durable run does in its step, delivering to a webhook (`durable`).
+ */
+type FloorShape = 'empty' | 'footprint' | 'durable';
+
+const FLOOR_TYPES: Record<FloorShape, string> = {
+  empty: 'emptyWorkflow',
+  footprint: 'jobRunFootprint',
+  durable: 'jobRunDurableFloor',
+};
+
+/** A floor's Schedule action; a durable floor's runs deliver to `url`. */
+function floorAction(shape: FloorShape, id: string, i: number, url: string): ScheduleOptions['action'] {
+  const workflow = {
+    type: 'startWorkflow' as const,
+    workflowType: FLOOR_TYPES[shape],
     workflowId: id,
     taskQueue: BENCH_QUEUE,
-    args: [{ jobId: `job-${id}` }],
+  };
+  if (shape === 'empty') return workflow;
+  return {
+    ...workflow,
+    args: [shape === 'durable' ? { jobId: id, url } : { jobId: `job-${id}` }],
     typedSearchAttributes: jobRunSearchAttributes('bench-floor', `job-${id}`),
     staticSummary: `Run of job "report ${i}"`,
   };
 }
 
+/** A local webhook receiver: when each delivery arrived. */
+async function webhookReceiver() {
+  const arrivals: number[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrivals.push(Date.now());
+      res.writeHead(200).end();
+    });
+  });
+  const port = await freePort();
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${port}/hook`, arrivals, close: () => server.close() };
+}
+
+/** The durable floor's tables, as plain as a run's row and a ledger row can be (baseline-activities.ts). */
+async function durableTables(db: pg.Pool, create: boolean): Promise<void> {
+  const { runs, effects } = DURABLE_FLOOR_TABLES;
+  await db.query(`DROP TABLE IF EXISTS ${runs}, ${effects}`);
+  if (!create) return;
+  await db.query(`CREATE TABLE ${runs} (run_id text PRIMARY KEY, status text NOT NULL DEFAULT 'running',
+    answer text, started_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz)`);
+  await db.query(`CREATE TABLE ${effects} (key text PRIMARY KEY, status text NOT NULL DEFAULT 'pending',
+    attempts integer NOT NULL DEFAULT 1, updated_at timestamptz NOT NULL DEFAULT now())`);
+}
+
 /**
  * The floor: `count` Schedules that each start an empty workflow on the bench worker's queue at the same second.
- * `footprint`: each starts Temporal's part of a Keel job run instead (baseline-workflows.ts `jobRunFootprint`).
+ * `footprint`: each starts Temporal's part of a Keel job run instead (baseline-workflows.ts `jobRunFootprint`);
+ * `durable`: that part with the least a durable run does, each delivering to a local webhook (it needs `db`).
  */
-export async function floorBurst(client: Client, count: number, shape: 'empty' | 'footprint' = 'empty') {
+export async function floorBurst(client: Client, count: number, shape: FloorShape = 'empty', db?: pg.Pool) {
   const run = randomUUID().slice(0, 8);
   const ids = Array.from({ length: count }, (_, i) => `burst-floor-${run}-${i}`);
   const due = dueIn(10_000 + count * 50);
+  const receiver = await webhookReceiver();
+  if (shape === 'durable') {
+    if (!db) throw new Error('the durable floor needs the database');
+    await durableTables(db, true);
+  }
   try {
     await pool(count, 8, async (i) => {
       await client.schedule.create({
         scheduleId: ids[i]!,
         spec: atSecond(due),
-        action: floorAction(shape, ids[i]!, i),
+        action: floorAction(shape, ids[i]!, i, receiver.url),
         policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL, catchupWindow: '10 minutes' },
         state: { remainingActions: 1 },
-        ...(shape === 'footprint' ? { memo: { agent: 'bench-floor', job: `report ${i}` } } : {}),
+        ...(shape === 'empty' ? {} : { memo: { agent: 'bench-floor', job: `report ${i}` } }),
       });
     });
     const lateBy = Date.now() - due;
-    const type = shape === 'empty' ? 'emptyWorkflow' : 'jobRunFootprint';
-    const query = `WorkflowType = "${type}" AND WorkflowId STARTS_WITH "burst-floor-${run}-"`;
+    const query = `WorkflowType = "${FLOOR_TYPES[shape]}" AND WorkflowId STARTS_WITH "burst-floor-${run}-"`;
     // Until every one has started and closed (the last to close is what a footprint floor is held to).
     const closed = `${query} AND ExecutionStatus = "Completed"`;
     for (const deadline = due + 10 * 60_000; Date.now() < deadline; await sleep(500))
@@ -112,8 +158,18 @@ export async function floorBurst(client: Client, count: number, shape: 'empty' |
       lastClosedMs = Math.max(lastClosedMs, (w.closeTime?.getTime() ?? Infinity) - due);
     }
     if (delays.length < count) throw new Error(`only ${delays.length} of ${count} floor workflows started`);
-    return { schedules: count, delayMs: spread(delays), lastClosedMs, createdLateByMs: lateBy > 0 ? lateBy : 0 };
+    if (shape === 'durable' && receiver.arrivals.length < count)
+      throw new Error(`only ${receiver.arrivals.length} of ${count} durable floor deliveries arrived`);
+    return {
+      schedules: count,
+      delayMs: spread(delays),
+      lastClosedMs,
+      ...(shape === 'durable' ? { allDeliveredAfterMs: round(Math.max(...receiver.arrivals) - due) } : {}),
+      createdLateByMs: lateBy > 0 ? lateBy : 0,
+    };
   } finally {
+    receiver.close();
+    if (shape === 'durable') await durableTables(db!, false).catch(() => undefined);
     await pool(count, 8, (i) =>
       client.schedule
         .getHandle(ids[i]!)
@@ -125,16 +181,8 @@ export async function floorBurst(client: Client, count: number, shape: 'empty' |
 
 /** Keel: `count` jobs due at the same second, each delivering to a local webhook. */
 async function keelBurst(stack: KeelStack, client: Client, db: pg.Pool, noise: PgCounters, count: number) {
-  const arrivals: number[] = [];
-  const receiver = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      arrivals.push(Date.now());
-      res.writeHead(200).end();
-    });
-  });
-  const port = await freePort();
-  await new Promise<void>((r) => receiver.listen(port, '127.0.0.1', r));
+  const receiver = await webhookReceiver();
+  const { arrivals } = receiver;
   const agent = `bench-jobs-${randomUUID().slice(0, 8)}`;
   try {
     // Time to create the jobs, then for PostgreSQL's stats of their creation to arrive before the fire.
@@ -147,7 +195,7 @@ async function keelBurst(stack: KeelStack, client: Client, db: pg.Pool, noise: P
           name: `report ${i}`,
           schedule: { kind: 'at', at: new Date(due).toISOString() },
           task: `report ${i}`,
-          delivery: { channel: 'webhook', url: `http://127.0.0.1:${port}/hook` },
+          delivery: { channel: 'webhook', url: receiver.url },
         }),
       });
       if (res.status !== 201) throw new Error(`job ${i}: ${res.status} ${await res.text()}`);
@@ -205,7 +253,11 @@ export async function burstRun(stack: KeelStack, client: Client, db: pg.Pool, no
   // Temporal's own part of a Keel job run, on the same server: what of Keel's time is not Keel's work.
   const footprint = await floorBurst(client, count, 'footprint');
   console.log(`bench: burst footprint ${JSON.stringify({ ...footprint.delayMs, lastClosed: footprint.lastClosedMs })}`);
+  // The least a durable run does, on Temporal with nothing of Keel's: what Keel's own work is held against.
+  const durable = await floorBurst(client, count, 'durable', db);
+  const delivered = durable.allDeliveredAfterMs;
+  console.log(`bench: burst durable floor ${JSON.stringify({ ...durable.delayMs, delivered })}`);
   const keel = await keelBurst(stack, client, db, noise, count);
   const ratioP99 = round(keel.delayMs.p99 / Math.max(1, floor.delayMs.p99), 2);
-  return { jobs: count, floor, footprint, keel, ratioP99 };
+  return { jobs: count, floor, footprint, durable, keel, ratioP99 };
 }

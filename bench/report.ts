@@ -144,7 +144,16 @@ function jobRunLines(k: NonNullable<BenchResults['burst']>['keel']): string[] {
 function footprintLines(b: NonNullable<BenchResults['burst']>): string[] {
   const f = b.footprint;
   if (!f) return [];
+  const d = b.durable;
   return [
+    ...(d?.allDeliveredAfterMs
+      ? [
+          "The least a durable run does, with nothing of Keel's (the footprint's workflow whose one local step " +
+            "claims the run, commits an answer with its delivery's ledger row, POSTs it to a webhook and books the " +
+            `run: three statements and one request): last delivery ${(d.allDeliveredAfterMs / 1000).toFixed(1)} s: ` +
+            `${(d.allDeliveredAfterMs / Math.max(1, b.floor.delayMs.max)).toFixed(2)}× the floor's last start`,
+        ]
+      : []),
     "Temporal's part of a Keel job run alone (a job run's search attributes and memo, one empty local step, its " +
       `outcome upserted): last start ${(f.delayMs.max / 1000).toFixed(1)} s, last closed ` +
       `${(f.lastClosedMs / 1000).toFixed(1)} s: ${(f.lastClosedMs / Math.max(1, b.floor.delayMs.max)).toFixed(2)}× ` +
@@ -411,6 +420,19 @@ function burstSection(b: NonNullable<BenchResults['burst']>): string[] {
             b.footprint.delayMs.p99,
             b.footprint.delayMs.max,
             `${b.footprint.lastClosedMs} ms (closed)`,
+            '–',
+            '–',
+          ]),
+        ]
+      : []),
+    ...(b.durable?.allDeliveredAfterMs
+      ? [
+          row([
+            'the least a durable run does',
+            b.durable.delayMs.p50,
+            b.durable.delayMs.p99,
+            b.durable.delayMs.max,
+            `${b.durable.allDeliveredAfterMs} ms`,
             '–',
             '–',
           ]),

@@ -88,7 +88,12 @@ async function main(): Promise<void> {
   });
   const benchWorker = spawnTs(
     'bench/worker.ts',
-    { ...process.env, TEMPORAL_ADDRESS: stack.temporalAddress, BENCH_TASK_QUEUE: BENCH_QUEUE },
+    {
+      ...process.env,
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      BENCH_TASK_QUEUE: BENCH_QUEUE,
+      BENCH_DATABASE_URL: stack.databaseUrl,
+    },
     ['ignore', 'pipe', 'inherit'],
   );
   // Ctrl-C or a CI timeout stops every process this run started, leaving no orphans behind.
