@@ -16,6 +16,12 @@ declare module 'fastify' {
 }
 
 /**
+ * The cookie that carries an operator's token to the codec server (api/routes/codec.ts) for the Temporal Web UI,
+ * which sends cookies but no bearer token of Keel's. Only /codec/ paths read it.
+ */
+export const CODEC_COOKIE = 'keel_codec';
+
+/**
  * Bearer tokens from KEEL_API_TOKENS (token=agentId, `*` for all). Without tokens (development, loopback only)
  * every request has every agent. /healthz, the OpenAPI pages and the console's static files (the page then signs in)
  * need no token.
@@ -32,10 +38,14 @@ export function registerAuth(app: FastifyInstance, tokens: Map<string, string> |
     const path = req.url.split('?')[0] ?? '';
     if (path === '/healthz' || path === '/docs' || path.startsWith('/docs/')) return;
     if (path === '/console' || path.startsWith('/console/')) return;
+    const codec = path.startsWith('/codec/');
+    // A browser's CORS preflight carries no credentials; the codec routes' CORS answers it.
+    if (codec && req.method === 'OPTIONS') return;
     const header = req.headers.authorization ?? '';
-    const m = /^Bearer\s+(\S+)$/i.exec(header);
-    if (!m?.[1]) throw new ApiError(401, 'unauthorized', 'missing bearer token');
-    const presented = digest(m[1]);
+    const bearer = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    const token = bearer ?? (codec ? req.cookies[CODEC_COOKIE] : undefined);
+    if (!token) throw new ApiError(401, 'unauthorized', 'missing bearer token');
+    const presented = digest(token);
     // Every token is compared, so timing says nothing about which one nearly matched.
     let agent: string | undefined;
     for (const e of entries) if (timingSafeEqual(e.token, presented)) agent = e.agent;
@@ -47,6 +57,11 @@ export function registerAuth(app: FastifyInstance, tokens: Map<string, string> |
 
 /** 48 bits of the token's digest: tells a deployment's tokens apart, and gives nothing to log in with. */
 const tokenActor = (digest: Buffer) => `token:${digest.toString('hex').slice(0, 12)}`;
+
+/** Operators' routes: a token scoped to one agent sees none of them. */
+export function assertOperator(scope: string): void {
+  if (scope !== '*') throw notFound('route');
+}
 
 /** A token scoped to one agent sees every other agent's resources as absent. */
 export function assertAgentAccess(req: FastifyRequest, agentId: string): void {

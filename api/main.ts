@@ -6,6 +6,7 @@ import { jobSettings } from '../services/job-settings';
 import { ensureSearchAttributes, MissingSearchAttributesError } from '../services/temporal-namespace';
 import { tracingFromConfig } from '../worker/tracing';
 import { buildApi } from './server';
+import { payloadEncryption } from '../services/payload-encryption';
 import { temporalConnectionOptions } from '../services/temporal-connection';
 
 async function main(): Promise<void> {
@@ -13,6 +14,8 @@ async function main(): Promise<void> {
   if (!config.databaseUrl)
     throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
   assertSafeBind(config.api.host, config.api.tokens);
+  // Before anything starts: production without payload keys refuses here, saying why.
+  const payloads = payloadEncryption(config.payloads, 'API');
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
   const connection = await Connection.connect(temporalConnectionOptions(config.temporal));
@@ -26,6 +29,7 @@ async function main(): Promise<void> {
   const temporal = new Client({
     connection,
     namespace: config.temporal.namespace,
+    dataConverter: payloads.dataConverter,
     plugins: tracing ? [tracing.plugin] : [],
   });
   const app = await buildApi({

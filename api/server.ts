@@ -1,3 +1,4 @@
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Client } from '@temporalio/client';
@@ -13,10 +14,10 @@ import type { Pool } from '../db/pool';
 import type { EgressAllow } from '../domain/egress';
 import type { ToolCommands } from '../domain/tool-servers';
 import { LIMITS } from '../domain/limits';
-import { registerAuth } from './auth';
+import { assertOperator, registerAuth } from './auth';
 import { CONSOLE_DIST, consoleRoutes } from './console';
 import { ErrorResponse } from './schemas';
-import { errorBody, handleError, handleRouterError, notFound, shuttingDown } from './errors';
+import { errorBody, handleError, handleRouterError, shuttingDown } from './errors';
 import { createMetrics } from './metrics';
 import { EventHub } from './events';
 import { eventRoutes } from './routes/events';
@@ -37,6 +38,7 @@ import { artifactRoutes } from './routes/artifacts';
 import { memoryRoutes } from './routes/memory';
 import { proposalRoutes } from './routes/proposals';
 import { runRoutes } from './routes/runs';
+import { codecRoutes } from './routes/codec';
 import { toolCallRoutes } from './routes/tool-calls';
 import { toolServerRoutes } from './routes/tool-servers';
 import { apiToolServerDeps } from '../services/tool-servers';
@@ -144,6 +146,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Cookies before auth: the codec server's browser callers (the Temporal UI) carry the token in one.
+  await app.register(cookie);
   registerAuth(app, deps.tokens);
   // An unknown route is answered before its body is read: a method with a body (QUERY) would otherwise be refused
   // for its content type instead of being told which methods the path has.
@@ -187,7 +191,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     },
     async (req, reply) => {
       // Totals over every agent: an operator's token only.
-      if (req.agentScope !== '*') throw notFound('route');
+      assertOperator(req.agentScope);
       return reply.type(metrics.contentType).send(await metrics.text());
     },
   );
@@ -208,6 +212,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(appRoutes(deps.pool));
   await app.register(
     runRoutes({ temporal: deps.temporal, namespace: deps.temporal.options.namespace, taskQueue: deps.taskQueue }),
+  );
+  await app.register(
+    codecRoutes({
+      codecs: deps.temporal.options.loadedDataConverter.payloadCodecs,
+      uiOrigin: deps.temporalUiUrl ? new URL(deps.temporalUiUrl).origin : null,
+    }),
   );
   await app.register(memoryRoutes(deps.pool));
   await app.register(proposalRoutes({ ...deps, temporalDeadlineMs: deps.temporalDeadlineMs ?? 15_000 }));

@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     benchWorker.once('exit', (code) => reject(new Error(`bench worker exited (${code})`)));
   });
   const connection = await Connection.connect({ address: stack.temporalAddress });
-  const client = new Client({ connection });
+  const client = new Client({ connection, dataConverter: stack.dataConverter });
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 4 });
   const results: BenchResults = {
     startedAt: started.toISOString(),

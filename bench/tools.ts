@@ -45,7 +45,8 @@ async function main(): Promise<void> {
       createInterface({ input: floorWorker.stdout! }).on('line', (l) => l === 'bench worker ready' && resolve());
       floorWorker.once('exit', (code) => reject(new Error(`bench worker exited (${code})`)));
     });
-    const client = new Client({ connection: await Connection.connect({ address: stack.temporalAddress }) });
+    const connection = await Connection.connect({ address: stack.temporalAddress });
+    const client = new Client({ connection, dataConverter: stack.dataConverter });
     const put = await fetch(`${stack.api}/v1/agents/${AGENT}/tool-servers/shop`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },

@@ -158,6 +158,10 @@ const Env = z.object({
   /** Exceptions to the egress guard: hosts, `*.domain`, addresses, CIDRs and `loopback`, comma-separated. */
   /** Keys that seal secrets at rest (`keyId:base64key`, comma-separated; the first seals). */
   KEEL_SECRETS_KEY: z.string().optional(),
+  /** Keys that seal every Temporal payload (`keyId:base64key`, comma-separated; the first seals). */
+  KEEL_PAYLOAD_KEYS: z.string().optional(),
+  /** `off` runs without payload encryption on purpose (production refuses to start without keys otherwise). */
+  KEEL_PAYLOAD_ENCRYPTION: z.enum(['on', 'off']).optional(),
   /** How long a tool call that needs a person's approval waits: ms, or a number with s, m, h or d. */
   KEEL_TOOL_APPROVAL_WAIT: z
     .string()
@@ -334,6 +338,12 @@ export interface KeelConfig {
   egress: { allow: EgressAllow };
   /** KEEL_SECRETS_KEY as written; services/secrets.ts reads its keys. Unset: no secret can be stored. */
   secretsKey?: string;
+  /**
+   * Temporal payload encryption (services/payload-encryption.ts): KEEL_PAYLOAD_KEYS as written,
+   * KEEL_PAYLOAD_ENCRYPTION, and whether this is production (NODE_ENV=production), where going without keys must be
+   * asked for.
+   */
+  payloads: { keys?: string; encryption?: 'on' | 'off'; production: boolean };
   /** Tool servers: how long a call waits for a person's approval, and the commands a stdio server may run. */
   tools: { approvalWaitMs: number; commands: ToolCommands };
   /** Provider rate limits per model (KEEL_RATE_LIMITS); none when unset. */
@@ -424,6 +434,11 @@ export function loadConfig(env: Record<string, string | undefined>): KeelConfig 
     ...(e.KEEL_RATE_LIMITS ? { rateLimits: e.KEEL_RATE_LIMITS } : {}),
     egress: { allow: e.KEEL_EGRESS_ALLOW },
     ...(e.KEEL_SECRETS_KEY ? { secretsKey: e.KEEL_SECRETS_KEY } : {}),
+    payloads: {
+      ...(e.KEEL_PAYLOAD_KEYS ? { keys: e.KEEL_PAYLOAD_KEYS } : {}),
+      ...(e.KEEL_PAYLOAD_ENCRYPTION ? { encryption: e.KEEL_PAYLOAD_ENCRYPTION } : {}),
+      production: env.NODE_ENV === 'production',
+    },
     tools: {
       approvalWaitMs: e.KEEL_TOOL_APPROVAL_WAIT ? durationMs(e.KEEL_TOOL_APPROVAL_WAIT) : TOOL_CALLS.approvalWaitMs,
       commands: toolCommands(e.KEEL_TOOL_COMMANDS),

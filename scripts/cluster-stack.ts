@@ -4,6 +4,9 @@ import path from 'node:path';
 import { migrate } from '../db/migrate';
 import type { WorkerDeployment } from '../domain/config';
 import { withLoopback } from '../domain/egress';
+import type { DataConverter } from '@temporalio/common';
+import { payloadEncryptionOfEnv } from '../services/payload-encryption';
+import { newSecretKey } from '../services/secrets';
 import { ensureGoTool } from './go-tools';
 import { freePort, freePortBlock, portOpen } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
@@ -63,6 +66,8 @@ export interface ClusterStack {
   postgres(): PostgresProcess | undefined;
   namespace: string;
   taskQueue: string;
+  /** The payload codecs of the stack's workers and APIs, for a client of its caller's. */
+  dataConverter: DataConverter;
   workers(): ChildProcess[];
   apiProcesses(): ChildProcess[];
   /** The Temporal server's process (a new one after restartTemporal). */
@@ -154,6 +159,8 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
           binary: ensureGoTool(TEMPORAL_UI, log),
           port: o.uiPort,
           temporalAddress: server.address,
+          // The UI decodes Keel's sealed payloads through the first API's codec server (api/routes/codec.ts).
+          codecEndpoint: `http://127.0.0.1:${o.apiPort}/codec`,
           stdio,
         });
         stops.push(() => started.stop());
@@ -171,6 +178,10 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       KEEL_TASK_QUEUE: taskQueue,
       // As npm start: local receivers and fakes listen on loopback, allowed explicitly.
       KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
+      // Payloads sealed, as in production: with a key of this stack's own unless the caller gave one.
+      KEEL_PAYLOAD_KEYS: process.env.KEEL_PAYLOAD_KEYS ?? newSecretKey('cluster'),
+      // The codec server lets a browser call it from the UI's origin alone.
+      ...('url' in ui && !process.env.KEEL_TEMPORAL_UI_URL ? { KEEL_TEMPORAL_UI_URL: ui.url } : {}),
       ...(o.deployment ? { KEEL_BUILD_ID: o.deployment.buildId, KEEL_DEPLOYMENT_NAME: o.deployment.name } : {}),
       ...o.env,
     };
@@ -207,6 +218,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
     return {
       temporalAddress: server.address,
       databaseUrl,
+      dataConverter: payloadEncryptionOfEnv(env, 'cluster').dataConverter,
       apis,
       ui,
       postgres: () => pg,

@@ -11,6 +11,8 @@ export interface DevServerOptions {
   port: number;
   /** Web UI port; omit for a headless server (tests). */
   uiPort?: number;
+  /** The codec server the Web UI decodes payloads through (Keel's API, /codec). */
+  codecEndpoint?: string;
   /** SQLite file; omit for an in-memory server. */
   dbFile?: string;
   namespace?: string;
@@ -42,6 +44,7 @@ export function devServerArgs(o: DevServerOptions): string[] {
     '--log-level',
     'error',
     ...(o.uiPort ? ['--ui-port', String(o.uiPort)] : ['--headless']),
+    ...(o.uiPort && o.codecEndpoint ? ['--ui-codec-endpoint', o.codecEndpoint] : []),
     ...(o.dbFile ? ['--db-filename', o.dbFile] : []),
     ...(o.dbFile ? pragmaArgs(o.sqlitePragmas ?? SQLITE_PRAGMAS) : []),
     ...ALL_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=Keyword`]),

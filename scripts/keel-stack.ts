@@ -9,6 +9,8 @@ import { startDevServer, type DevServer } from './dev-server';
 import { freePort } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { spawnTs, spawnWorker, stopProcess } from './processes';
+import type { DataConverter } from '@temporalio/common';
+import { payloadEncryptionOfEnv } from '../services/payload-encryption';
 import { newSecretKey } from '../services/secrets';
 import { waitForReady } from './ready';
 
@@ -24,6 +26,8 @@ export interface KeelStack {
   databaseUrl: string;
   dataDir: string;
   taskQueue: string;
+  /** The payload codecs of the stack's worker and API: a client of the bench's or the soak's reads with them. */
+  dataConverter: DataConverter;
   worker(): ChildProcess;
   apiProcess(): ChildProcess;
   /** kill -9 the worker, then start a new one (it resumes every workflow from history). */
@@ -65,8 +69,11 @@ export async function startKeelStack(
     KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
     // A key of this stack's own for secrets at rest (tool servers' headers), unless the caller gave one.
     KEEL_SECRETS_KEY: process.env.KEEL_SECRETS_KEY ?? newSecretKey('stack'),
+    // Payloads sealed, as npm start seals them: with a key of this stack's own unless the caller gave one.
+    KEEL_PAYLOAD_KEYS: process.env.KEEL_PAYLOAD_KEYS ?? newSecretKey('stack'),
     ...opts.env,
   };
+  const { dataConverter } = payloadEncryptionOfEnv(env, 'stack');
   const startWorker = () => spawnWorker(env, ['ignore', logs, logs]);
   let worker = startWorker();
   const apiProcess = spawnTs('api/main.ts', env, ['ignore', logs, logs]);
@@ -90,6 +97,7 @@ export async function startKeelStack(
     databaseUrl: pg.url,
     dataDir,
     taskQueue,
+    dataConverter,
     worker: () => worker,
     apiProcess: () => apiProcess,
     async killWorker() {

@@ -23,7 +23,9 @@ import { DEFAULT_REFLECTION_SETTINGS } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
 import { acceptMessage } from '../services/conversation-turn';
-import { historyJson } from '../services/run-history';
+import { fetchHistory, historyJson } from '../services/run-history';
+import { payloadEncryption } from '../services/payload-encryption';
+import { newSecretKey } from '../services/secrets';
 import { createKeelWorker } from '../worker/worker';
 import { startDevServer } from './dev-server';
 import { freePort } from './ports';
@@ -47,7 +49,9 @@ async function main(): Promise<void> {
   await migrate(pg.url);
   const pool = createPool(pg.url);
   const connection = await Connection.connect({ address: temporal.address });
-  const client = new Client({ connection });
+  // Recorded as Keel runs, with its payloads sealed; kept decoded (fetchHistory), so they replay without the key.
+  const { dataConverter } = payloadEncryption({ keys: newSecretKey('record'), production: false }, 'recording');
+  const client = new Client({ connection, dataConverter });
   const taskQueue = 'record';
   const jobs = { ...DEFAULT_JOB_SETTINGS, backoffMs: [300, 300, 300, 300, 300] };
   // Short, so that a conversation closes idle within the recording (and a busy one never does).
@@ -68,6 +72,7 @@ async function main(): Promise<void> {
     connection: native,
     namespace: 'default',
     taskQueue,
+    dataConverter,
     deps: {
       pool,
       provider: scriptedProvider(pool),
@@ -109,7 +114,7 @@ async function main(): Promise<void> {
     return d.status.name === 'COMPLETED' && d.runId;
   };
   const save = async (name: string, workflowId: string, runId?: string) => {
-    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const { history } = await fetchHistory(client, workflowId, runId);
     await writeFile(path.join(OUT, `${name}.json`), `${historyJson.stringify(history)}\n`);
     console.log(`recorded ${name}.json (${history.events?.length ?? 0} events) from ${workflowId}`);
   };

@@ -14,7 +14,8 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../domain/config';
 import { replayHistories } from '../services/replay';
-import { fetchHistory, historyJson, queryHistories, type HistoryRef } from '../services/run-history';
+import { decodePayloadsIn, fetchHistory, historyJson, queryHistories, type HistoryRef } from '../services/run-history';
+import { payloadEncryption } from '../services/payload-encryption';
 import { WORKFLOWS_PATH } from '../worker/bundle';
 import { temporalConnectionOptions } from '../services/temporal-connection';
 
@@ -35,17 +36,16 @@ async function main(): Promise<number> {
     : WORKFLOWS_PATH;
   let histories: HistoryRef[] | AsyncIterable<HistoryRef>;
   let connection: Connection | undefined;
+  const config = loadConfig(process.env);
+  // A history exported sealed (temporal workflow show without the codec) is decoded with Keel's payload keys.
+  const { codecs, dataConverter } = payloadEncryption(config.payloads, 'replayer');
   if (values.file) {
-    histories = [
-      {
-        workflowId: values['workflow-id'] ?? path.basename(values.file, '.json'),
-        history: historyJson.parse(readFileSync(values.file, 'utf8')),
-      },
-    ];
+    const history = historyJson.parse(readFileSync(values.file, 'utf8'));
+    await decodePayloadsIn(history, codecs);
+    histories = [{ workflowId: values['workflow-id'] ?? path.basename(values.file, '.json'), history }];
   } else {
-    const config = loadConfig(process.env);
     connection = await Connection.connect(temporalConnectionOptions(config.temporal));
-    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const client = new Client({ connection, namespace: config.temporal.namespace, dataConverter });
     if (values.query) histories = queryHistories(client, values.query);
     else if (positionals[0]) histories = [await fetchHistory(client, positionals[0], values['run-id'])];
     else {

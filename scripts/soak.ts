@@ -211,7 +211,7 @@ async function main(): Promise<number> {
     // The drain: poll until nothing accepted is still open (twice in a row), or the deadline.
     const drainStart = Date.now();
     const connection = await Connection.connect({ address: stack.temporalAddress });
-    const client = new Client({ connection, namespace: stack.namespace });
+    const client = new Client({ connection, namespace: stack.namespace, dataConverter: stack.dataConverter });
     const pool = createPool(stack.databaseUrl);
     let actions = new Map<string, ScheduleActions>();
     let last: Record<string, number> = {};

@@ -46,6 +46,8 @@ async function main(): Promise<void> {
       temporal = await startDevServer({
         port,
         uiPort: port + 1000,
+        // The UI decodes Keel's sealed payloads through the API's codec server (api/routes/codec.ts).
+        codecEndpoint: `http://${config.api.host}:${config.api.port}/codec`,
         dbFile: path.join(dataDir, 'temporal.db'),
         namespace: config.temporal.namespace,
       });
@@ -71,10 +73,17 @@ async function main(): Promise<void> {
     // npm start is Keel on this machine, for trying it: its webhook receivers and fakes listen on loopback, so the
     // egress guard allows loopback here, explicitly and on the banner. `npm run worker` alone allows only the list.
     const egressAllow = withLoopback(process.env.KEEL_EGRESS_ALLOW);
-    const secrets = config.secretsKey ? { key: config.secretsKey, where: 'KEEL_SECRETS_KEY' } : devSecretsKey(dataDir);
+    const secrets = config.secretsKey
+      ? { key: config.secretsKey, where: 'KEEL_SECRETS_KEY' }
+      : devKey(dataDir, 'secrets.key', 'KEEL_SECRETS_KEY', 'secrets at rest');
+    const payloads = config.payloads.keys
+      ? { key: config.payloads.keys, where: 'KEEL_PAYLOAD_KEYS' }
+      : devKey(dataDir, 'payloads.key', 'KEEL_PAYLOAD_KEYS', "Temporal's payloads");
+    const sealed = config.payloads.encryption !== 'off';
     const env = {
       ...process.env,
       KEEL_SECRETS_KEY: secrets.key,
+      ...(sealed ? { KEEL_PAYLOAD_KEYS: payloads.key } : {}),
       KEEL_EGRESS_ALLOW: egressAllow,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: address,
@@ -105,6 +114,8 @@ async function main(): Promise<void> {
         `  PostgreSQL   ${pg ? describeEmbeddedPg(pg) : 'DATABASE_URL'}`,
         `  Egress       ${describeEgress(parseEgressAllow(egressAllow))} — loopback allowed by npm start`,
         `  Secrets      sealed with the key in ${secrets.where}`,
+        `  Payloads     ${sealed ? `sealed with the key in ${payloads.where}` : 'clear (KEEL_PAYLOAD_ENCRYPTION=off)'}`,
+        `  Codec        ${api}/codec (the Temporal UI and \`temporal --codec-endpoint\` decode through it)`,
         `  Model        ${config.model.provider}` +
           (config.model.provider === 'scripted'
             ? ' (offline; set ANTHROPIC_API_KEY to use Claude)'
@@ -123,17 +134,17 @@ async function main(): Promise<void> {
 }
 
 /**
- * The development key that seals secrets at rest (tool servers' headers and environment), made on first start into the
- * data folder, readable by its owner only; the same key on every later start, so what was sealed stays readable.
+ * A development key (for secrets at rest, or for Temporal's payloads), made on first start into the data folder,
+ * readable by its owner only; the same key on every later start, so what was sealed stays readable.
  */
-function devSecretsKey(dataDir: string): { key: string; where: string } {
-  const file = path.join(dataDir, 'secrets.key');
+function devKey(dataDir: string, name: string, setting: string, what: string): { key: string; where: string } {
+  const file = path.join(dataDir, name);
   if (!existsSync(file)) {
     mkdirSync(dataDir, { recursive: true });
     writeFileSync(file, `${newSecretKey('dev')}\n`, { mode: 0o600 });
-    console.log(`keel: generated a development key for secrets at rest into ${file}`);
+    console.log(`keel: generated a development key for ${what} into ${file}`);
   }
-  return { key: readFileSync(file, 'utf8').trim(), where: `${file} (development; set KEEL_SECRETS_KEY in production)` };
+  return { key: readFileSync(file, 'utf8').trim(), where: `${file} (development; set ${setting} in production)` };
 }
 
 /**

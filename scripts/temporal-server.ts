@@ -205,11 +205,18 @@ export async function startTemporalUi(o: {
   binary: string;
   port: number;
   temporalAddress: string;
+  /** The codec server the UI decodes payloads through, sending the operator's cookie with each call. */
+  codecEndpoint?: string;
   stdio: StdioOptions;
 }): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
   const child = spawn(o.binary, ['-r', REPO_ROOT, '-c', 'deploy/temporal', '-e', 'ui', 'start'], {
     stdio: o.stdio,
-    env: { ...process.env, TEMPORAL_ADDRESS: o.temporalAddress, TEMPORAL_UI_PORT: String(o.port) },
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: o.temporalAddress,
+      TEMPORAL_UI_PORT: String(o.port),
+      TEMPORAL_UI_CODEC_ENDPOINT: o.codecEndpoint ?? '',
+    },
   });
   const url = `http://127.0.0.1:${o.port}`;
   const stop = () => stopProcess(child, 10_000);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import { TimeoutFailure } from '@temporalio/common';
+import { TimeoutFailure, type Payload, type PayloadCodec } from '@temporalio/common';
 import { historyFromJSON, historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
 import { REPLAY_RUN_WORKFLOW, type ReplayOutcome, type ReplayRunWorkflow } from '../contracts/replay-run';
 import { replayRunWorkflowId } from '../domain/ids';
@@ -12,22 +12,56 @@ export interface HistoryRef {
   history: History;
 }
 
-/** One history from the server (the latest run, or the given one). */
+/**
+ * One history from the server (the latest run, or the given one), its payloads decoded by the client's codecs: what
+ * a person reads, a replayer replays and a recording keeps is the clear history, whatever the server holds.
+ */
 export async function fetchHistory(client: Client, workflowId: string, runId?: string): Promise<HistoryRef> {
   // The run first, then its history: a run that continues as new meanwhile does not mix two runs up.
   const run = runId ?? (await client.workflow.getHandle(workflowId).describe()).runId;
-  return { workflowId, runId: run, history: await client.workflow.getHandle(workflowId, run).fetchHistory() };
+  return { workflowId, runId: run, history: await clearHistory(client, workflowId, run) };
 }
 
-/** Every closed or open run a visibility query finds, with its history. */
+/** Every closed or open run a visibility query finds, with its history (decoded, as fetchHistory's). */
 export async function* queryHistories(client: Client, query: string): AsyncIterable<HistoryRef> {
   for await (const w of client.workflow.list({ query })) {
-    yield {
-      workflowId: w.workflowId,
-      runId: w.runId,
-      history: await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(),
-    };
+    yield { workflowId: w.workflowId, runId: w.runId, history: await clearHistory(client, w.workflowId, w.runId) };
   }
+}
+
+async function clearHistory(client: Client, workflowId: string, runId: string): Promise<History> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  await decodePayloadsIn(history, client.options.loadedDataConverter.payloadCodecs);
+  return history;
+}
+
+/**
+ * Decodes, in place, every payload anywhere in `message` (a history, an event) with `codecs`, last codec first as
+ * the SDK does. A payload no codec sealed comes out as it went in: histories from before encryption read the same.
+ */
+export async function decodePayloadsIn(message: object, codecs: readonly PayloadCodec[]): Promise<void> {
+  if (codecs.length === 0) return;
+  const found: Payload[] = [];
+  collectPayloads(message, found);
+  let decoded = found;
+  for (const codec of [...codecs].reverse()) decoded = await codec.decode(decoded);
+  found.forEach((payload, i) => {
+    payload.metadata = decoded[i]!.metadata;
+    payload.data = decoded[i]!.data;
+  });
+}
+
+/** A Payload message: metadata of byte values, and data bytes. */
+const isPayload = (v: object): v is Payload =>
+  'metadata' in v && 'data' in v && (v as Payload).data instanceof Uint8Array;
+
+function collectPayloads(value: unknown, into: Payload[]): void {
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return;
+  if (isPayload(value)) {
+    into.push(value);
+    return;
+  }
+  for (const child of Array.isArray(value) ? value : Object.values(value)) collectPayloads(child, into);
 }
 
 /** A history as the JSON `temporal workflow show -o json` prints, and back. */

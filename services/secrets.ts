@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { parseKeyRing, sealingKey, type KeyRing } from '../domain/key-ring';
 
 /**
  * Secrets at rest (a tool server's header values and environment): AES-256-GCM under KEEL_SECRETS_KEY, a list of
@@ -14,31 +15,14 @@ export interface SecretBox {
 const FORMAT = 'v1';
 
 /** The keys of KEEL_SECRETS_KEY, first the one that seals; an error names what is wrong without quoting a key. */
-export function parseSecretKeys(raw: string): Map<string, Buffer> {
-  const keys = new Map<string, Buffer>();
-  raw
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean)
-    .forEach((pair, i) => {
-      const colon = pair.indexOf(':');
-      const id = pair.slice(0, Math.max(colon, 0));
-      const key = Buffer.from(pair.slice(colon + 1), 'base64');
-      if (colon <= 0 || !/^[\w-]{1,32}$/.test(id))
-        throw new Error(`KEEL_SECRETS_KEY: key ${i + 1} is not keyId:base64key (keyId: letters, digits, _ or -)`);
-      if (key.length !== 32) throw new Error(`KEEL_SECRETS_KEY: key ${id} is ${key.length} bytes; AES-256 needs 32`);
-      keys.set(id, key);
-    });
-  if (keys.size === 0) throw new Error('KEEL_SECRETS_KEY: no key');
-  return keys;
-}
+export const parseSecretKeys = (raw: string): KeyRing => parseKeyRing(raw, 'KEEL_SECRETS_KEY');
 
-export function secretBox(keys: Map<string, Buffer>): SecretBox {
-  const [sealingId, sealingKey] = [...keys.entries()][0]!;
+export function secretBox(keys: KeyRing): SecretBox {
+  const { id: sealingId, key: sealing } = sealingKey(keys);
   return {
     seal(plain) {
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', sealingKey, iv);
+      const cipher = createCipheriv('aes-256-gcm', sealing, iv);
       const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
       return [FORMAT, sealingId, iv, body, cipher.getAuthTag()]
         .map((p) => (Buffer.isBuffer(p) ? p.toString('base64') : p))
@@ -83,7 +67,7 @@ export function secretFingerprint(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex').slice(0, 8);
 }
 
-/** A fresh key in KEEL_SECRETS_KEY's form (npm start writes one into its data folder). */
+/** A fresh key in a key ring's form, `id:base64key` (npm start writes its development keys so). */
 export function newSecretKey(id = 'dev'): string {
   return `${id}:${randomBytes(32).toString('base64')}`;
 }

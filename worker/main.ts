@@ -14,6 +14,7 @@ import {
   toolSessionPool,
   transportsFromConfig,
 } from './wiring';
+import { payloadEncryption } from '../services/payload-encryption';
 import { secretBoxOf } from '../services/secrets';
 import { promoteIfFirst } from './deployment';
 import { createKeelWorker } from './worker';
@@ -27,6 +28,8 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   if (!config.databaseUrl)
     throw new Error('DATABASE_URL is not set: run `npm start`, or point DATABASE_URL at PostgreSQL');
+  // Before anything starts: production without payload keys refuses here, saying why.
+  const payloads = payloadEncryption(config.payloads, 'worker');
   Runtime.install({
     // Core's logs come to the worker's own log, and a failed workflow task is recorded (worker/worker.ts).
     logger: tapFailedWorkflowTasks(workerLogger(config.logLevel)),
@@ -74,6 +77,7 @@ async function main(): Promise<void> {
         toolApprovalWaitMs: config.tools.approvalWaitMs,
       },
       workflows,
+      dataConverter: payloads.dataConverter,
       capacity: config.worker,
       ...(config.deployment ? { deployment: config.deployment } : {}),
       extra: tracing ? { plugins: [tracing.plugin] } : undefined,
@@ -83,7 +87,7 @@ async function main(): Promise<void> {
       : 'unversioned';
     console.log(
       `keel worker: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (${version}), ` +
-        `model ${config.model.provider}, egress: ${egress.describe()}`,
+        `model ${config.model.provider}, egress: ${egress.describe()}, payloads: ${payloads.describe}`,
     );
     const running = worker.run();
     if (config.deployment) {

@@ -1,3 +1,4 @@
+import type { DataConverter } from '@temporalio/common';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import type { WorkerCapacity, WorkerDeployment } from '../domain/config';
@@ -16,6 +17,8 @@ export async function createKeelWorker(opts: {
   capacity?: WorkerCapacity;
   /** Run as this Worker Deployment version (KEEL_BUILD_ID); unversioned when unset. */
   deployment?: WorkerDeployment;
+  /** The payload codecs every payload passes through (services/payload-encryption.ts); clear text when unset. */
+  dataConverter?: DataConverter;
   extra?: Partial<WorkerOptions>;
 }): Promise<Worker> {
   const capacity = opts.capacity;
@@ -26,6 +29,7 @@ export async function createKeelWorker(opts: {
     taskQueue: opts.taskQueue,
     ...workflows,
     activities: createActivities({ ...opts.deps, workflows }),
+    ...(opts.dataConverter ? { dataConverter: opts.dataConverter } : {}),
     // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that an
     // interrupting message stops a streaming model call within about a second.
     maxHeartbeatThrottleInterval: '1 second',

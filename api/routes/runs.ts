@@ -5,6 +5,7 @@ import { temporal as proto } from '@temporalio/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { fetchHistory, historyJson, replayOnWorker } from '../../services/run-history';
+import { assertOperator } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { LIMITS } from '../../domain/limits';
@@ -13,11 +14,6 @@ const RunParams = z.object({ workflowId: z.string().min(1).max(LIMITS.workflowId
 const RunQuery = z.object({ runId: z.string().uuid().optional() });
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 503: ErrorResponse };
 const EventType = proto.api.enums.v1.EventType;
-
-/** Operators' routes: a token scoped to one agent sees none of them. */
-function assertOperator(scope: string): void {
-  if (scope !== '*') throw notFound('route');
-}
 
 async function history(client: Client, workflowId: string, runId?: string) {
   try {

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import type { DataConverter } from '@temporalio/common';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +22,8 @@ export interface SoakStack {
   databaseUrl: string;
   namespace: string;
   taskQueue: string;
+  /** The stack's payload codecs, for the soak's own client. */
+  dataConverter: DataConverter;
   dataDir: string;
   workers(): ChildProcess[];
   apiProcesses(): ChildProcess[];
@@ -48,6 +51,7 @@ export function fromKeelStack(s: KeelStack): SoakStack {
     databaseUrl: s.databaseUrl,
     namespace: 'default',
     taskQueue: s.taskQueue,
+    dataConverter: s.dataConverter,
     dataDir: s.dataDir,
     workers: () => [s.worker()],
     apiProcesses: () => [s.apiProcess()],
@@ -101,6 +105,7 @@ export async function startSoakCluster(o: {
       databaseUrl: c.databaseUrl,
       namespace: c.namespace,
       taskQueue: c.taskQueue,
+      dataConverter: c.dataConverter,
       dataDir,
       workers: () => c.workers(),
       apiProcesses: () => c.apiProcesses(),

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { ApiError, get, setUnauthorizedHandler, withQuery } from './api';
+import { ApiError, get, request, setUnauthorizedHandler, withQuery } from './api';
 import { AgentField } from './agent-field';
 import { loadConsoleConfig } from './console-config';
 import { ConsoleNav } from './console-nav';
@@ -65,9 +65,12 @@ export function App() {
     saveToken(token || null);
     const a = await probe();
     if (a.state === 'signed-out') saveToken(null);
+    // An operator's token also goes, as an HttpOnly cookie, to the codec server the Temporal UI decodes through.
+    else void request('POST', '/codec/session').catch(() => undefined);
     setAuth(a.state === 'signed-out' ? { ...a, error: `The API refused this token: ${a.error}` } : a);
   }, []);
   const signOut = () => {
+    void request('DELETE', '/codec/session').catch(() => undefined);
     saveToken(null);
     setAuth({ state: 'signed-out', error: null });
   };

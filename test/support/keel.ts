@@ -25,6 +25,7 @@ import { createEgressGuard, type EgressGuard } from '../../adapters/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../../services/job-settings';
 import { defaultModelName } from '../../worker/wiring';
 import { createKeelWorker } from '../../worker/worker';
+import { payloadEncryption } from '../../services/payload-encryption';
 import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks } from '../../worker/logger';
 import { LOOPBACK_ALLOW } from './egress';
 import { secretBoxOf } from '../../services/secrets';
@@ -94,6 +95,10 @@ export interface TestKeelOptions {
   toolApprovalWaitMs?: number;
   /** Replaces some of the worker's activities (a test holding one at an instant it chooses). */
   activities?: (real: KeelActivities) => Partial<KeelActivities>;
+  /** The task queue (one of its own otherwise): a second Keel takes up the first's workflows on it. */
+  taskQueue?: string;
+  /** Seals every payload with these keys (KEEL_PAYLOAD_KEYS's form), as the client, API and worker; clear otherwise. */
+  payloadKeys?: string;
 }
 
 /** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
@@ -108,10 +113,11 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   }
   const databaseUrl = opts.databaseUrl ?? inject('databaseUrl');
   const address = opts.temporalAddress ?? inject('temporalAddress');
-  const taskQueue = `test-${randomUUID()}`;
+  const taskQueue = opts.taskQueue ?? `test-${randomUUID()}`;
   const pool = createPool(databaseUrl);
   const connection = await Connection.connect({ address });
-  const client = new Client({ connection });
+  const { dataConverter } = payloadEncryption({ keys: opts.payloadKeys, production: false }, 'test Keel');
+  const client = new Client({ connection, dataConverter });
   const jobs = { ...DEFAULT_JOB_SETTINGS, ...opts.jobs };
   const routines = { ...DEFAULT_ROUTINE_SETTINGS, ...opts.routines };
   // Tests allow loopback explicitly: their webhook receivers, fake Slack and integrations listen on 127.0.0.1.
@@ -167,6 +173,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       taskQueue,
       workflows,
       deps,
+      dataConverter,
       ...(replaced ? { extra: { activities: withReplaced(createActivities({ ...deps, workflows }), replaced) } } : {}),
     });
     running = worker.run();

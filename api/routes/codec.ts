@@ -1,0 +1,105 @@
+import cors from '@fastify/cors';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { assertOperator, CODEC_COOKIE } from '../auth';
+
+/** A payload as Temporal's codec protocol writes it: proto JSON, every byte value in base64. */
+const JsonPayload = z.object({
+  metadata: z.record(z.string(), z.string().base64()).nullish(),
+  data: z.string().base64().nullish(),
+});
+const Payloads = z.object({ payloads: z.array(JsonPayload).max(10_000) });
+type JsonPayload = z.infer<typeof JsonPayload>;
+
+const fromJson = (p: JsonPayload): Payload => ({
+  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+  data: Buffer.from(p.data ?? '', 'base64'),
+});
+const toJson = (p: Payload): JsonPayload => ({
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? []).toString('base64')]),
+  ),
+  data: Buffer.from(p.data ?? []).toString('base64'),
+});
+
+export interface CodecDeps {
+  /** The API's own payload codecs (services/payload-encryption.ts): none when payloads are clear. */
+  codecs: readonly PayloadCodec[];
+  /** The Temporal Web UI's origin, the only one a browser may call from (KEEL_TEMPORAL_UI_URL); none when unset. */
+  uiOrigin: string | null;
+}
+
+/**
+ * The codec server Temporal's Web UI and CLI call (`--codec-endpoint <api>/codec`): POST /codec/decode and
+ * /codec/encode, for operators' tokens. A browser may call it from the Temporal UI's origin only; the UI sends no
+ * bearer token, so an operator's console sign-in leaves the token in an HttpOnly cookie scoped to /codec
+ * (POST /codec/session), which the UI sends with "include credentials".
+ */
+export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
+  const decode = async (payloads: Payload[]) => {
+    let out = payloads;
+    for (const codec of [...deps.codecs].reverse()) out = await codec.decode(out);
+    return out;
+  };
+  const encode = async (payloads: Payload[]) => {
+    let out = payloads;
+    for (const codec of deps.codecs) out = await codec.encode(out);
+    return out;
+  };
+  return async (app) => {
+    await app.register(cors, {
+      origin: deps.uiOrigin ?? false,
+      credentials: true,
+      methods: ['POST', 'DELETE'],
+      allowedHeaders: ['content-type', 'x-namespace', 'authorization'],
+    });
+    for (const [op, run] of [
+      ['decode', decode],
+      ['encode', encode],
+    ] as const) {
+      app.post(
+        `/codec/${op}`,
+        {
+          schema: {
+            tags: ['codec'],
+            summary: `Temporal's codec protocol: ${op}s payloads with Keel's payload keys (operators only)`,
+            body: Payloads,
+            response: { 200: Payloads },
+          },
+        },
+        async (req) => {
+          assertOperator(req.agentScope);
+          return { payloads: (await run(req.body.payloads.map(fromJson))).map(toJson) };
+        },
+      );
+    }
+    app.post(
+      '/codec/session',
+      {
+        schema: {
+          tags: ['codec'],
+          summary: "Keeps the operator's token in an HttpOnly cookie for the Temporal UI's codec calls",
+          response: { 204: z.null() },
+        },
+      },
+      async (req, reply) => {
+        assertOperator(req.agentScope);
+        const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+        if (token)
+          void reply.setCookie(CODEC_COOKIE, token, {
+            path: '/codec',
+            httpOnly: true,
+            sameSite: 'strict',
+            secure: req.protocol === 'https',
+          });
+        return reply.status(204).send(null);
+      },
+    );
+    app.delete(
+      '/codec/session',
+      { schema: { tags: ['codec'], summary: 'Forgets the codec cookie', response: { 204: z.null() } } },
+      async (_req, reply) => reply.clearCookie(CODEC_COOKIE, { path: '/codec' }).status(204).send(null),
+    );
+  };
+}
