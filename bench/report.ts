@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ActionsPer, PgPer } from './actions';
 import type { burstRun } from './burst';
+import type { sealedOverhead } from './sealed';
 import type { costsRun } from './costs';
 import type { idleConversations } from './idle';
 import type { workflowHeap } from './workflow-heap';
@@ -25,6 +26,7 @@ export interface BenchResults {
   shape?: TurnShape;
   heap?: Result<typeof workflowHeap>;
   overhead?: Result<typeof turnOverhead>;
+  sealed?: Result<typeof sealedOverhead>;
   history?: Result<typeof historyGrowth>;
   throughput?: Result<typeof throughputRun>;
   costs?: Result<typeof costsRun>;
@@ -287,6 +289,18 @@ export function goals(r: BenchResults): { primary: Goal[]; secondary: Goal[] } {
       },
     );
   }
+  const e = r.sealed;
+  if (e)
+    primary.push({
+      name: 'payload encryption',
+      goal: 'turn p50 sealed (KEEL_PAYLOAD_KEYS) ≤ 1.05× a clear Keel (KEEL_PAYLOAD_ENCRYPTION=off), turns alternating',
+      measured: `${e.sealed.p50Ms} ms vs ${e.clear.p50Ms} ms: ${e.ratioP50}×`,
+      met: e.ratioP50 <= 1.05,
+      breakdown: [
+        `p95 ${e.sealed.p95Ms} ms vs ${e.clear.p95Ms} ms, mean ${e.sealed.meanMs} ms vs ${e.clear.meanMs} ms, ` +
+          `${e.turns} turns each`,
+      ],
+    });
   const o = r.overhead;
   if (o)
     secondary.push({
@@ -657,6 +671,22 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
       : []),
     ...(r.costs || r.burst || r.idle ? costsSection(r) : []),
     ...(r.history ? historySection(r.history) : []),
+    ...(r.sealed
+      ? [
+          '## Payload encryption',
+          '',
+          `Submit → reply over ${r.sealed.turns} sequential turns on this run's Keel, whose payloads are sealed ` +
+            '(AES-256-GCM, as npm start runs it), and as many on a second Keel started on the same machine with ' +
+            "KEEL_PAYLOAD_ENCRYPTION=off; their turns alternate. Each is timed from the POST to the conversation's " +
+            '`turn.finished` event.',
+          '',
+          row(['', 'p50 ms', 'p95 ms', 'mean ms']),
+          row(['---', '---:', '---:', '---:']),
+          row(['sealed', r.sealed.sealed.p50Ms, r.sealed.sealed.p95Ms, r.sealed.sealed.meanMs]),
+          row(['clear', r.sealed.clear.p50Ms, r.sealed.clear.p95Ms, r.sealed.clear.meanMs]),
+          '',
+        ]
+      : []),
     ...(o
       ? [
           '## Turn overhead',

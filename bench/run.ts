@@ -5,6 +5,7 @@
  *
  *   heap         the workflow bundle's size and the heap one cached conversation workflow keeps
  *   overhead     submit → reply over 200 sequential turns, against a bare chain of empty activities
+ *   sealed       submit → reply over 100 sequential turns, sealed (this Keel) against a second Keel in clear text
  *   history      bytes per turn over 200 turns, against the minimal turn and a transcript-in-history workflow
  *   throughput   100 concurrent conversations × 5 turns, against the bare floor at the same concurrency
  *   costs        Temporal actions and PostgreSQL writes per turn, delegate run and routine run
@@ -24,6 +25,7 @@ import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { rssMiB, startKeelStack } from '../scripts/keel-stack';
+import { newSecretKey } from '../services/secrets';
 import { freePort } from '../scripts/ports';
 import { REPO_ROOT, spawnTs, stopProcess } from '../scripts/processes';
 import { bundleWorkflows } from '../worker/bundle';
@@ -37,9 +39,10 @@ import { round } from './measure';
 import { writeReport, type BenchResults } from './report';
 import { clusterBench } from './cluster';
 import { spendBench } from './spend';
+import { sealedOverhead } from './sealed';
 import { historyGrowth, keelTurnShape, throughputRun, turnOverhead, type TurnShape } from './scenarios';
 
-const SCENARIOS = ['heap', 'overhead', 'history', 'throughput', 'costs', 'burst', 'idle'] as const;
+const SCENARIOS = ['heap', 'overhead', 'sealed', 'history', 'throughput', 'costs', 'burst', 'idle'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -77,13 +80,18 @@ async function main(): Promise<void> {
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'keel-bench-bundle-'));
   const bundle = BUNDLE === 'prebuilt' ? path.join(workDir, 'workflow-bundle.js') : undefined;
   if (bundle) await writeFile(bundle, await bundleWorkflows());
+  const bundleEnv: Record<string, string> = bundle ? { KEEL_WORKFLOW_BUNDLE: bundle } : {};
+  // Keel runs sealed, as npm start runs it; the floors' worker and the bench's client seal with the same key, so each
+  // floor pays what Keel pays for it (the `sealed` scenario sets encryption's own cost against a clear Keel).
+  const payloadKeys = process.env.KEEL_PAYLOAD_KEYS ?? newSecretKey('bench');
   const stack = await startKeelStack({
     logFile,
     env: {
+      KEEL_PAYLOAD_KEYS: payloadKeys,
       KEEL_JOB_CATCHUP_WINDOW_MS: '600000',
       KEEL_CONVERSATION_IDLE_MS: IDLE_MS,
       KEEL_WORKER_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-      ...(bundle ? { KEEL_WORKFLOW_BUNDLE: bundle } : {}),
+      ...bundleEnv,
     },
   });
   const benchWorker = spawnTs(
@@ -93,6 +101,7 @@ async function main(): Promise<void> {
       TEMPORAL_ADDRESS: stack.temporalAddress,
       BENCH_TASK_QUEUE: BENCH_QUEUE,
       BENCH_DATABASE_URL: stack.databaseUrl,
+      KEEL_PAYLOAD_KEYS: payloadKeys,
     },
     ['ignore', 'pipe', 'inherit'],
   );
@@ -164,6 +173,21 @@ async function main(): Promise<void> {
       results.overhead = await run('overhead', () => turnOverhead(stack, client, n(200), perTurn));
       const o = results.overhead;
       console.log(`bench: turn overhead p50 ${JSON.stringify({ keel: o?.keel.p50Ms, floor: o?.floor.p50Ms })}`);
+    }
+    if (wants('sealed')) {
+      results.sealed = await run('sealed', async () => {
+        const clear = await startKeelStack({
+          logFile,
+          env: { KEEL_PAYLOAD_ENCRYPTION: 'off', KEEL_CONVERSATION_IDLE_MS: IDLE_MS, ...bundleEnv },
+        });
+        try {
+          return await sealedOverhead(stack, clear, n(100));
+        } finally {
+          await clear.stop();
+        }
+      });
+      const e = results.sealed;
+      console.log(`bench: sealed turn p50 ${JSON.stringify({ sealed: e?.sealed.p50Ms, clear: e?.clear.p50Ms })}`);
     }
     if (wants('history')) {
       results.history = await run('history', () => historyGrowth(stack, client, n(200)));

@@ -64,7 +64,8 @@ export async function keelTurnShape(stack: KeelStack, client: Client) {
 }
 export type TurnShape = Awaited<ReturnType<typeof keelTurnShape>>;
 
-const stats = (s: number[]) => ({
+/** A latency series: its p50, p95 and mean. */
+export const stats = (s: number[]) => ({
   p50Ms: round(percentile(s, 50)),
   p95Ms: round(percentile(s, 95)),
   meanMs: round(s.reduce((a, b) => a + b, 0) / Math.max(1, s.length)),

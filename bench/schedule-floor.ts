@@ -34,6 +34,7 @@ import {
   TEMPORAL_SQL_TOOL,
 } from '../scripts/temporal-server';
 import { floorBurst } from './burst';
+import { payloadEncryptionOfEnv } from '../services/payload-encryption';
 import { BENCH_QUEUE } from './drive';
 
 const { values: args } = parseArgs({
@@ -146,7 +147,11 @@ async function main(): Promise<void> {
     worker = await startWorker(server.address);
     const connection = await Connection.connect({ address: server.address });
     try {
-      const client = new Client({ connection });
+      // As the floor's worker seals (with KEEL_PAYLOAD_KEYS when set), so does this client.
+      const client = new Client({
+        connection,
+        dataConverter: payloadEncryptionOfEnv(process.env, 'bench').dataConverter,
+      });
       for (let run = 1; run <= Number(args.runs); run++) {
         for (const shape of args.footprint ? (['empty', 'footprint'] as const) : (['empty'] as const)) {
           const floor = await floorBurst(client, count, shape);

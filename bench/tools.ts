@@ -20,6 +20,7 @@ import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/clie
 import { temporal } from '@temporalio/proto';
 import { conversationWorkflowId } from '../domain/ids';
 import { startKeelStack } from '../scripts/keel-stack';
+import { newSecretKey } from '../services/secrets';
 import { REPO_ROOT, spawnTs, stopProcess } from '../scripts/processes';
 import { startShopHttp } from '../test/support/mcp-shop';
 import pg from 'pg';
@@ -34,10 +35,17 @@ async function main(): Promise<void> {
   const logFile = path.join(os.tmpdir(), `keel-bench-tools-${process.pid}.log`);
   console.log(`bench:tools: ${ROUNDS} rounds; Keel's logs in ${logFile}`);
   const shop = await startShopHttp();
-  const stack = await startKeelStack({ logFile });
+  // Keel and the floor's worker seal their payloads with one key (bench/run.ts says why).
+  const payloadKeys = process.env.KEEL_PAYLOAD_KEYS ?? newSecretKey('bench');
+  const stack = await startKeelStack({ logFile, env: { KEEL_PAYLOAD_KEYS: payloadKeys } });
   const floorWorker = spawnTs(
     'bench/worker.ts',
-    { ...process.env, TEMPORAL_ADDRESS: stack.temporalAddress, BENCH_TASK_QUEUE: BENCH_QUEUE },
+    {
+      ...process.env,
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      BENCH_TASK_QUEUE: BENCH_QUEUE,
+      KEEL_PAYLOAD_KEYS: payloadKeys,
+    },
     ['ignore', 'pipe', 'inherit'],
   );
   try {
