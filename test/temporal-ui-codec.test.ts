@@ -68,14 +68,14 @@ describe('the Temporal UI decodes through Keel’s codec server', () => {
 
     const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
     // What an operator ticks in the UI's codec settings once: this browser's endpoint, with credentials.
+    const settings = {
+      endpoint: JSON.stringify(`${api}/codec`),
+      includeCredentials: 'true',
+      overrideRemoteCodecConfiguration: 'true',
+    };
     await context.addInitScript(
-      ({ origin, endpoint }) => {
-        if (location.origin !== origin) return;
-        localStorage.setItem('endpoint', JSON.stringify(endpoint));
-        localStorage.setItem('includeCredentials', 'true');
-        localStorage.setItem('overrideRemoteCodecConfiguration', 'true');
-      },
-      { origin: ui, endpoint: `${api}/codec` },
+      `if (location.origin === ${JSON.stringify(ui)}) ` +
+        `for (const [k, v] of Object.entries(${JSON.stringify(settings)})) localStorage.setItem(k, v);`,
     );
     const page = await context.newPage();
     try {
