@@ -14,7 +14,7 @@ import type { Pool } from '../db/pool';
 import type { EgressAllow } from '../domain/egress';
 import type { ToolCommands } from '../domain/tool-servers';
 import { LIMITS } from '../domain/limits';
-import { assertOperator, registerAuth } from './auth';
+import { registerAuth } from './auth';
 import { CONSOLE_DIST, consoleRoutes } from './console';
 import { ErrorResponse } from './schemas';
 import { errorBody, handleError, handleRouterError, shuttingDown } from './errors';
@@ -75,6 +75,7 @@ export interface ApiDeps {
 const COMMON_ERRORS = {
   400: ErrorResponse,
   401: ErrorResponse,
+  403: ErrorResponse,
   404: ErrorResponse,
   405: ErrorResponse,
   413: ErrorResponse,
@@ -189,9 +190,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
         hide: true,
       },
     },
-    async (req, reply) => {
-      // Totals over every agent: an operator's token only.
-      assertOperator(req.agentScope);
+    // Totals over every agent: an operator's token only (api/auth.ts decides).
+    async (_req, reply) => {
       return reply.type(metrics.contentType).send(await metrics.text());
     },
   );

@@ -461,7 +461,14 @@ function durationMs(raw: string): number {
   return Number(n) * UNIT_MS[unit ?? 'ms']!;
 }
 
-/** `token=agentId` pairs, comma-separated; `*` grants every agent. Unset means development mode (no tokens). */
+/** A token given by its SHA-256 alone (`sha256:<64 hex>=agentId`): the configuration then holds no usable token. */
+export const TOKEN_DIGEST_PREFIX = 'sha256:';
+const TOKEN_DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * `token=agentId` pairs, comma-separated; `*` grants every agent, and `ro:` before the agent makes a read-only token
+ * (api/auth.ts). A token may be given as `sha256:<hex of its SHA-256>`. Unset means development mode (no tokens).
+ */
 export function parseTokens(raw: string | undefined): Map<string, string> | undefined {
   if (!raw) return undefined;
   const tokens = new Map<string, string>();
@@ -475,6 +482,8 @@ export function parseTokens(raw: string | undefined): Map<string, string> | unde
     const agent = pair.slice(eq + 1).trim();
     // The message never quotes the pair: it holds a secret.
     if (eq < 0 || !token || !agent) throw new Error(`KEEL_API_TOKENS: pair ${i + 1} is not token=agentId`);
+    if (token.startsWith(TOKEN_DIGEST_PREFIX) && !TOKEN_DIGEST.test(token))
+      throw new Error(`KEEL_API_TOKENS: pair ${i + 1} starts with sha256: but is not sha256:<64 lowercase hex>=agent`);
     tokens.set(token, agent);
   });
   return tokens;

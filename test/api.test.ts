@@ -172,10 +172,11 @@ describe('auth', () => {
     expect(wrong.body.error.code).toBe('unauthorized');
   });
 
-  it('a token scoped to another agent → 404, as if the agent did not exist', async () => {
+  it('a token scoped to another agent → 403, naming the agent the token is for', async () => {
     const res = await send(secured, 'POST', messages('agent-two'), { payload: '{"text":"hi"}', token: SCOPED });
-    expect(res.status).toBe(404);
-    expect((await send(secured, 'GET', '/v1/agents/agent-two', { token: SCOPED })).status).toBe(404);
+    expect(res.status).toBe(403);
+    expect(res.body.error.message).toBe('this token is for agent agent-one, not for agent agent-two');
+    expect((await send(secured, 'GET', '/v1/agents/agent-two', { token: SCOPED })).status).toBe(403);
   });
 
   it('a scoped token reaches its own agent, and * reaches every agent', async () => {

@@ -127,12 +127,12 @@ describe('the audit trail records which token decided, and when', () => {
     // The tokens themselves are nowhere in the trail.
     for (const token of [OPS, ADMIN]) expect(JSON.stringify(page)).not.toContain(token);
 
-    // The agent's own token reads its trail; another agent's token finds no such agent; no token is unauthorized.
+    // The agent's own token reads its trail; another agent's token is refused; no token is unauthorized.
     expect((await ops<Page>('GET', `/v1/agents/${a}/audit`)).body).toEqual(page);
     const foreign = await call(keel, OTHER, 'GET', `/v1/agents/${a}/audit`);
     expect(foreign).toEqual({
-      status: 404,
-      body: { error: { code: 'not_found', message: expect.stringContaining(a) as string } },
+      status: 403,
+      body: { error: { code: 'forbidden', message: expect.stringContaining(`not for agent ${a}`) as string } },
     });
     expect((await call(keel, undefined, 'GET', `/v1/agents/${a}/audit`)).status).toBe(401);
   });

@@ -314,7 +314,7 @@ describe('pending approvals', () => {
     const refused = await get<ApiError>('/v1/approvals', { token: TOKENS.a, via: secured });
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('forbidden');
-    expect(refused.body.error.message).toMatch(/needs? an operator token/);
+    expect(refused.body.error.message).toMatch(/for operators' tokens.*use GET \/v1\/agents\/:agentId\/approvals/);
 
     const own = await get<Page<Approval>>(`/v1/agents/${agentA}/approvals`, { token: TOKENS.a, via: secured });
     expect(own.body.items).toEqual([routineItem()]);
@@ -325,7 +325,7 @@ describe('pending approvals', () => {
       `/v1/agents/${agentB}/apps/crm/routines`,
     ]) {
       const other = await get<ApiError>(url, { token: TOKENS.a, via: secured });
-      expect([url, other.status, other.body.error.code]).toEqual([url, 404, 'not_found']);
+      expect([url, other.status, other.body.error.code]).toEqual([url, 403, 'forbidden']);
     }
     expect((await get(`/v1/agents/${agentA}/apps/crm/routines`, { token: TOKENS.a, via: secured })).status).toBe(200);
   });

@@ -99,7 +99,7 @@ describe('payload encryption', () => {
     const post = (headers: Record<string, string>) =>
       fetch(`${api}/codec/decode`, { method: 'POST', headers, body }).then((r) => r.status);
     expect(await post({ 'content-type': 'application/json' })).toBe(401);
-    expect(await post(as(AGENT_TOKEN))).toBe(404);
+    expect(await post(as(AGENT_TOKEN))).toBe(403);
     expect(await post(as(OPERATOR))).toBe(200);
     // The Web UI sends no bearer token: the operator's session cookie stands for it.
     const session = await fetch(`${api}/codec/session`, {

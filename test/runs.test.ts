@@ -97,7 +97,7 @@ describe('runs: history, replay and reset for operators', () => {
     ).toBe(404);
   }, 120_000);
 
-  it('are for operators: a token scoped to one agent sees none of them', async () => {
+  it('are for operators: a token scoped to one agent is refused them (403)', async () => {
     const scoped = await startTestKeel({
       worker: false,
       tokens: new Map([
@@ -114,13 +114,13 @@ describe('runs: history, replay and reset for operators', () => {
           url: `/v1/runs/${id}/history`,
           headers: { authorization: `Bearer ${token}` },
         });
-      expect((await as('agent-token')).statusCode).toBe(404);
+      expect((await as('agent-token')).statusCode).toBe(403);
       // The operator's token reaches the route (the workflow does not exist: 404 for the workflow, not the route).
       expect((await as('op')).json<{ error: { message: string } }>().error.message).toMatch(/^workflow conv:a1:/);
       expect(
         (await scoped.api.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer agent-token' } }))
           .statusCode,
-      ).toBe(404);
+      ).toBe(403);
     } finally {
       await scoped.stop();
     }

@@ -4,7 +4,6 @@ import type { Pool } from '../../db/pool';
 import type { EgressAllow } from '../../domain/egress';
 import { agentCreatedIfNew, configureAgent, type AgentRow } from '../../services/agents';
 import { failingRuns } from '../../services/workflow-task-failures';
-import { assertAgentAccess, agentParams } from '../auth';
 import { assertReachable } from '../egress-check';
 import { notFound } from '../errors';
 import { Agent, AgentBody, AgentParams, ErrorResponse, FailingRuns } from '../schemas';
@@ -36,7 +35,7 @@ export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAll
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const destinations = Object.entries(req.body.destinations ?? {}).map(
           ([name, d]) => [`destinations.${name}`, d] as const,
         );
@@ -56,7 +55,6 @@ export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAll
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const agent = await agentCreatedIfNew(pool, req.params.agentId);
         if (!agent) throw notFound(`agent ${req.params.agentId}`);
         return view(agent);
@@ -78,7 +76,6 @@ export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAll
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return { runs: await failingRuns(pool, temporal, req.params.agentId) };
       },
     );

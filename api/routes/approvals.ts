@@ -4,8 +4,6 @@ import type { Pool } from '../../db/pool';
 import { fileChanges } from '../../domain/admission';
 import { Delivery } from '../../domain/delivery';
 import { pendingApprovals, type PendingApproval } from '../../services/approvals';
-import { assertAgentAccess } from '../auth';
-import { ApiError } from '../errors';
 import { CursorInstant, CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { AgentParams, ErrorResponse } from '../schemas';
 import { Change } from './memory';
@@ -153,7 +151,6 @@ export function approvalRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return list({ agentId: req.params.agentId }, req.query);
       },
     );
@@ -168,16 +165,8 @@ export function approvalRoutes(pool: Pool): FastifyPluginAsyncZod {
           response: { 200: Page(Approval), 400: ErrorResponse, 403: ErrorResponse },
         },
       },
-      async (req) => {
-        if (req.agentScope !== '*')
-          throw new ApiError(
-            403,
-            'forbidden',
-            "every agent's approvals need an operator token (one scoped to every agent, *); " +
-              'this token is scoped to one agent: use GET /v1/agents/:agentId/approvals',
-          );
-        return list({}, req.query);
-      },
+      // Operators' tokens only (api/auth.ts decides).
+      async (req) => list({}, req.query),
     );
   };
 }

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { AppDefinition, RecordId } from '../../domain/apps';
 import { listAppRecords, putApp, upsertAppRecord, type AppResult } from '../../services/apps';
-import { assertAgentAccess, agentParams } from '../auth';
 import { ApiError } from '../errors';
 import { ErrorResponse, Id } from '../schemas';
 
@@ -38,7 +37,6 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return putApp(pool, req.params.agentId, req.params.appId, req.body);
       },
     );
@@ -55,7 +53,7 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req, reply) => {
-        const { agentId, appId, table } = agentParams(req);
+        const { agentId, appId, table } = req.params;
         const { record, created } = unwrap(await upsertAppRecord(pool, agentId, appId, table, req.body));
         return reply.status(created ? 201 : 200).send(record);
       },
@@ -72,7 +70,7 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, appId, table } = agentParams(req);
+        const { agentId, appId, table } = req.params;
         return unwrap(await listAppRecords(pool, agentId, appId, table));
       },
     );

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { getArtifact } from '../../services/routines';
-import { agentParams } from '../auth';
 import { notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { AppParams } from './apps';
@@ -34,7 +33,7 @@ export function artifactRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, appId, artifactId } = agentParams(req);
+        const { agentId, appId, artifactId } = req.params;
         const a = await getArtifact(pool, agentId, appId, artifactId);
         if (!a) throw notFound(`artifact ${artifactId}`);
         return a;

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { AUDIT_ACTIONS } from '../../domain/audit';
 import { listAudit } from '../../services/audit';
-import { agentParams } from '../auth';
 import { AgentParams, wholeNumber } from '../schemas';
 
 const AuditEntry = z.object({
@@ -46,7 +45,7 @@ export function auditRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const { limit, before } = req.query;
         // One more than asked: whether an older page exists, without a second query.
         const rows = await listAudit(pool, agentId, { limit: limit + 1, ...(before ? { before } : {}) });

@@ -2,7 +2,7 @@ import cors from '@fastify/cors';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { assertOperator, CODEC_COOKIE } from '../auth';
+import { CODEC_COOKIE } from '../auth';
 
 /** A payload as Temporal's codec protocol writes it: proto JSON, every byte value in base64. */
 const JsonPayload = z.object({
@@ -69,7 +69,6 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
           },
         },
         async (req) => {
-          assertOperator(req.agentScope);
           return { payloads: (await run(req.body.payloads.map(fromJson))).map(toJson) };
         },
       );
@@ -84,7 +83,6 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
         },
       },
       async (req, reply) => {
-        assertOperator(req.agentScope);
         const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
         if (token)
           void reply.setCookie(CODEC_COOKIE, token, {

@@ -15,7 +15,6 @@ import {
   type ConversationSummary,
   type FinishedTurn,
 } from '../../services/conversation';
-import { agentParams } from '../auth';
 import { queryConversationState, submitToConversation } from '../conversation-client';
 import { notFound, shuttingDown } from '../errors';
 import { TurnEndWake, type EventHub } from '../events';
@@ -103,7 +102,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req, reply) => {
-        const { agentId, conversationId } = agentParams(req);
+        const { agentId, conversationId } = req.params;
         const body = req.body;
         const message: InboundMessage = {
           messageId: body.messageId ?? randomUUID(),
@@ -180,7 +179,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const { q, limit } = req.query;
         const after = decodeCursor(req.query.cursor, ConversationCursor);
         const rows = await listConversations(
@@ -210,7 +209,7 @@ export function conversationRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, conversationId } = agentParams(req);
+        const { agentId, conversationId } = req.params;
         const found = await conversationWithTranscript(pool, agentId, conversationId, req.query, () =>
           queryConversationState(temporal, agentId, conversationId),
         );

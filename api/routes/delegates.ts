@@ -5,7 +5,6 @@ import type { Pool } from '../../db/pool';
 import { OUTCOME_KINDS } from '../../domain/delegation';
 import { storableString } from '../../domain/text';
 import { cancelDelegate, getDelegate, listDelegates } from '../../services/delegates';
-import { assertAgentAccess, agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { CursorInstant, CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { AgentParams, ErrorResponse, Id } from '../schemas';
@@ -59,7 +58,7 @@ export function delegateRoutes(deps: { pool: Pool; temporal: Client }): FastifyP
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const { status, limit } = req.query;
         const after = decodeCursor(req.query.cursor, DelegateCursor);
         const rows = await listDelegates(
@@ -88,7 +87,6 @@ export function delegateRoutes(deps: { pool: Pool; temporal: Client }): FastifyP
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const d = await getDelegate(pool, req.params.agentId, req.params.delegateId);
         if (!d) throw notFound(`delegate ${req.params.delegateId}`);
         return d;
@@ -111,7 +109,7 @@ export function delegateRoutes(deps: { pool: Pool; temporal: Client }): FastifyP
         },
       },
       async (req, reply) => {
-        const { agentId, delegateId } = agentParams(req);
+        const { agentId, delegateId } = req.params;
         const cancelled = await cancelDelegate(pool, temporal, agentId, delegateId, req.body.reason);
         if (!cancelled.ok) throw new ApiError(cancelled.error.status, cancelled.error.code, cancelled.error.message);
         return reply.status(202).send({ delegateId: cancelled.value.delegateId, status: 'cancelling' as const });

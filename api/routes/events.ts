@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { conversationWorkflowId } from '../../domain/ids';
 import { CONVERSATION_EVENT_TYPES, eventsAfter, type ConversationEvent } from '../../services/events';
-import { agentParams } from '../auth';
 import type { EventHub } from '../events';
 import { ErrorResponse, ReadableConversationParams, wholeNumber } from '../schemas';
 
@@ -53,7 +52,7 @@ export function eventRoutes(deps: { pool: Pool; hub: EventHub }): FastifyPluginA
         },
       },
       async (req, reply) => {
-        const { agentId, conversationId } = agentParams(req);
+        const { agentId, conversationId } = req.params;
         const key = conversationWorkflowId(agentId, conversationId);
         const res = reply.raw;
         let sent = Number(req.headers['last-event-id'] ?? req.query.lastEventId ?? 0);

@@ -18,7 +18,6 @@ import {
   type JobResult,
   type JobRow,
 } from '../../services/jobs';
-import { assertAgentAccess } from '../auth';
 import { assertReachable } from '../egress-check';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
@@ -89,7 +88,6 @@ export function jobRoutes(deps: {
         },
       },
       async (req, reply) => {
-        assertAgentAccess(req, req.params.agentId);
         const { delivery } = req.body;
         if (typeof delivery === 'object') assertReachable([['delivery', delivery]], egressAllow);
         return reply
@@ -102,7 +100,6 @@ export function jobRoutes(deps: {
       '/v1/agents/:agentId/jobs',
       { schema: { tags: ['jobs'], summary: "The agent's jobs", params: AgentParams, response: { 200: z.array(Job) } } },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return (await listJobs(pool, req.params.agentId)).map(view);
       },
     );
@@ -111,7 +108,6 @@ export function jobRoutes(deps: {
       '/v1/agents/:agentId/jobs/:id',
       { schema: { tags: ['jobs'], summary: 'A job', params: JobParams, response: { 200: Job, 404: ErrorResponse } } },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const job = await getJob(pool, req.params.agentId, req.params.id);
         if (!job) throw notFound(`job ${req.params.id}`);
         return view(job);
@@ -129,7 +125,6 @@ export function jobRoutes(deps: {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return unwrap(await listJobRuns(pool, req.params.agentId, req.params.id));
       },
     );
@@ -146,7 +141,6 @@ export function jobRoutes(deps: {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return view(unwrap(await pauseJob(pool, temporal, req.params.agentId, req.params.id, actor)));
       },
     );
@@ -161,7 +155,6 @@ export function jobRoutes(deps: {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return view(unwrap(await resumeJob(pool, temporal, req.params.agentId, req.params.id, actor)));
       },
     );
@@ -176,7 +169,6 @@ export function jobRoutes(deps: {
         },
       },
       async (req, reply) => {
-        assertAgentAccess(req, req.params.agentId);
         const job = unwrap(await runJobNow(pool, temporal, deps.jobs, req.params.agentId, req.params.id, actor));
         return reply.status(202).send({ id: job.id, status: 'triggered' as const });
       },
@@ -192,7 +184,6 @@ export function jobRoutes(deps: {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const { id } = unwrap(await deleteJob(pool, temporal, req.params.agentId, req.params.id, actor));
         return { id, deleted: true as const };
       },

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { currentMemory, listVersions, memoryVersion, rollBackMemory } from '../../services/memory';
-import { assertAgentAccess, agentParams } from '../auth';
 import { notFound } from '../errors';
 import { AgentParams, ErrorResponse, wholeNumber } from '../schemas';
 
@@ -41,7 +40,6 @@ export function memoryRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const m = await currentMemory(pool, req.params.agentId);
         return { version: m.version, files: m.files };
       },
@@ -58,7 +56,6 @@ export function memoryRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return listVersions(pool, req.params.agentId);
       },
     );
@@ -74,7 +71,6 @@ export function memoryRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const v = await memoryVersion(pool, req.params.agentId, req.params.version);
         if (!v) throw notFound(`memory version ${req.params.version}`);
         return v;
@@ -93,7 +89,7 @@ export function memoryRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const rolledBack = await rollBackMemory(pool, agentId, req.body.toVersion, req.actor);
         if (!rolledBack) throw notFound(`memory version ${req.body.toVersion}`);
         return rolledBack;

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { storableString } from '../../domain/text';
 import { decideOnProposal, listProposals, reflectionOverview, type ProposalRow } from '../../services/proposals';
-import { assertAgentAccess, agentParams } from '../auth';
 import { decisionNotTaken, type DecisionRouteDeps } from '../decisions';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse } from '../schemas';
@@ -55,7 +54,6 @@ export function proposalRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const all = (await listProposals(pool, req.params.agentId)).map(proposalView);
         return req.query.all === 'true' ? all : all.filter((p) => p.status !== 'skipped');
       },
@@ -80,7 +78,7 @@ export function proposalRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
           },
         },
         async (req) => {
-          const { agentId, id } = agentParams(req);
+          const { agentId, id } = req.params;
           const decided = await decideOnProposal(pool, temporal, deps.temporalDeadlineMs, {
             agentId,
             proposalId: id,
@@ -130,7 +128,7 @@ export function proposalRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         return reflectionOverview(pool, temporal, agentId);
       },
     );

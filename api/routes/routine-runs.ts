@@ -9,7 +9,6 @@ import {
   routineTranscript,
   type RoutineRunRow,
 } from '../../services/routines';
-import { assertAgentAccess, agentParams } from '../auth';
 import { decisionNotTaken, type DecisionRouteDeps } from '../decisions';
 import { notFound } from '../errors';
 import { ErrorResponse, Id } from '../schemas';
@@ -71,7 +70,7 @@ export function routineRunRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         return unwrap(await listRoutineRuns(pool, agentId, appId, slug)).map(runView);
       },
     );
@@ -101,7 +100,7 @@ export function routineRunRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         return unwrap(await routineTranscript(pool, agentId, appId, slug));
       },
     );
@@ -117,7 +116,6 @@ export function routineRunRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const run = await getRoutineRun(pool, req.params.agentId, req.params.runId);
         if (!run) throw notFound(`routine run ${req.params.runId}`);
         return runView(run);
@@ -140,7 +138,7 @@ export function routineRunRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod
           },
         },
         async (req, reply) => {
-          const { agentId, runId } = agentParams(req);
+          const { agentId, runId } = req.params;
           const answer = unwrap(
             await decideOnRoutineRun(pool, temporal, deps.temporalDeadlineMs, {
               agentId,

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { listAppTools } from '../../services/routines';
-import { agentParams } from '../auth';
 import { ErrorResponse } from '../schemas';
 import { AppParams } from './apps';
 import { unwrap } from './routines';
@@ -32,7 +31,7 @@ export function routineToolRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, appId } = agentParams(req);
+        const { agentId, appId } = req.params;
         return unwrap(await listAppTools(pool, agentId, appId)).map(({ authoredInRun: _run, ...t }) => t);
       },
     );

@@ -14,7 +14,6 @@ import {
   type RoutineResult,
   type RoutineView,
 } from '../../services/routines';
-import { agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { ErrorResponse, Id } from '../schemas';
@@ -78,7 +77,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req, reply) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         const { routine, created } = unwrap(await putRoutine(pool, temporal, deps, agentId, appId, slug, req.body));
         return reply.status(created ? 201 : 200).send(routineView(routine));
       },
@@ -96,7 +95,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId } = agentParams(req);
+        const { agentId, appId } = req.params;
         const { limit } = req.query;
         const after = decodeCursor(req.query.cursor, z.tuple([Id]));
         const page = { ...(after ? { after: after[0] } : {}), limit: limit + 1 };
@@ -116,7 +115,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         const r = await getRoutineView(pool, temporal, agentId, appId, slug);
         if (!r) throw notFound(`routine ${slug} of app ${appId}`);
         return routineView(r);
@@ -134,7 +133,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         unwrap(await deleteRoutine(pool, temporal, agentId, appId, slug));
         return { slug, deleted: true as const };
       },
@@ -151,7 +150,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         return routineView(unwrap(await pauseRoutine(pool, temporal, agentId, appId, slug, 'api')));
       },
     );
@@ -167,7 +166,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         return routineView(unwrap(await resumeRoutine(pool, temporal, agentId, appId, slug, 'api')));
       },
     );
@@ -183,7 +182,7 @@ export function routineRoutes(deps: {
         },
       },
       async (req, reply) => {
-        const { agentId, appId, slug } = agentParams(req);
+        const { agentId, appId, slug } = req.params;
         unwrap(await runRoutineNow(pool, temporal, deps, agentId, appId, slug));
         return reply.status(202).send({ slug, status: 'triggered' as const });
       },

@@ -4,7 +4,6 @@ import type { Pool } from '../../db/pool';
 import { SkillName } from '../../domain/delegation';
 import { storableString } from '../../domain/text';
 import { putSkill } from '../../services/tasks';
-import { assertAgentAccess } from '../auth';
 import { ErrorResponse, Id } from '../schemas';
 
 /** An agent's skills, which a task may require of the delegate that claims it. */
@@ -26,7 +25,6 @@ export function skillRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         return putSkill(pool, req.params.agentId, req.params.name, req.body.body);
       },
     );

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { BUDGET_NAMES, startOfMonth, type BudgetName } from '../../domain/spend';
 import { budgetStanding, usage, USAGE_GROUPS } from '../../services/spend';
-import { agentParams } from '../auth';
 import { AgentParams, ErrorResponse } from '../schemas';
 
 const UsageQuery = z
@@ -72,7 +71,7 @@ export function spendRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const to = req.query.to ? new Date(req.query.to) : new Date();
         const from = req.query.from ? new Date(req.query.from) : startOfMonth(to);
         // A range that ends before it starts holds no calls: an empty answer, not an error.
@@ -101,7 +100,7 @@ export function spendRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const budgets = await budgetStanding(pool, agentId);
         return {
           budgets: budgets.map(({ name, limitUsd, ...standing }) => ({

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { NewTask, TASK_STATUSES } from '../../domain/delegation';
 import { createTask, listTasks, moveTaskOnBoard, taskWithAttempts } from '../../services/tasks';
-import { assertAgentAccess, agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { AgentParams, ErrorResponse, Id, wholeNumber } from '../schemas';
@@ -51,7 +50,6 @@ export function taskRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req, reply) => {
-        assertAgentAccess(req, req.params.agentId);
         return reply.status(201).send(await createTask(pool, req.params.agentId, req.body));
       },
     );
@@ -68,7 +66,7 @@ export function taskRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const { limit } = req.query;
         const after = decodeCursor(req.query.cursor, TaskCursor);
         const rows = await listTasks(pool, agentId, { ...(after ? { after: after[0] } : {}), limit: limit + 1 });
@@ -92,7 +90,6 @@ export function taskRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const task = await taskWithAttempts(pool, req.params.agentId, req.params.number);
         if (!task) throw notFound(`task #${req.params.number}`);
         return task;
@@ -111,7 +108,6 @@ export function taskRoutes(pool: Pool): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        assertAgentAccess(req, req.params.agentId);
         const { agentId, number } = req.params;
         const moved = await moveTaskOnBoard(pool, agentId, number, req.body.status, req.actor);
         if (moved.ok) return moved.task;

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { storableString } from '../../domain/text';
 import { TOOL_CALL_STATUSES } from '../../domain/tool-calls';
 import { decideOnToolCall, listToolCalls, toolCall, type ToolCallRow } from '../../services/tool-call-decisions';
-import { agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { decisionNotTaken, type DecisionRouteDeps } from '../decisions';
 import { CursorInstant, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
@@ -89,7 +88,7 @@ export function toolCallRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId } = agentParams(req);
+        const { agentId } = req.params;
         const after = decodeCursor(req.query.cursor, ToolCallCursor);
         const rows = await listToolCalls(pool, agentId, req.query.status ? { status: req.query.status } : {}, {
           ...(after ? { after: { at: after[0], id: after[1] } } : {}),
@@ -110,7 +109,7 @@ export function toolCallRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, callId } = agentParams(req);
+        const { agentId, callId } = req.params;
         const call = await toolCall(pool, callId);
         if (!call || call.agentId !== agentId) throw notFound(`tool call ${callId}`);
         return toolCallView(call);
@@ -136,7 +135,7 @@ export function toolCallRoutes(deps: DecisionRouteDeps): FastifyPluginAsyncZod {
           },
         },
         async (req) => {
-          const { agentId, callId } = agentParams(req);
+          const { agentId, callId } = req.params;
           const decided = await decideOnToolCall(pool, temporal, deps.temporalDeadlineMs, {
             agentId,
             callId,

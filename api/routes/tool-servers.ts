@@ -13,7 +13,6 @@ import {
   type ToolServerDeps,
   type ToolServerView,
 } from '../../services/tool-servers';
-import { agentParams } from '../auth';
 import { ApiError, notFound } from '../errors';
 import { AgentParams, ErrorResponse, Id } from '../schemas';
 
@@ -169,7 +168,7 @@ export function toolServerRoutes(deps: ToolServerDeps): FastifyPluginAsyncZod {
         },
       },
       async (req, reply) => {
-        const { agentId, name } = agentParams(req);
+        const { agentId, name } = req.params;
         const b = req.body;
         // A stdio server runs a command on Keel's workers: that is an operator's decision.
         if (b.command !== undefined && req.agentScope !== '*')
@@ -198,7 +197,7 @@ export function toolServerRoutes(deps: ToolServerDeps): FastifyPluginAsyncZod {
           response: { 200: z.object({ items: z.array(ToolServer) }), ...errors },
         },
       },
-      async (req) => ({ items: (await toolServers(pool, agentParams(req).agentId)).map(view) }),
+      async (req) => ({ items: (await toolServers(pool, req.params.agentId)).map(view) }),
     );
 
     app.get(
@@ -212,7 +211,7 @@ export function toolServerRoutes(deps: ToolServerDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, name } = agentParams(req);
+        const { agentId, name } = req.params;
         const s = await toolServer(pool, agentId, name);
         if (!s) throw notFound(`tool server ${name}`);
         return view(s);
@@ -231,7 +230,7 @@ export function toolServerRoutes(deps: ToolServerDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, name } = agentParams(req);
+        const { agentId, name } = req.params;
         const s = await changeToolServerPolicies(pool, { agentId, name, ...req.body }, req.actor).catch(refused);
         if (!s) throw notFound(`tool server ${name}`);
         return view(s);
@@ -249,7 +248,7 @@ export function toolServerRoutes(deps: ToolServerDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, name } = agentParams(req);
+        const { agentId, name } = req.params;
         const s = await refreshToolServer(deps, agentId, name).catch(refused);
         if (!s) throw notFound(`tool server ${name}`);
         return view(s);
@@ -267,7 +266,7 @@ export function toolServerRoutes(deps: ToolServerDeps): FastifyPluginAsyncZod {
         },
       },
       async (req) => {
-        const { agentId, name } = agentParams(req);
+        const { agentId, name } = req.params;
         if (!(await removeToolServer(pool, agentId, name, req.actor))) throw notFound(`tool server ${name}`);
         return { name, deleted: true as const };
       },

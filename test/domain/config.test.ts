@@ -174,6 +174,14 @@ describe('parseTokens', () => {
     expect(loadConfig({ KEEL_API_TOKENS: 'tok-a=agent-a' }).api.tokens?.get('tok-a')).toBe('agent-a');
   });
 
+  it('takes a token by its SHA-256 (sha256:<64 hex>) and a read-only grant (ro:); refuses a bad digest', () => {
+    const hex = 'a'.repeat(64);
+    expect(parseTokens(`sha256:${hex}=ro:agent-a`)).toEqual(new Map([[`sha256:${hex}`, 'ro:agent-a']]));
+    expect(() => parseTokens('sha256:abc=agent-a')).toThrow(
+      'KEEL_API_TOKENS: pair 1 starts with sha256: but is not sha256:<64 lowercase hex>=agent',
+    );
+  });
+
   // BUG (domain/config.ts, parseTokens): whitespace is trimmed around each pair but not around "=", so
   // "tok-a = agent-a" yields the token "tok-a " (which no `Bearer \S+` header can ever present) scoped to the agent
   // " agent-a" (which matches no agent id): a silently unusable token. Expected: tok-a → agent-a.
