@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Delivery, Destinations } from '../domain/delivery';
 import { ID_PATTERN, READABLE_CONVERSATION_ID_PATTERN } from '../domain/limits';
 import { BudgetsSchema } from '../domain/spend';
+import { DeliveryShown } from './delivery-shown';
 import { storableString } from '../domain/text';
 
 /** Shapes of the REST contract (API.md) that are not rules of the domain itself. */
@@ -49,8 +50,8 @@ export const Agent = z.object({
   name: z.string(),
   model: z.string().nullable(),
   systemPrompt: z.string().nullable(),
-  owner: z.object({ delivery: Delivery }).nullable(),
-  destinations: z.record(z.string(), Delivery),
+  owner: z.object({ delivery: DeliveryShown }).nullable(),
+  destinations: z.record(z.string(), DeliveryShown),
   reflection: z.object({ enabled: z.boolean() }),
   budgets: BudgetsSchema,
   createdAt: z.string(),

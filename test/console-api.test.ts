@@ -7,6 +7,9 @@ import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-re
 // Waits of the worker's own length, not the 7-day defaults: the approvals list must say what the worker waits.
 const ROUTINE_WAIT_MS = 2 * 3_600_000;
 const PROPOSAL_WAIT_MS = 3 * 3_600_000;
+const HOOK_SECRET = 'a plain secret';
+/** The first 8 hex characters of SHA-256(HOOK_SECRET): how answers tell the secret apart without showing it. */
+const SECRET_FINGERPRINT = '4f898257';
 
 let keel: TestKeel; // a worker; API without tokens (every agent)
 let secured: TestKeel; // the same database through an API with tokens, no worker
@@ -242,7 +245,7 @@ describe('pending approvals', () => {
     await r.routine(agentA, 'crm', 'contact', {
       label: 'Contact Ada',
       prompt: `Contact Ada ${author(CONTACT_ADA)}`,
-      delivery: { channel: 'webhook', url: hook.url, secret: 'a plain secret' },
+      delivery: { channel: 'webhook', url: hook.url, secret: HOOK_SECRET },
     });
     const waiting = await r.runNow(agentA, 'crm', 'contact', (x) => x.status === 'needs_approval');
     const { firedAt } = (await get<{ firedAt: string }>(`/v1/agents/${agentA}/routine-runs/${waiting.runId}`)).body;
@@ -265,7 +268,11 @@ describe('pending approvals', () => {
     appId: 'crm',
     slug: 'contact',
     label: 'Contact Ada',
-    gate: { capability: 'send', detail: run.gate!.detail, target: { channel: 'webhook', url: hook.url } },
+    gate: {
+      capability: 'send',
+      detail: run.gate!.detail,
+      target: { channel: 'webhook', url: hook.url, hasSecret: true, secretFingerprint: SECRET_FINGERPRINT },
+    },
     waitingSince: anInstant,
     expiresAt: anInstant,
     approve: { method: 'POST', path: `/v1/agents/${agentA}/routine-runs/${run.runId}/approve` },

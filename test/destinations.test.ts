@@ -79,7 +79,11 @@ describe('an agent’s destinations, configured by a person', () => {
       destinations: { 'ops-webhook': ops, alerts: { channel: 'slack', target: 'C0ALERTS' } },
     });
     expect(put.status).toBe(200);
-    expect(put.body.destinations).toEqual({ 'ops-webhook': ops, alerts: { channel: 'slack', target: 'C0ALERTS' } });
+    // A webhook is shown with whether it has a secret (and which, by fingerprint), never the secret itself.
+    expect(put.body.destinations).toEqual({
+      'ops-webhook': { ...ops, hasSecret: false },
+      alerts: { channel: 'slack', target: 'C0ALERTS' },
+    });
     expect((await r.call('GET', `/v1/agents/${a}`)).body).toMatchObject({ destinations: { 'ops-webhook': ops } });
 
     const owner = await configure(a, { destinations: { owner: ops } });

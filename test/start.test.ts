@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
+import { payloadEncryption } from '../services/payload-encryption';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
 import { freePort, portOpen } from '../scripts/ports';
@@ -75,10 +77,17 @@ describe('npm start', () => {
       const ui = await fetch(`http://127.0.0.1:${temporalPort + 1000}/`);
       expect(ui.status).toBe(200);
       expect(await ui.text()).toMatch(/<html/i);
+      // npm start sealed the payloads with the development key it made: a client reads them with that key.
+      const keyFile = path.join(dataDir, 'payloads.key');
+      expect(output.join('\n')).toContain(`Payloads     sealed with the key in ${keyFile} (development;`);
+      const { dataConverter } = payloadEncryption(
+        { keys: readFileSync(keyFile, 'utf8').trim(), production: false },
+        't',
+      );
       const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
       const ids: string[] = [];
-      for await (const w of new Client({ connection }).workflow.list({ query: `WorkflowId = 'conv:a1:c1'` }))
-        ids.push(w.workflowId);
+      const client = new Client({ connection, dataConverter });
+      for await (const w of client.workflow.list({ query: `WorkflowId = 'conv:a1:c1'` })) ids.push(w.workflowId);
       await connection.close();
       expect(ids).toEqual(['conv:a1:c1']);
 

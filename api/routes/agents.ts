@@ -4,6 +4,7 @@ import type { Pool } from '../../db/pool';
 import type { EgressAllow } from '../../domain/egress';
 import { agentCreatedIfNew, configureAgent, type AgentRow } from '../../services/agents';
 import { failingRuns } from '../../services/workflow-task-failures';
+import { shownDelivery, shownDestinations } from '../delivery-shown';
 import { assertReachable } from '../egress-check';
 import { notFound } from '../errors';
 import { Agent, AgentBody, AgentParams, ErrorResponse, FailingRuns } from '../schemas';
@@ -13,8 +14,8 @@ const view = (a: AgentRow) => ({
   name: a.name,
   model: a.model,
   systemPrompt: a.systemPrompt,
-  owner: a.ownerDelivery ? { delivery: a.ownerDelivery } : null,
-  destinations: a.destinations,
+  owner: a.ownerDelivery ? { delivery: shownDelivery(a.ownerDelivery) } : null,
+  destinations: shownDestinations(a.destinations),
   reflection: { enabled: a.reflectionEnabled },
   budgets: a.budgets,
   createdAt: a.createdAt,

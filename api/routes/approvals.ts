@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { fileChanges } from '../../domain/admission';
-import { Delivery } from '../../domain/delivery';
+import { DeliveryShown, shownDelivery } from '../delivery-shown';
 import { pendingApprovals, type PendingApproval } from '../../services/approvals';
 import { CursorInstant, CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { AgentParams, ErrorResponse } from '../schemas';
@@ -30,7 +30,7 @@ const RoutineRunApproval = z.object({
   slug: z.string(),
   label: z.string().describe("The routine's label (its slug when the routine was deleted since)"),
   gate: Gate.extend({
-    target: Delivery.optional().describe('Where the gated call would send (a webhook shown without its secret)'),
+    target: DeliveryShown.optional().describe('Where the gated call would send (a webhook shown without its secret)'),
   }),
   ...Waiting,
 });
@@ -65,9 +65,6 @@ const ApprovalCursor = z.tuple([CursorInstant, CursorText]);
 const pathOf = (route: string, params: Record<string, string>) =>
   route.replace(/:([A-Za-z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? ''));
 
-/** A webhook's secret is not the console's to show. */
-const shown = (d: Delivery): Delivery => (d.channel === 'webhook' ? { channel: 'webhook', url: d.url } : d);
-
 function approvalView(a: PendingApproval): z.infer<typeof Approval> {
   const waiting = { waitingSince: a.waitingSince, expiresAt: a.expiresAt };
   if (a.kind === 'routine_run') {
@@ -82,7 +79,11 @@ function approvalView(a: PendingApproval): z.infer<typeof Approval> {
       appId: run.appId,
       slug: run.slug,
       label: a.label ?? run.slug,
-      gate: { capability: gate.capability, detail: gate.detail, ...(a.target ? { target: shown(a.target) } : {}) },
+      gate: {
+        capability: gate.capability,
+        detail: gate.detail,
+        ...(a.target ? { target: shownDelivery(a.target) } : {}),
+      },
       ...waiting,
       approve: { method: 'POST', path: pathOf(routineRunDecisionRoute('approve'), params) },
       reject: { method: 'POST', path: pathOf(routineRunDecisionRoute('reject'), params) },

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
-import { Delivery } from '../../domain/delivery';
+import { DeliveryShown, shownDelivery } from '../delivery-shown';
 import type { EgressAllow } from '../../domain/egress';
 import { NewJob } from '../../domain/jobs';
 import type { JobSettings } from '../../services/job-settings';
@@ -31,7 +31,7 @@ const Job = z.object({
   schedule: z.unknown(),
   task: z.string(),
   /** As it was given: a Delivery, or the name of one of the agent's destinations. */
-  delivery: z.union([Delivery, z.string()]),
+  delivery: z.union([DeliveryShown, z.string()]),
   /** Who chose where results go: a person (`user`, through the API) or the model (`agent`, its schedule tool). */
   deliveryChosenBy: z.enum(['agent', 'user']),
   deleteAfterRun: z.boolean(),
@@ -58,7 +58,7 @@ const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 413
 
 const view = ({ agentId: _agentId, destination, delivery, ...job }: JobRow) => ({
   ...job,
-  delivery: destination ?? delivery,
+  delivery: destination ?? shownDelivery(delivery),
 });
 
 /** A job rule or lifecycle refusal in the API's error shape and status. */

@@ -18,6 +18,7 @@ import { ApiError, notFound } from '../errors';
 import { decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { ErrorResponse, Id } from '../schemas';
 import { AppParams } from './apps';
+import { DeliveryShown, shownDelivery } from '../delivery-shown';
 
 /** A routine's path parameters, which the routes of its runs share. */
 export const RoutineParams = AppParams.extend({ slug: Id });
@@ -30,7 +31,7 @@ const Routine = z.object({
   cron: z.string(),
   prompt: z.string().nullable(),
   playbook: z.string().nullable(),
-  delivery: z.unknown().nullable(),
+  delivery: DeliveryShown.nullable(),
   /** The routine's own budget for each run, in USD (null: the agent's perRoutineRunUsd). */
   budgetUsd: z.number().nullable(),
   status: z.enum(['active', 'paused']),
@@ -45,7 +46,10 @@ export const routineRunDecisionRoute = (verdict: 'approve' | 'reject') =>
   `/v1/agents/:agentId/routine-runs/:runId/${verdict}` as const;
 const errors = { 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 
-const routineView = ({ agentId: _agentId, ...r }: RoutineView) => r;
+const routineView = ({ agentId: _agentId, ...r }: RoutineView) => ({
+  ...r,
+  delivery: r.delivery && shownDelivery(r.delivery),
+});
 
 /** A routine refusal in the API's error shape and status. */
 export function unwrap<T>(r: RoutineResult<T>): T {

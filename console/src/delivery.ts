@@ -1,7 +1,7 @@
 /** Where something would be sent, in words: a Delivery of the API (docs/api.md), or a destination's name. */
 export type Delivery =
   | { channel: 'none' }
-  | { channel: 'webhook'; url: string; secret?: string }
+  | { channel: 'webhook'; url: string; hasSecret?: boolean; secretFingerprint?: string }
   | { channel: 'slack'; target: string }
   | string;
 

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startShopHttp } from './support/mcp-shop';
+
+/**
+ * Secrets a person sets (webhook secrets of the owner delivery, a destination, a job and a routine; a tool server's
+ * header) are in no answer: every GET operation of the OpenAPI document, its parameters filled with the ids these
+ * things really have, is searched for them. A webhook shows `hasSecret` and a fingerprint instead.
+ */
+const SECRETS = {
+  owner: 'owner-secret-2f9c41',
+  destination: 'destination-secret-77ab0e',
+  job: 'job-secret-c03d19',
+  routine: 'routine-secret-5e6a22',
+  header: 'Bearer tool-header-secret-91d4',
+};
+
+let keel: TestKeel;
+let shop: Awaited<ReturnType<typeof startShopHttp>>;
+beforeAll(async () => {
+  keel = await startTestKeel();
+  shop = await startShopHttp();
+});
+afterAll(async () => {
+  await keel?.stop();
+  await shop?.close();
+});
+
+const hook = (secret: string) => ({ channel: 'webhook', url: 'https://hooks.example.com/in', secret });
+
+describe('secrets in answers', () => {
+  it('no GET answers a secret it was given; webhooks show hasSecret and a fingerprint', async () => {
+    const agent = uniqueId('a');
+    const app = 'crm';
+    const slug = 'nightly';
+    const server = 'shop';
+    const conversation = uniqueId('c');
+    const put = await keel.call('PUT', `/v1/agents/${agent}`, {
+      name: agent,
+      owner: { delivery: hook(SECRETS.owner) },
+      destinations: { ops: hook(SECRETS.destination) },
+    });
+    expect(put.status, put.raw).toBe(200);
+    const job = await keel.call<{ id: string }>('POST', `/v1/agents/${agent}/jobs`, {
+      name: 'report',
+      schedule: { kind: 'every', intervalMs: 3_600_000 },
+      task: 'report',
+      delivery: hook(SECRETS.job),
+    });
+    expect(job.status, job.raw).toBe(201);
+    expect((await keel.call('PUT', `/v1/agents/${agent}/apps/${app}`, { name: app, tables: [] })).status).toBe(200);
+    const routine = await keel.call('PUT', `/v1/agents/${agent}/apps/${app}/routines/${slug}`, {
+      label: slug,
+      schedule: { expr: 'daily' },
+      prompt: 'summarise the day',
+      delivery: hook(SECRETS.routine),
+    });
+    expect(routine.status, routine.raw).toBeLessThan(300);
+    const tools = await keel.call('PUT', `/v1/agents/${agent}/tool-servers/${server}`, {
+      url: shop.url,
+      headers: { authorization: SECRETS.header },
+    });
+    expect(tools.status, tools.raw).toBe(201);
+    await keel.post(agent, conversation, { text: 'hello' }, { wait: 30 });
+
+    const values: Record<string, string> = {
+      agentId: agent,
+      id: job.body.id,
+      appId: app,
+      slug,
+      name: server,
+      conversationId: conversation,
+    };
+    const doc = (await keel.api.inject({ method: 'GET', url: '/docs/json' })).json<{
+      paths: Record<string, Record<string, unknown>>;
+    }>();
+    const gets = Object.entries(doc.paths)
+      .filter(([path, methods]) => 'get' in methods && path.startsWith('/v1/') && !path.endsWith('/events'))
+      .map(([path]) => path.replace(/\{(\w+)\}/g, (_m, p: string) => encodeURIComponent(values[p] ?? `x${p}`)));
+    expect(gets.length).toBeGreaterThan(30);
+    const answered: string[] = [];
+    for (const url of gets) {
+      const res = await keel.call('GET', url);
+      if (res.status === 200) answered.push(url);
+      for (const secret of Object.values(SECRETS)) expect(res.raw, `${url} answers a secret`).not.toContain(secret);
+    }
+    // The walk reached the things that hold secrets.
+    expect(answered).toEqual(
+      expect.arrayContaining([
+        `/v1/agents/${agent}`,
+        `/v1/agents/${agent}/jobs/${job.body.id}`,
+        `/v1/agents/${agent}/apps/${app}/routines/${slug}`,
+        `/v1/agents/${agent}/tool-servers/${server}`,
+      ]),
+    );
+    const shown = (await keel.call<{ owner: { delivery: unknown } }>('GET', `/v1/agents/${agent}`)).body;
+    expect(shown.owner.delivery).toEqual({
+      channel: 'webhook',
+      url: 'https://hooks.example.com/in',
+      hasSecret: true,
+      secretFingerprint: expect.stringMatching(/^[0-9a-f]{8}$/) as string,
+    });
+  });
+});
