@@ -106,7 +106,8 @@ describe('payload encryption', () => {
       method: 'POST',
       headers: { authorization: `Bearer ${OPERATOR}` },
     });
-    expect(session.status).toBe(204);
+    expect(session.status).toBe(200);
+    expect(await session.json()).toEqual({ cookie: 'set' });
     const cookie = session.headers.get('set-cookie') ?? '';
     expect(cookie).toMatch(/^keel_codec=.*HttpOnly/i);
     const viaCookie = await fetch(`${api}/codec/decode`, {

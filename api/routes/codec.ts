@@ -11,6 +11,8 @@ const JsonPayload = z.object({
 });
 const Payloads = z.object({ payloads: z.array(JsonPayload).max(10_000) });
 type JsonPayload = z.infer<typeof JsonPayload>;
+/** What the codec session routes did: the cookie set (or none: no bearer token, as without tokens), or cleared. */
+const Session = z.object({ cookie: z.enum(['set', 'none', 'cleared']) });
 
 const fromJson = (p: JsonPayload): Payload => ({
   metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
@@ -79,7 +81,7 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
         schema: {
           tags: ['codec'],
           summary: "Keeps the operator's token in an HttpOnly cookie for the Temporal UI's codec calls",
-          response: { 204: z.null() },
+          response: { 200: Session },
         },
       },
       async (req, reply) => {
@@ -91,13 +93,13 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
             sameSite: 'strict',
             secure: req.protocol === 'https',
           });
-        return reply.status(204).send(null);
+        return reply.send({ cookie: token ? 'set' : 'none' });
       },
     );
     app.delete(
       '/codec/session',
-      { schema: { tags: ['codec'], summary: 'Forgets the codec cookie', response: { 204: z.null() } } },
-      async (_req, reply) => reply.clearCookie(CODEC_COOKIE, { path: '/codec' }).status(204).send(null),
+      { schema: { tags: ['codec'], summary: 'Forgets the codec cookie', response: { 200: Session } } },
+      async (_req, reply) => reply.clearCookie(CODEC_COOKIE, { path: '/codec' }).send({ cookie: 'cleared' }),
     );
   };
 }

@@ -82,7 +82,8 @@ async function get<T>(url: string): Promise<T> {
  * workflow task has completed (a turn's reply is out while the task that made it may still run).
  */
 async function versioning(workflowId: string): Promise<{ build: string | null; behavior: string }> {
-  await settledHistory({ client: new Client({ connection, namespace: stack.namespace }) }, workflowId);
+  const sealed = { connection, namespace: stack.namespace, dataConverter: stack.dataConverter };
+  await settledHistory({ client: new Client(sealed) }, workflowId);
   const { workflowExecutionInfo } = await connection.workflowService.describeWorkflowExecution({
     namespace: stack.namespace,
     execution: { workflowId },
@@ -94,7 +95,8 @@ async function versioning(workflowId: string): Promise<{ build: string | null; b
   };
 }
 const build = async (workflowId: string) => (await versioning(workflowId)).build;
-const client = () => new WorkflowClient({ connection, namespace: stack.namespace });
+// The stack seals its payloads: this test's client reads with the same key.
+const client = () => new WorkflowClient({ connection, namespace: stack.namespace, dataConverter: stack.dataConverter });
 
 /** Every run of a workflow id, oldest first, with its history. */
 async function runsOf(workflowId: string) {
@@ -229,7 +231,11 @@ describe('a deploy while agents run (Worker Deployment versioning)', () => {
     }
     const [routineRun] = await runsOf(onA.routine);
     await expect(
-      Worker.runReplayHistory({ workflowBundle: { code: bundleB } }, routineRun!.history, onA.routine),
+      Worker.runReplayHistory(
+        { workflowBundle: { code: bundleB }, dataConverter: stack.dataConverter },
+        routineRun!.history,
+        onA.routine,
+      ),
     ).rejects.toThrow(/Nondeterminism|DeterminismViolation/);
     await stopProcess(workerB);
   });
