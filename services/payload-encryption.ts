@@ -1,7 +1,7 @@
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { EncryptionCodec } from '../adapters/payload-codec';
 import { loadConfig, type KeelConfig } from '../domain/config';
-import { parseKeyRing } from '../domain/key-ring';
+import { parseKeyRing, sealingKey } from '../domain/key-ring';
 
 /** What a Keel process uses for Temporal's payloads: its codecs (none: clear text), and a line saying which. */
 export interface PayloadEncryption {
@@ -11,10 +11,6 @@ export interface PayloadEncryption {
   describe: string;
 }
 
-/** The codec of KEEL_PAYLOAD_KEYS's value. */
-export const payloadCodecOf = (keys: string): PayloadCodec =>
-  new EncryptionCodec(parseKeyRing(keys, 'KEEL_PAYLOAD_KEYS'));
-
 /**
  * The encryption a process (`who`: "worker", "API", a script's name) runs with. Keys seal every payload. Without
  * keys production refuses to start, unless KEEL_PAYLOAD_ENCRYPTION=off says it is on purpose; development runs in
@@ -23,9 +19,10 @@ export const payloadCodecOf = (keys: string): PayloadCodec =>
 export function payloadEncryption(payloads: KeelConfig['payloads'], who: string): PayloadEncryption {
   if (payloads.encryption === 'off') return clear('off (KEEL_PAYLOAD_ENCRYPTION=off)');
   if (payloads.keys) {
-    const codec = payloadCodecOf(payloads.keys);
-    const keyId = payloads.keys.slice(0, payloads.keys.indexOf(':'));
-    return { codecs: [codec], dataConverter: { payloadCodecs: [codec] }, describe: `AES-256-GCM, key ${keyId}` };
+    const ring = parseKeyRing(payloads.keys, 'KEEL_PAYLOAD_KEYS');
+    const codec = new EncryptionCodec(ring);
+    const describe = `AES-256-GCM, key ${sealingKey(ring).id}`;
+    return { codecs: [codec], dataConverter: { payloadCodecs: [codec] }, describe };
   }
   if (payloads.encryption === 'on' || payloads.production) {
     throw new Error(
