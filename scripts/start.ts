@@ -8,8 +8,7 @@ import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
 import { REPO_ROOT, spawnTs, spawnWorker, stopProcess } from './processes';
 import { waitForReady } from './ready';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { newSecretKey } from '../services/secrets';
+import { devKey } from './dev-keys';
 import { Supervisor } from './supervisor';
 
 /**
@@ -131,20 +130,6 @@ async function main(): Promise<void> {
     console.error('keel: start failed:', err instanceof Error ? err.message : err);
     await supervisor.shutdown(1);
   }
-}
-
-/**
- * A development key (for secrets at rest, or for Temporal's payloads), made on first start into the data folder,
- * readable by its owner only; the same key on every later start, so what was sealed stays readable.
- */
-function devKey(dataDir: string, name: string, setting: string, what: string): { key: string; where: string } {
-  const file = path.join(dataDir, name);
-  if (!existsSync(file)) {
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, `${newSecretKey('dev')}\n`, { mode: 0o600 });
-    console.log(`keel: generated a development key for ${what} into ${file}`);
-  }
-  return { key: readFileSync(file, 'utf8').trim(), where: `${file} (development; set ${setting} in production)` };
 }
 
 /**
