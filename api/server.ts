@@ -72,6 +72,12 @@ export interface ApiDeps {
   consoleDir?: string;
 }
 
+/**
+ * What the request log never prints, whatever a serializer or a debug line adds: the bearer token, the codec's cookie
+ * and the cookie the codec session sets. Bodies are not logged at all (webhook and tool-server secrets travel there).
+ */
+const LOG_REDACTIONS = ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'];
+
 const COMMON_ERRORS = {
   400: ErrorResponse,
   401: ErrorResponse,
@@ -86,7 +92,7 @@ const COMMON_ERRORS = {
 /** The REST API of API.md: fastify, zod-validated, OpenAPI at /docs. It never runs model calls. */
 export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger: deps.logger ? { ...(deps.logger === true ? {} : deps.logger), redact: LOG_REDACTIONS } : false,
     bodyLimit: LIMITS.requestBodyBytes,
     // Long enough for any id the schemas accept (workflow ids hold two ids), so the schemas, not the router, judge.
     routerOptions: { maxParamLength: LIMITS.pathParamChars },
