@@ -217,7 +217,12 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(delegateRoutes(deps));
   await app.register(appRoutes(deps.pool));
   await app.register(
-    runRoutes({ temporal: deps.temporal, namespace: deps.temporal.options.namespace, taskQueue: deps.taskQueue }),
+    runRoutes({
+      pool: deps.pool,
+      temporal: deps.temporal,
+      namespace: deps.temporal.options.namespace,
+      taskQueue: deps.taskQueue,
+    }),
   );
   await app.register(
     codecRoutes({

@@ -24,6 +24,12 @@ export const AUDIT_ACTIONS = {
     'enabled?})',
   'tool_call.approve': "a tool call waiting for a person was approved (subject: the call's id; detail: {note?})",
   'tool_call.reject': "a tool call waiting for a person was rejected (subject: the call's id; detail: {note?})",
+  'agent.budgets': "the agent's spending limits changed (subject: the agent id; detail: {from, to}, USD per window)",
+  'run.reset':
+    "an operator reset a run of the agent's (subject: the workflow id; detail: {runId, newRunId, to, reason})",
+  'run.replay':
+    "an operator replayed a run of the agent's against the workers' code (subject: the workflow id; " +
+    'detail: {runId, ok})',
 } as const satisfies Record<string, string>;
 export type AuditAction = keyof typeof AUDIT_ACTIONS;
 

@@ -4,13 +4,14 @@ import { ensureAgent, getAgent, lockAgent, upsertAgent, type AgentRow, type Agen
 import { recordAudit } from '../db/audit';
 import { inTransaction, type Pool } from '../db/pool';
 import { destinationChange } from '../domain/audit';
+import { sameJson } from '../domain/canonical-json';
 import { tellBudgetsChanged } from './budgets';
 
 export type { AgentRow, AgentSettings };
 
 /**
- * Creates or configures an agent. A change of where it delivers (its owner or a named destination) goes into the
- * audit trail with it. Delegates and job runs waiting for a budget are then told: the budgets may have changed.
+ * Creates or configures an agent. A change of where it delivers (its owner or a named destination), or of its
+ * budgets, goes into the audit trail with it. Delegates and job runs waiting for a budget are then told: the budgets may have changed.
  */
 export async function configureAgent(
   pool: Pool,
@@ -28,6 +29,10 @@ export async function configureAgent(
     const change = destinationChange(at(before), at(after));
     if (change)
       await recordAudit(db, { agentId, action: 'agent.destinations', actor, subject: agentId, detail: change });
+    if (!sameJson(before.budgets, after.budgets)) {
+      const detail = { from: before.budgets, to: after.budgets };
+      await recordAudit(db, { agentId, action: 'agent.budgets', actor, subject: agentId, detail });
+    }
     return after;
   });
   // Delegates waiting for a budget go on once the budgets change (they wait again if still not allowed).

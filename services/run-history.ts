@@ -4,6 +4,10 @@ import { TimeoutFailure, type Payload, type PayloadCodec } from '@temporalio/com
 import { historyFromJSON, historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
 import { REPLAY_RUN_WORKFLOW, type ReplayOutcome, type ReplayRunWorkflow } from '../contracts/replay-run';
 import { replayRunWorkflowId } from '../domain/ids';
+import { SA } from '../domain/search-attributes';
+import type { AuditAction } from '../domain/audit';
+import { recordAudit } from '../db/audit';
+import type { Pool } from '../db/pool';
 
 /** A run's history, with the ids it belongs to. */
 export interface HistoryRef {
@@ -62,6 +66,26 @@ function collectPayloads(value: unknown, into: Payload[]): void {
     return;
   }
   for (const child of Array.isArray(value) ? value : Object.values(value)) collectPayloads(child, into);
+}
+
+/** The agent a run belongs to, as its start recorded it (KeelAgentId); undefined for a run of no agent's. */
+function agentOfHistory(history: History): string | undefined {
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const payload = started?.searchAttributes?.indexedFields?.[SA.agentId.name];
+  if (!payload?.data) return undefined;
+  // Search attributes are never sealed: the server indexes them. A keyword is a JSON string.
+  const value: unknown = JSON.parse(Buffer.from(payload.data).toString('utf8'));
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** An operator's action on a run (a reset, a replay), in the trail of the run's agent; a run of no agent's has none. */
+export async function recordRunAction(
+  pool: Pool,
+  ref: HistoryRef,
+  e: { actor: string; action: Extract<AuditAction, `run.${string}`>; detail: object },
+): Promise<void> {
+  const agentId = agentOfHistory(ref.history);
+  if (agentId) await recordAudit(pool, { agentId, subject: ref.workflowId, ...e });
 }
 
 /** A history as the JSON `temporal workflow show -o json` prints, and back. */

@@ -236,6 +236,28 @@ describe('the audit trail records which token decided, and when', () => {
     // The webhook's secret and its path (which can be a credential itself) are not in the trail.
     expect(JSON.stringify(page)).not.toMatch(/hook-secret|pathsecret/);
   });
+
+  it("budget changes: the agent's limits before and after, with the token that set them", async () => {
+    const a = uniqueId('audit-b');
+    const put = async (budgets?: Record<string, number>) =>
+      expect(
+        (await call(keel, ADMIN, 'PUT', `/v1/agents/${a}`, { name: a, ...(budgets ? { budgets } : {}) })).status,
+      ).toBe(200);
+    await put();
+    await put({ dailyUsd: 5 });
+    await put({ dailyUsd: 5 }); // unchanged: no entry
+    await put({ dailyUsd: 2, perTurnUsd: 0.5 });
+    const entry = (from: unknown, to: unknown) => ({
+      action: 'agent.budgets',
+      actor: ADMIN_ID,
+      subject: a,
+      detail: { from, to },
+    });
+    expect(decisions(await trail(keel, a))).toEqual([
+      entry({ dailyUsd: 5 }, { dailyUsd: 2, perTurnUsd: 0.5 }),
+      entry({}, { dailyUsd: 5 }),
+    ]);
+  });
 });
 
 describe('the listing', () => {

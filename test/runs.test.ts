@@ -75,6 +75,20 @@ describe('runs: history, replay and reset for operators', () => {
     );
     expect(summaries).toEqual([expect.stringMatching(/^model call 1 of turn /)]);
     expect((await api<{ ok: boolean }>(keel, 'POST', `/v1/runs/${id}/replay`)).body).toMatchObject({ ok: true });
+    // The replay is in the trail of the run's agent, with who asked for it (`dev`: this Keel has no tokens).
+    const trail = await api<{ entries: { action: string; actor: string; subject: string; detail: unknown }[] }>(
+      keel,
+      'GET',
+      `/v1/agents/${a}/audit`,
+    );
+    expect(trail.body.entries).toEqual([
+      expect.objectContaining({
+        action: 'run.replay',
+        actor: 'dev',
+        subject: conversationWorkflowId(a, c),
+        detail: { runId: expect.any(String) as string, ok: true },
+      }),
+    ]);
     const missing = await api<{ error: { code: string } }>(
       keel,
       'GET',
@@ -188,6 +202,17 @@ describe('runs: history, replay and reset for operators', () => {
         reason: 'fixed the delivery bug',
       });
       expect(reset.status).toBe(200);
+      const trail = await api<{ entries: { action: string; detail: unknown }[] }>(
+        buggy,
+        'GET',
+        `/v1/agents/${a}/audit`,
+      );
+      expect(trail.body.entries.find((e) => e.action === 'run.reset')?.detail).toEqual({
+        runId: expect.any(String) as string,
+        newRunId: reset.body.newRunId,
+        to: 'last-workflow-task',
+        reason: 'fixed the delivery bug',
+      });
       const result = buggy.client.workflow.getHandle(runId, reset.body.newRunId);
       await result.result();
       expect(mine()).toHaveLength(1);

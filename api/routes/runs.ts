@@ -4,7 +4,8 @@ import { isGrpcServiceError, WorkflowNotFoundError, type Client } from '@tempora
 import { temporal as proto } from '@temporalio/proto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { fetchHistory, historyJson, replayOnWorker } from '../../services/run-history';
+import type { Pool } from '../../db/pool';
+import { fetchHistory, historyJson, recordRunAction, replayOnWorker } from '../../services/run-history';
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { LIMITS } from '../../domain/limits';
@@ -25,8 +26,14 @@ async function history(client: Client, workflowId: string, runId?: string) {
   }
 }
 
-export function runRoutes(deps: { temporal: Client; namespace: string; taskQueue: string }): FastifyPluginAsyncZod {
+export function runRoutes(deps: {
+  pool: Pool;
+  temporal: Client;
+  namespace: string;
+  taskQueue: string;
+}): FastifyPluginAsyncZod {
   const { temporal } = deps;
+
   return async (app) => {
     app.get(
       '/v1/runs/:workflowId/history',
@@ -63,6 +70,8 @@ export function runRoutes(deps: { temporal: Client; namespace: string; taskQueue
         const outcome = await replayOnWorker(temporal, deps.taskQueue, { workflowId: h.workflowId, runId: h.runId! });
         if (!outcome)
           throw new ApiError(503, 'unavailable', 'no Keel worker replayed the run in time; is one running?');
+        const detail = { runId: outcome.runId, ok: outcome.ok };
+        await recordRunAction(deps.pool, h, { actor: req.actor, action: 'run.replay', detail });
         return { ok: outcome.ok, runId: outcome.runId, ...(outcome.error ? { error: outcome.error } : {}) };
       },
     );
@@ -110,6 +119,9 @@ export function runRoutes(deps: { temporal: Client; namespace: string; taskQueue
               throw notFound(`run ${h.runId} of ${req.params.workflowId}`);
             throw err;
           });
+        const { to, reason } = req.body;
+        const detail = { runId: h.runId, newRunId: runId ?? '', to, reason };
+        await recordRunAction(deps.pool, h, { actor: req.actor, action: 'run.reset', detail });
         return { newRunId: runId ?? '', resetToEventId: Number(target.eventId) };
       },
     );
