@@ -62,3 +62,16 @@ export function isSealed(payload: Payload): boolean {
   const encoding = payload.metadata?.[METADATA_ENCODING_KEY];
   return encoding !== undefined && encoding !== null && Buffer.from(encoding).toString('utf8') === ENCRYPTED_ENCODING;
 }
+
+/** Payloads through a chain of codecs as the SDK runs it: encoding in order, decoding last codec first. */
+export async function decodeWith(codecs: readonly PayloadCodec[], payloads: Payload[]): Promise<Payload[]> {
+  let out = payloads;
+  for (const codec of [...codecs].reverse()) out = await codec.decode(out);
+  return out;
+}
+
+export async function encodeWith(codecs: readonly PayloadCodec[], payloads: Payload[]): Promise<Payload[]> {
+  let out = payloads;
+  for (const codec of codecs) out = await codec.encode(out);
+  return out;
+}

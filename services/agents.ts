@@ -11,7 +11,8 @@ export type { AgentRow, AgentSettings };
 
 /**
  * Creates or configures an agent. A change of where it delivers (its owner or a named destination), or of its
- * budgets, goes into the audit trail with it. Delegates and job runs waiting for a budget are then told: the budgets may have changed.
+ * budgets, goes into the audit trail with it. Delegates and job runs waiting for a budget are then told: the budgets
+ * may have changed.
  */
 export async function configureAgent(
   pool: Pool,

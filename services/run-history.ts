@@ -4,6 +4,7 @@ import { TimeoutFailure, type Payload, type PayloadCodec } from '@temporalio/com
 import { historyFromJSON, historyToJSON, type History } from '@temporalio/common/lib/proto-utils';
 import { REPLAY_RUN_WORKFLOW, type ReplayOutcome, type ReplayRunWorkflow } from '../contracts/replay-run';
 import { replayRunWorkflowId } from '../domain/ids';
+import { decodeWith } from '../adapters/payload-codec';
 import { SA } from '../domain/search-attributes';
 import type { AuditAction } from '../domain/audit';
 import { recordAudit } from '../db/audit';
@@ -47,8 +48,7 @@ export async function decodePayloadsIn(message: object, codecs: readonly Payload
   if (codecs.length === 0) return;
   const found: Payload[] = [];
   collectPayloads(message, found);
-  let decoded = found;
-  for (const codec of [...codecs].reverse()) decoded = await codec.decode(decoded);
+  const decoded = await decodeWith(codecs, found);
   found.forEach((payload, i) => {
     payload.metadata = decoded[i]!.metadata;
     payload.data = decoded[i]!.data;

@@ -101,6 +101,23 @@ describe('payload encryption', () => {
     expect(await post({ 'content-type': 'application/json' })).toBe(401);
     expect(await post(as(AGENT_TOKEN))).toBe(403);
     expect(await post(as(OPERATOR))).toBe(200);
+    // A payload sealed with a key this API does not hold is the caller's to fix: 400, naming the key.
+    const foreign = {
+      metadata: { encoding: b64('binary/encrypted'), 'encryption-key-id': b64('zz') },
+      data: b64('x'.repeat(40)),
+    };
+    const refused = await fetch(`${api}/codec/decode`, {
+      method: 'POST',
+      headers: as(OPERATOR),
+      body: JSON.stringify({ payloads: [foreign] }),
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: {
+        code: 'invalid_payload',
+        message: 'cannot decode: a payload is sealed with key "zz", which KEEL_PAYLOAD_KEYS does not hold',
+      },
+    });
     // The Web UI sends no bearer token: the operator's session cookie stands for it.
     const session = await fetch(`${api}/codec/session`, {
       method: 'POST',

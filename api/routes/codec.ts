@@ -2,7 +2,9 @@ import cors from '@fastify/cors';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { decodeWith, encodeWith } from '../../services/payload-encryption';
 import { CODEC_COOKIE } from '../auth';
+import { ApiError } from '../errors';
 
 /** A payload as Temporal's codec protocol writes it: proto JSON, every byte value in base64. */
 const JsonPayload = z.object({
@@ -39,16 +41,8 @@ export interface CodecDeps {
  * (POST /codec/session), which the UI sends with "include credentials".
  */
 export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
-  const decode = async (payloads: Payload[]) => {
-    let out = payloads;
-    for (const codec of [...deps.codecs].reverse()) out = await codec.decode(out);
-    return out;
-  };
-  const encode = async (payloads: Payload[]) => {
-    let out = payloads;
-    for (const codec of deps.codecs) out = await codec.encode(out);
-    return out;
-  };
+  const decode = (payloads: Payload[]) => decodeWith(deps.codecs, payloads);
+  const encode = (payloads: Payload[]) => encodeWith(deps.codecs, payloads);
   return async (app) => {
     await app.register(cors, {
       origin: deps.uiOrigin ?? false,
@@ -71,7 +65,15 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
           },
         },
         async (req) => {
-          return { payloads: (await run(req.body.payloads.map(fromJson))).map(toJson) };
+          // A payload sealed with a key this API lacks, or not a sealed payload at all, is the caller's to fix.
+          const done = await run(req.body.payloads.map(fromJson)).catch((err: unknown) => {
+            throw new ApiError(
+              400,
+              'invalid_payload',
+              `cannot ${op}: ${err instanceof Error ? err.message : String(err)}`,
+            );
+          });
+          return { payloads: done.map(toJson) };
         },
       );
     }
