@@ -4,9 +4,9 @@ import { temporal } from '@temporalio/proto';
 import { sealingKey, type KeyRing } from '../domain/key-ring';
 
 /** The encoding an encrypted payload carries, as Temporal's samples and codec servers name it. */
-export const ENCRYPTED_ENCODING = 'binary/encrypted';
+const ENCRYPTED_ENCODING = 'binary/encrypted';
 /** The metadata key naming the key that sealed a payload: rotation needs no re-encryption of history. */
-export const KEY_ID_METADATA = 'encryption-key-id';
+const KEY_ID_METADATA = 'encryption-key-id';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -58,7 +58,7 @@ export class EncryptionCodec implements PayloadCodec {
 }
 
 /** Whether a payload is one the codec sealed. */
-export function isSealed(payload: Payload): boolean {
+function isSealed(payload: Payload): boolean {
   const encoding = payload.metadata?.[METADATA_ENCODING_KEY];
   return encoding !== undefined && encoding !== null && Buffer.from(encoding).toString('utf8') === ENCRYPTED_ENCODING;
 }

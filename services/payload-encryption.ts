@@ -1,10 +1,10 @@
 import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { EncryptionCodec } from '../adapters/payload-codec';
+import { loadConfig, type KeelConfig } from '../domain/config';
+import { parseKeyRing, sealingKey } from '../domain/key-ring';
 
 // The codec chain as the SDK runs it, for the API's codec server and the readers of histories.
 export { decodeWith, encodeWith } from '../adapters/payload-codec';
-import { loadConfig, type KeelConfig } from '../domain/config';
-import { parseKeyRing, sealingKey } from '../domain/key-ring';
 
 /** What a Keel process uses for Temporal's payloads: its codecs (none: clear text), and a line saying which. */
 export interface PayloadEncryption {
