@@ -20,6 +20,7 @@ import type { EgressGuard } from '../adapters/egress';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 import type { ToolSessionPool } from '../adapters/mcp/sessions';
 import { NO_SECRET_BOX, type SecretBox } from '../services/secrets';
+import { openingSecrets } from '../services/delivery-secrets';
 import { TOOL_CALLS } from '../domain/tool-calls';
 import { toolCallActivities } from './tool-calls';
 
@@ -45,7 +46,7 @@ export interface ActivityDeps {
   rateLimits?: RateLimits;
   /** The workflow code this worker runs, which an operator's replay checks a history against. */
   workflows: WorkflowSource;
-  /** Opens the sealed secrets of tool servers (KEEL_SECRETS_KEY); none can be opened when unset. */
+  /** Opens the sealed secrets of tool servers and webhooks (KEEL_SECRETS_KEY); none can be opened when unset. */
   secrets?: SecretBox;
   /** The worker's live sessions with tool servers (its owner closes them); one session per call when unset. */
   toolSessions?: ToolSessionPool;
@@ -54,13 +55,15 @@ export interface ActivityDeps {
 }
 
 /** Every activity the worker registers; workflows import only its type. */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(given: ActivityDeps) {
+  const secrets = given.secrets ?? NO_SECRET_BOX;
+  // A webhook's secret travels sealed (services/delivery-secrets.ts) and is opened only as a request is signed.
+  const deps = { ...given, secrets, transports: openingSecrets(given.transports, secrets) };
   const onTextDelta = deps.onTextDelta ?? textDeltaPublisher(deps.pool);
   const prices = deps.prices ?? MODEL_PRICES;
   const rates = deps.rateLimits && { provider: deps.provider.name, limits: deps.rateLimits };
   const tools = {
     ...deps,
-    secrets: deps.secrets ?? NO_SECRET_BOX,
     ...(deps.toolSessions ? { sessions: deps.toolSessions } : {}),
     approvalWaitMs: deps.toolApprovalWaitMs ?? TOOL_CALLS.approvalWaitMs,
   };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Delivery } from '../domain/delivery';
-import { secretFingerprint } from '../services/secrets';
+import { shownSecretFingerprint } from '../services/delivery-secrets';
 
 /**
  * A Delivery as every answer shows it: a webhook's secret becomes `hasSecret` and the first 8 hex characters of its
@@ -22,7 +22,7 @@ export function shownDelivery(d: Delivery): DeliveryShown {
   if (d.channel !== 'webhook') return d;
   return d.secret === undefined
     ? { channel: 'webhook', url: d.url, hasSecret: false }
-    : { channel: 'webhook', url: d.url, hasSecret: true, secretFingerprint: secretFingerprint(d.secret) };
+    : { channel: 'webhook', url: d.url, hasSecret: true, secretFingerprint: shownSecretFingerprint(d.secret) };
 }
 
 /** Each destination shown. */

@@ -7,6 +7,8 @@ import { ensureSearchAttributes, MissingSearchAttributesError } from '../service
 import { tracingFromConfig } from '../worker/tracing';
 import { buildApi } from './server';
 import { payloadEncryption } from '../services/payload-encryption';
+import { sealStoredSecrets } from '../services/delivery-secrets';
+import { secretBoxOf } from '../services/secrets';
 import { temporalConnectionOptions } from '../services/temporal-connection';
 
 async function main(): Promise<void> {
@@ -18,6 +20,11 @@ async function main(): Promise<void> {
   const payloads = payloadEncryption(config.payloads, 'API');
   await migrate(config.databaseUrl);
   const pool = createPool(config.databaseUrl);
+  // Once: webhook secrets a Keel before sealing stored in clear are sealed now.
+  const stored = await sealStoredSecrets(pool, secretBoxOf(config.secretsKey));
+  if (stored.sealed) console.log(`keel api: sealed the webhook secrets of ${stored.sealed} stored values`);
+  if (stored.waiting)
+    console.warn(`keel api: ${stored.waiting} stored values keep webhook secrets clear until KEEL_SECRETS_KEY is set`);
   const connection = await Connection.connect(temporalConnectionOptions(config.temporal));
   // Without Keel's search attributes Temporal refuses the workflows and Schedules the API starts: add them, or stop.
   const { namespace } = config.temporal;

@@ -15,6 +15,7 @@ import type { EgressAllow } from '../domain/egress';
 import type { ToolCommands } from '../domain/tool-servers';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
+import { registerSecretSealing } from './secret-sealing';
 import { CONSOLE_DIST, consoleRoutes } from './console';
 import { ErrorResponse } from './schemas';
 import { errorBody, handleError, handleRouterError, shuttingDown } from './errors';
@@ -42,6 +43,7 @@ import { codecRoutes } from './routes/codec';
 import { toolCallRoutes } from './routes/tool-calls';
 import { toolServerRoutes } from './routes/tool-servers';
 import { apiToolServerDeps } from '../services/tool-servers';
+import { secretBoxOf } from '../services/secrets';
 import { DEFAULT_ROUTINE_SETTINGS, type RoutineSettings } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS, type JobSettings } from '../services/job-settings';
 
@@ -64,7 +66,7 @@ export interface ApiDeps {
   temporalUiUrl?: string | null;
   /** The egress guard's allow list (KEEL_EGRESS_ALLOW), which configured webhook URLs are checked against. */
   egressAllow: EgressAllow;
-  /** Keys that seal secrets at rest (KEEL_SECRETS_KEY); unset: a tool server with secrets is refused. */
+  /** Keys that seal secrets at rest (KEEL_SECRETS_KEY); unset: a tool server's or webhook's secret is refused. */
   secretsKey?: string;
   /** The commands a stdio tool server may run (KEEL_TOOL_COMMANDS); DEFAULT_TOOL_COMMANDS when unset. */
   toolCommands?: ToolCommands;
@@ -156,6 +158,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // Cookies before auth: the codec server's browser callers (the Temporal UI) carry the token in one.
   await app.register(cookie);
   registerAuth(app, deps.tokens);
+  registerSecretSealing(app, secretBoxOf(deps.secretsKey));
   // An unknown route is answered before its body is read: a method with a body (QUERY) would otherwise be refused
   // for its content type instead of being told which methods the path has.
   app.addHook('onRequest', async (req, reply) => {

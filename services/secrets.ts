@@ -1,11 +1,16 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { parseKeyRing, sealingKey, type KeyRing } from '../domain/key-ring';
 
 /**
- * Secrets at rest (a tool server's header values and environment): AES-256-GCM under KEEL_SECRETS_KEY, a list of
- * `keyId:base64key` pairs whose first one seals. Each sealed value names the key that sealed it, so keys rotate
- * without re-sealing what is stored. Only fingerprints ever leave Keel: `hasSecret` and the first 8 hex characters of
- * the value's SHA-256.
+ * Secrets at rest (a tool server's header values and environment, a webhook's signing secret): AES-256-GCM under
+ * KEEL_SECRETS_KEY, a list of `keyId:base64key` pairs whose first one seals. Each sealed value names the key that
+ * sealed it, so keys rotate without re-sealing what is stored. Only fingerprints ever leave Keel: `hasSecret` and the
+ * first 8 hex characters of the value's SHA-256.
+ *
+ * Sealing is deterministic: the nonce is an HMAC of the value under a key derived from the sealing key (a synthetic
+ * IV), so one value sealed twice under one key is one string. Stored copies then compare equal when their secrets do
+ * (an idempotent re-post, the audit's before and after), and GCM never sees one nonce with two different values.
+ * Equality is all it shows, which the fingerprint shows anyway.
  */
 export interface SecretBox {
   seal(plain: string): string;
@@ -19,9 +24,10 @@ export const parseSecretKeys = (raw: string): KeyRing => parseKeyRing(raw, 'KEEL
 
 export function secretBox(keys: KeyRing): SecretBox {
   const { id: sealingId, key: sealing } = sealingKey(keys);
+  const ivKey = Buffer.from(hkdfSync('sha256', sealing, Buffer.alloc(0), 'keel secret nonce', 32));
   return {
     seal(plain) {
-      const iv = randomBytes(12);
+      const iv = createHmac('sha256', ivKey).update(plain, 'utf8').digest().subarray(0, 12);
       const cipher = createCipheriv('aes-256-gcm', sealing, iv);
       const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
       return [FORMAT, sealingId, iv, body, cipher.getAuthTag()]

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
+import { startWebhookReceiver } from './support/webhook-receiver';
 import { payloadEncryption } from '../services/payload-encryption';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
@@ -14,6 +15,7 @@ import { eventually } from './support/keel';
 
 describe('npm start', () => {
   it('starts Temporal, PostgreSQL, worker and API at once; the README request answers; Ctrl-C stops all', async () => {
+    const SECRET = 'start-webhook-secret-5c1e0a';
     // Private (mode 700), like a checkout in root's home folder: as root, the postgres user cannot enter it, so the
     // cluster's data goes to the runtime folder (and the binaries too, when the checkout is just as private).
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'keel-start-'));
@@ -73,6 +75,20 @@ describe('npm start', () => {
       });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { reply: { text: string } }).reply.text).toBe('echo: hello');
+      // A webhook secret goes through the API and the worker, signs the delivery, and is in no line either prints
+      // (checked once all have stopped).
+      const receiver = await startWebhookReceiver({ secret: SECRET });
+      const signed = await fetch(`http://127.0.0.1:${apiPort}/v1/agents/a1/conversations/c2/messages?wait=30`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ text: 'hello', delivery: { channel: 'webhook', url: receiver.url, secret: SECRET } }),
+      });
+      await receiver.close();
+      expect(signed.status).toBe(200);
+      expect(((await signed.json()) as { reply: { delivery: { outcome: string } } }).reply.delivery.outcome).toBe(
+        'delivered',
+      );
+      expect(receiver.received.map((r) => r.validSignature)).toEqual([true]);
 
       const ui = await fetch(`http://127.0.0.1:${temporalPort + 1000}/`);
       expect(ui.status).toBe(200);
@@ -109,7 +125,7 @@ describe('npm start', () => {
       });
       expect(turnLog?.workflowRunId).toEqual(expect.any(String));
       const metrics = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
-      expect(metrics).toMatch(/^keel_turns_total\{status="replied"\} 1$/m);
+      expect(metrics).toMatch(/^keel_turns_total\{status="replied"\} 2$/m);
       for (const series of [
         'keel_model_calls_total',
         'keel_model_tokens_total',
@@ -136,6 +152,7 @@ describe('npm start', () => {
     }
     await allClosed;
     expect(output[output.length - 1]).toBe('keel: stopped.');
+    expect(output.join('\n')).not.toContain(SECRET);
     expect(await portOpen(apiPort)).toBe(false);
     expect(await portOpen(temporalPort)).toBe(false);
     expect(await portOpen(pgPort)).toBe(false);

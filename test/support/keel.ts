@@ -99,6 +99,8 @@ export interface TestKeelOptions {
   taskQueue?: string;
   /** Seals every payload with these keys (KEEL_PAYLOAD_KEYS's form), as the client, API and worker; clear otherwise. */
   payloadKeys?: string;
+  /** Keys for secrets at rest (KEEL_SECRETS_KEY's form); TEST_SECRETS_KEY unless given, none when null. */
+  secretsKey?: string | null;
 }
 
 /** Keel in-process against the run's real Temporal dev server and PostgreSQL, on a task queue of its own. */
@@ -124,13 +126,14 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
   // A guard of its own, closed with this Keel (the shared loopbackEgress outlives every Keel of the file).
   const egress = opts.egress ?? createEgressGuard({ allow: LOOPBACK_ALLOW });
   const { conversationIdleMs } = opts;
+  const secretsKey = opts.secretsKey === undefined ? TEST_SECRETS_KEY : (opts.secretsKey ?? undefined);
   const api = await buildApi({
     pool,
     temporal: client,
     taskQueue,
     tokens: opts.tokens,
     egressAllow: egress.allow,
-    secretsKey: TEST_SECRETS_KEY,
+    ...(secretsKey ? { secretsKey } : {}),
     ...(opts.apiLog ? { logger: { level: 'debug', stream: opts.apiLog } } : {}),
     // This very node too: a test starts a command that is not an MCP server with it.
     toolCommands: [...DEFAULT_TOOL_COMMANDS, process.execPath],
@@ -161,7 +164,7 @@ export async function startTestKeel(opts: TestKeelOptions = {}): Promise<TestKee
       routines,
       reflection: { ...DEFAULT_REFLECTION_SETTINGS, ...opts.reflection },
       conversationIdleMs,
-      secrets: secretBoxOf(TEST_SECRETS_KEY),
+      secrets: secretBoxOf(secretsKey),
       toolSessions,
       ...(opts.toolApprovalWaitMs ? { toolApprovalWaitMs: opts.toolApprovalWaitMs } : {}),
     };
