@@ -3,6 +3,7 @@ import { textDeltaPublisher } from '../services/streamed-text';
 import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
 import { delegationActivities } from './delegation';
+import { deletionActivities } from './deletion';
 import { jobRunActivities } from './job-run';
 import { jobRunAtOnceActivities } from './job-run-at-once';
 import type { Transports } from '../adapters/delivery/transport';
@@ -74,6 +75,7 @@ export function createActivities(given: ActivityDeps) {
     ...modelActivities(model),
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
+    ...deletionActivities(deps),
     ...jobRunActivities(jobs),
     ...jobRunAtOnceActivities({ job: jobs, turn: { model, tools, transports: deps.transports } }),
     ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),

@@ -9,6 +9,7 @@ import { buildApi } from './server';
 import { payloadEncryption } from '../services/payload-encryption';
 import { sealStoredSecrets } from '../services/delivery-secrets';
 import { secretBoxOf } from '../services/secrets';
+import { logOutput } from '../services/log-output';
 import { temporalConnectionOptions } from '../services/temporal-connection';
 
 async function main(): Promise<void> {
@@ -45,7 +46,7 @@ async function main(): Promise<void> {
     taskQueue: config.temporal.taskQueue,
     conversationIdleMs: config.conversationIdleMs,
     tokens: config.api.tokens,
-    logger: { level: config.logLevel },
+    logger: { level: config.logLevel, stream: logOutput() },
     jobs: jobSettings(config),
     routines: config.routines,
     workerMetricsUrl: config.workerMetricsUrl,

@@ -15,6 +15,8 @@ import type { EgressAllow } from '../domain/egress';
 import type { ToolCommands } from '../domain/tool-servers';
 import { LIMITS } from '../domain/limits';
 import { registerAuth } from './auth';
+import { RequestLog } from './request-log';
+import { operationIdOf } from './operation-id';
 import { registerSecretSealing } from './secret-sealing';
 import { CONSOLE_DIST, consoleRoutes } from './console';
 import { ErrorResponse } from './schemas';
@@ -27,6 +29,7 @@ import { auditRoutes } from './routes/audit';
 import { approvalRoutes } from './routes/approvals';
 import { spendRoutes } from './routes/spend';
 import { conversationRoutes } from './routes/conversations';
+import { deletionRoutes } from './routes/deletions';
 import { appRoutes } from './routes/apps';
 import { taskRoutes } from './routes/tasks';
 import { skillRoutes } from './routes/skills';
@@ -53,7 +56,7 @@ export interface ApiDeps {
   taskQueue: string;
   tokens: Map<string, string> | undefined;
   /** Fastify's request log (pino): off, or at a level, to stdout or the given stream. */
-  logger?: boolean | { level: string; stream?: NodeJS.WritableStream };
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
   /** How long a conversation's workflow stays open idle (KEEL_CONVERSATION_IDLE_MS); the default when unset. */
   conversationIdleMs?: number;
   /** How long a submission may wait for Temporal and a worker before the API answers 503. */
@@ -101,6 +104,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     frameworkErrors: handleRouterError,
     // While the API closes, a request is refused by the hook below in Keel's error shape, not by fastify's own body.
     return503OnClosing: false,
+    logController: new RequestLog(),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -120,9 +124,18 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   // Every route documents the errors any route can answer (bad input, auth, too large, a dependency down), and a
   // known path asked with another method answers 405 with Allow, not 404.
   const routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  const operationIds = new Set<string>();
   app.addHook('onRoute', (route) => {
-    if (route.schema && !route.schema.hide)
+    if (route.schema && !route.schema.hide) {
       route.schema.response = { ...COMMON_ERRORS, ...(route.schema.response as Record<number, unknown> | undefined) };
+      // HEAD routes are GET's twins (fastify adds them, the document leaves them out): they share its schema.
+      if (route.method !== 'HEAD') {
+        const id = route.schema.operationId ?? operationIdOf(String(route.method), route.url);
+        if (operationIds.has(id)) throw new Error(`two operations of the API are named ${id}: name one in its schema`);
+        operationIds.add(id);
+        route.schema.operationId = id;
+      }
+    }
     const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+')}$`);
     const known =
       routes.find((r) => r.pattern.source === pattern.source) ??
@@ -215,6 +228,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const temporalDeadlineMs = deps.temporalDeadlineMs ?? 15_000;
   const conversations = { ...deps, hub, temporalDeadlineMs, closing: closing.signal };
   await app.register(conversationRoutes(conversations));
+  await app.register(deletionRoutes({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue }));
   await app.register(taskRoutes(deps.pool));
   await app.register(skillRoutes(deps.pool));
   await app.register(delegateRoutes(deps));

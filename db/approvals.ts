@@ -11,6 +11,13 @@ import { gatedTargets } from './routine-journal';
 import { runsByIds, type RoutineRunRow } from './routine-runs';
 import { routineLabels, routineRef } from './routines';
 
+/** What waits for a person's decision, in each table that holds such things (the approvals list and its counts). */
+export const WAITING_FOR_DECISION = {
+  routineRuns: "status = 'needs_approval'",
+  proposals: "status = 'awaiting_approval'",
+  toolCalls: "status = 'awaiting_approval'",
+} as const;
+
 /** Something waiting for a person's decision: a routine run stopped at a gate, a reflection proposal, a tool call. */
 export interface WaitingApproval {
   kind: 'routine_run' | 'proposal' | 'tool_call';
@@ -51,14 +58,14 @@ export async function listWaitingApprovals(
                                (SELECT max(c.created_at) FROM routine_calls c
                                  WHERE c.run_id = r.run_id AND c.outcome = 'gated'),
                                r.fired_at) AS since
-                 FROM routine_runs r WHERE r.status = 'needs_approval') r
+                 FROM routine_runs r WHERE r.${WAITING_FOR_DECISION.routineRuns}) r
        UNION ALL
        SELECT 'proposal', agent_id, id, created_at,
               coalesce(approval_expires_at, created_at + $6::bigint * interval '1 millisecond')
-         FROM proposals WHERE status = 'awaiting_approval'
+         FROM proposals WHERE ${WAITING_FOR_DECISION.proposals}
        UNION ALL
        SELECT 'tool_call', agent_id, id::text, waiting_since, expires_at
-         FROM tool_calls WHERE status = 'awaiting_approval'
+         FROM tool_calls WHERE ${WAITING_FOR_DECISION.toolCalls}
      ) w
      WHERE ($1::text IS NULL OR agent_id = $1)
        AND ($2::timestamptz IS NULL OR (waiting_since, id) > ($2::timestamptz, $3::text))

@@ -7,7 +7,7 @@ import type { TranscriptMessage, TranscriptRole } from '../domain/transcript';
 import { ENSURE_AGENT_SQL } from './agents';
 import { eventCall } from './events';
 import { toTurnToReflect, turnToReflectSql, type TurnToReflect, type TurnToReflectRow } from './proposals';
-import { exactInstant, type PageRequest } from './page';
+import { containing, exactInstant, type PageRequest } from './page';
 import type { Pool, Queryable } from './pool';
 
 /**
@@ -505,9 +505,6 @@ export interface ConversationSummary {
   /** `lastActivityAt` to the microsecond: the list's sort key with `conversationId`. */
   sortAt: string;
 }
-
-/** `text` as a LIKE pattern that matches it literally anywhere (`\` is the escape character). */
-const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * An agent's conversations, most recent activity first (ties by id), those whose id contains `q` (ignoring case) when

@@ -1,3 +1,4 @@
+import { runDurationMs } from '../domain/run-duration';
 import { NO_DELIVERY, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import type { JobSchedule } from '../domain/jobs';
 import type { Queryable } from './pool';
@@ -373,8 +374,12 @@ export async function bookRun(db: Queryable, b: RunBooking & { deleteJob: boolea
 }
 
 export interface RunView {
+  /** Also the run's workflow id. */
   runId: string;
   firedAt: string;
+  startedAt: string;
+  finishedAt: string | null;
+  durationMs: number | null;
   status: 'running' | 'ok' | 'error' | 'skipped';
   reply?: string;
   error?: string;
@@ -387,6 +392,8 @@ export async function listRuns(db: Queryable, jobId: string): Promise<RunView[]>
   const { rows } = await db.query<{
     run_id: string;
     fired_at: Date;
+    started_at: Date;
+    finished_at: Date | null;
     status: RunView['status'];
     reply: string | null;
     error: string | null;
@@ -394,15 +401,21 @@ export async function listRuns(db: Queryable, jobId: string): Promise<RunView[]>
     delivery_attempts: number;
     budget_blocked: string | null;
   }>('SELECT * FROM job_runs WHERE job_id = $1 ORDER BY fired_at, run_id', [jobId]);
-  return rows.map((r) => ({
-    runId: r.run_id,
-    firedAt: r.fired_at.toISOString(),
-    status: r.status,
-    ...(r.reply !== null ? { reply: r.reply } : {}),
-    ...(r.error !== null ? { error: r.error } : {}),
-    delivery: { outcome: r.delivery_outcome, attempts: r.delivery_attempts },
-    ...(r.budget_blocked !== null && r.status === 'running' ? { budgetBlocked: r.budget_blocked } : {}),
-  }));
+  return rows.map((r) => {
+    const [startedAt, finishedAt] = [r.started_at.toISOString(), r.finished_at?.toISOString() ?? null];
+    return {
+      runId: r.run_id,
+      firedAt: r.fired_at.toISOString(),
+      startedAt,
+      finishedAt,
+      durationMs: runDurationMs(startedAt, finishedAt),
+      status: r.status,
+      ...(r.reply !== null ? { reply: r.reply } : {}),
+      ...(r.error !== null ? { error: r.error } : {}),
+      delivery: { outcome: r.delivery_outcome, attempts: r.delivery_attempts },
+      ...(r.budget_blocked !== null && r.status === 'running' ? { budgetBlocked: r.budget_blocked } : {}),
+    };
+  });
 }
 
 /** A running job run starts or stops waiting for a budget to be raised (the budget's words, or null). */

@@ -10,3 +10,6 @@ export interface PageRequest<K> {
   after?: K;
   limit: number;
 }
+
+/** `text` as a LIKE pattern that matches it literally anywhere (`\` is the escape character). */
+export const containing = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

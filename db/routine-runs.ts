@@ -9,6 +9,7 @@ export interface RoutineRunRow {
   appId: string;
   slug: string;
   firedAt: string;
+  startedAt: string;
   status: RoutineRunStatus;
   prompt: string | null;
   toolName: string | null;
@@ -34,6 +35,7 @@ interface RunDbRow {
   app_id: string;
   slug: string;
   fired_at: Date;
+  started_at: Date;
   status: RoutineRunStatus;
   prompt: string | null;
   tool_name: string | null;
@@ -57,6 +59,7 @@ const runOf = (r: RunDbRow): RoutineRunRow => ({
   appId: r.app_id,
   slug: r.slug,
   firedAt: r.fired_at.toISOString(),
+  startedAt: r.started_at.toISOString(),
   status: r.status,
   prompt: r.prompt,
   toolName: r.tool_name,

@@ -30,6 +30,12 @@ export const AUDIT_ACTIONS = {
   'run.replay':
     "an operator replayed a run of the agent's against the workers' code (subject: the workflow id; " +
     'detail: {runId, ok})',
+  'conversation.delete':
+    'a person deleted a conversation: its workflow ended, its transcript, messages, results and streamed text erased ' +
+    '(subject: the conversation id; detail: {deletionId, phase: requested|finished, counts when finished})',
+  'agent.delete':
+    'a person deleted the agent and everything it owned; this trail and the effects ledger keys remain ' +
+    '(subject: the agent id; detail: {deletionId, phase: requested|finished, counts when finished})',
 } as const satisfies Record<string, string>;
 export type AuditAction = keyof typeof AUDIT_ACTIONS;
 

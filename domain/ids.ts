@@ -158,3 +158,8 @@ export const routineCallKey = {
   /** The model call that writes the run's tool: 1, or 2 for its repair. */
   authoring: (runId: string, call: number) => `${runId}/authoring/${call}`,
 };
+
+/** The workflow that deletes a conversation or an agent; the deletion's id is in it, so a deletion can be polled. */
+export function deletionWorkflowId(agentId: string, deletionId: string): string {
+  return `delete:${agentId}:${deletionId}`;
+}

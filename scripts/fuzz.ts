@@ -4,7 +4,8 @@
  * conversation, a task, a delegate, a job, an app and a routine so that generated requests also reach real
  * resources (test/fuzz/schemathesis.toml draws path parameters from those ids half the time), then runs every check:
  * no 5xx, every status, header, content type and body as the document says, bad input refused, good input accepted.
- * Fails when schemathesis finds anything or generated fewer than KEEL_FUZZ_MIN_REQUESTS (1,000) requests.
+ * Fails when schemathesis finds anything or generated fewer than KEEL_FUZZ_MIN_REQUESTS (1,000) requests. Before it,
+ * the document itself must pass the reference validator (openapi-spec-validator) and name every operation.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -22,26 +23,45 @@ const TOKEN = 'fuzz-operator';
 const AGENT = 'fz';
 const MIN_REQUESTS = Number(process.env.KEEL_FUZZ_MIN_REQUESTS ?? 1_000);
 
-/** schemathesis in its own virtualenv under the per-user cache, installed once from PyPI. */
-function ensureSchemathesis(): string {
+const SPEC_VALIDATOR_VERSION = '0.8.4';
+
+/** A Python tool from PyPI in its own virtualenv under the per-user cache, installed once; the path of its command. */
+function pythonTool(pkg: string, version: string, command: string): string {
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  const venv = path.join(base, 'keel', `schemathesis-${SCHEMATHESIS_VERSION}`);
-  const st = path.join(venv, 'bin', 'st');
-  if (existsSync(st)) return st;
+  const venv = path.join(base, 'keel', `${pkg}-${version}`);
+  const bin = path.join(venv, 'bin', command);
+  if (existsSync(bin)) return bin;
   mkdirSync(path.dirname(venv), { recursive: true });
-  console.log(`fuzz: installing schemathesis ${SCHEMATHESIS_VERSION} into ${venv}…`);
+  console.log(`fuzz: installing ${pkg} ${version} into ${venv}…`);
   const run = (cmd: string, args: string[]) => {
     const r = spawnSync(cmd, args, { stdio: 'inherit' });
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal})`);
   };
   run('python3', ['-m', 'venv', venv]);
-  run(path.join(venv, 'bin', 'pip'), [
-    'install',
-    '--quiet',
-    '--disable-pip-version-check',
-    `schemathesis==${SCHEMATHESIS_VERSION}`,
-  ]);
-  return st;
+  run(path.join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', `${pkg}==${version}`]);
+  return bin;
+}
+
+/**
+ * The OpenAPI document as the reference validator (openapi-spec-validator) reads it, and every operation named by an
+ * operationId (generated clients take their method names from it). Throws naming what is wrong.
+ */
+async function checkDocument(api: string, dir: string): Promise<void> {
+  const doc = (await (await fetch(`${api}/docs/json`)).json()) as {
+    paths: Record<string, Record<string, { operationId?: string }>>;
+  };
+  const unnamed = Object.entries(doc.paths).flatMap(([p, ops]) =>
+    Object.entries(ops)
+      .filter(([, op]) => !op.operationId)
+      .map(([method]) => `${method.toUpperCase()} ${p}`),
+  );
+  if (unnamed.length) throw new Error(`operations without an operationId: ${unnamed.join(', ')}`);
+  const file = path.join(dir, 'openapi.json');
+  await writeFile(file, JSON.stringify(doc));
+  const validator = pythonTool('openapi-spec-validator', SPEC_VALIDATOR_VERSION, 'openapi-spec-validator');
+  const r = spawnSync(validator, [file], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`openapi-spec-validator refuses /docs/json:\n${r.stdout}${r.stderr}`);
+  console.log(`fuzz: openapi-spec-validator accepts /docs/json; ${Object.keys(doc.paths).length} paths, all named`);
 }
 
 async function seed(api: string): Promise<Record<string, string | number>> {
@@ -108,13 +128,14 @@ async function generatedCount(reportDir: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const st = ensureSchemathesis();
+  const st = pythonTool('schemathesis', SCHEMATHESIS_VERSION, 'st');
   // Keel's own logs (the dev server's included) go to a file, printed only when the run fails.
   const logFile = path.join(os.tmpdir(), `keel-fuzz-${process.pid}.log`);
   // Generated stdio tool servers are never run: no command is allowed (a PUT of one is refused with 400).
   const keel = await startKeel({ KEEL_API_TOKENS: `${TOKEN}=*`, KEEL_TOOL_COMMANDS: 'none' }, { logFile });
   console.log(`fuzz: Keel's logs are in ${logFile}`);
   try {
+    await checkDocument(keel.api, keel.dataDir);
     const ids = await seed(keel.api);
     console.log(`fuzz: Keel at ${keel.api}, seeded ${JSON.stringify(ids)}`);
     // The checked-in config plus the seeded ids as dictionaries (schemathesis reads one config file).

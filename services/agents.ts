@@ -1,13 +1,15 @@
 /** An agent's settings as a person configures and reads them; agents come into being on first use, with defaults. */
 import type { Client } from '@temporalio/client';
 import { ensureAgent, getAgent, lockAgent, upsertAgent, type AgentRow, type AgentSettings } from '../db/agents';
+import { listAgents, type AgentSummary } from '../db/agent-list';
 import { recordAudit } from '../db/audit';
 import { inTransaction, type Pool } from '../db/pool';
 import { destinationChange } from '../domain/audit';
 import { sameJson } from '../domain/canonical-json';
 import { tellBudgetsChanged } from './budgets';
 
-export type { AgentRow, AgentSettings };
+export type { AgentRow, AgentSettings, AgentSummary };
+export { listAgents };
 
 /**
  * Creates or configures an agent. A change of where it delivers (its owner or a named destination), or of its

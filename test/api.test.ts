@@ -337,7 +337,7 @@ describe('a dependency that is down', () => {
       expect(unknown.json<{ error: { code: string } }>().error.code).toBe('not_found');
       // A method with a body that no route takes (QUERY) is told the allowed methods too, not refused for its body.
       const query = await keelApi.inject({ method: 'QUERY' as 'GET', url: '/v1/agents/a1/conversations/c1' });
-      expect([query.statusCode, query.headers.allow]).toEqual([405, 'GET, HEAD']);
+      expect([query.statusCode, query.headers.allow]).toEqual([405, 'GET, HEAD, DELETE']);
       // An overlong path segment: the router's refusal in the error shape; a long id within limits reaches the schema.
       const overlong = await keelApi.inject({ method: 'GET', url: `/v1/agents/${'a'.repeat(5000)}` });
       expect([overlong.statusCode, overlong.json<{ error: { code: string } }>().error.code]).toEqual([

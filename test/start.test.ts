@@ -67,6 +67,11 @@ describe('npm start', () => {
         expect(pgLine).toContain(`embedded, ${dataDir}/postgres`);
       }
       expect(output.join('\n')).toContain(`http://127.0.0.1:${temporalPort + 1000}`);
+      // The banner is the last thing printed while starting: nothing after its last line until a request comes.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const bannerEnd = output.indexOf('Ctrl-C stops everything.');
+      expect(bannerEnd).toBeGreaterThan(0);
+      expect(output.slice(bannerEnd + 1).filter((l) => l.trim())).toEqual([]);
 
       const res = await fetch(`http://127.0.0.1:${apiPort}/v1/agents/a1/conversations/c1/messages?wait=30`, {
         method: 'POST',
@@ -153,6 +158,10 @@ describe('npm start', () => {
     await allClosed;
     expect(output[output.length - 1]).toBe('keel: stopped.');
     expect(output.join('\n')).not.toContain(SECRET);
+    // Requests are logged at debug only, and /healthz (polled while starting) never.
+    expect(
+      output.filter((l) => l.includes('/healthz') || /"msg":"(incoming request|request completed)"/.test(l)),
+    ).toEqual([]);
     expect(await portOpen(apiPort)).toBe(false);
     expect(await portOpen(temporalPort)).toBe(false);
     expect(await portOpen(pgPort)).toBe(false);

@@ -6,6 +6,7 @@ import { jobSettings } from '../services/job-settings';
 import { ensureSearchAttributes, MissingSearchAttributesError } from '../services/temporal-namespace';
 import { bundleInChildProcess, type WorkflowSource } from './bundle';
 import { FORWARD_CORE_LOGS, tapFailedWorkflowTasks, workerLogger } from './logger';
+import { logOutput } from '../services/log-output';
 import { tracingFromConfig } from './tracing';
 import {
   defaultModelName,
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
   const payloads = payloadEncryption(config.payloads, 'worker');
   Runtime.install({
     // Core's logs come to the worker's own log, and a failed workflow task is recorded (worker/worker.ts).
-    logger: tapFailedWorkflowTasks(workerLogger(config.logLevel)),
+    logger: tapFailedWorkflowTasks(workerLogger(config.logLevel, logOutput())),
     shutdownSignals: ['SIGINT', 'SIGTERM'],
     telemetryOptions: {
       logging: FORWARD_CORE_LOGS,

@@ -1,5 +1,6 @@
 // Every workflow the worker registers. One file per workflow.
 import type { CONVERSATION_WORKFLOW, ConversationWorkflow } from '../contracts/conversation';
+import type { DELETION_WORKFLOW, DeletionWorkflow } from '../contracts/deletion';
 import type { DELEGATE_WORKFLOW, DelegateWorkflow } from '../contracts/delegate';
 import type { JOB_RUN_WORKFLOW, JobRunWorkflow } from '../contracts/job-run';
 import type { REFLECTION_WORKFLOW, ReflectionWorkflow } from '../contracts/reflection';
@@ -7,6 +8,7 @@ import type { REPLAY_RUN_WORKFLOW, ReplayRunWorkflow } from '../contracts/replay
 import type { ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow } from '../contracts/routine-run';
 import { conversationWorkflow } from './conversation';
 import { delegateWorkflow } from './delegate';
+import { deletionWorkflow } from './deletion';
 import { jobRunWorkflow } from './job-run';
 import { reflectionWorkflow } from './reflection';
 import { replayRunWorkflow } from './replay-run';
@@ -15,6 +17,7 @@ import { routineRunWorkflow } from './routine-run';
 export {
   conversationWorkflow,
   delegateWorkflow,
+  deletionWorkflow,
   jobRunWorkflow,
   routineRunWorkflow,
   reflectionWorkflow,
@@ -29,6 +32,7 @@ export type ContractsKept = Keeps<
   {
     conversationWorkflow: typeof conversationWorkflow;
     delegateWorkflow: typeof delegateWorkflow;
+    deletionWorkflow: typeof deletionWorkflow;
     jobRunWorkflow: typeof jobRunWorkflow;
     routineRunWorkflow: typeof routineRunWorkflow;
     reflectionWorkflow: typeof reflectionWorkflow;
@@ -36,6 +40,7 @@ export type ContractsKept = Keeps<
   },
   Record<typeof CONVERSATION_WORKFLOW, ConversationWorkflow> &
     Record<typeof DELEGATE_WORKFLOW, DelegateWorkflow> &
+    Record<typeof DELETION_WORKFLOW, DeletionWorkflow> &
     Record<typeof JOB_RUN_WORKFLOW, JobRunWorkflow> &
     Record<typeof ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow> &
     Record<typeof REFLECTION_WORKFLOW, ReflectionWorkflow> &

@@ -2,7 +2,10 @@ import type { Client } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Pool } from '../../db/pool';
 import type { EgressAllow } from '../../domain/egress';
-import { agentCreatedIfNew, configureAgent, type AgentRow } from '../../services/agents';
+import { z } from 'zod';
+import { agentCreatedIfNew, configureAgent, listAgents, type AgentRow } from '../../services/agents';
+import { storableString } from '../../domain/text';
+import { CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { failingRuns } from '../../services/workflow-task-failures';
 import { shownDelivery, shownDestinations } from '../delivery-shown';
 import { assertReachable } from '../egress-check';
@@ -22,8 +25,49 @@ const view = (a: AgentRow) => ({
   updatedAt: a.updatedAt,
 });
 
+const AgentListQuery = PageQuery.extend({
+  q: storableString().max(200).optional().describe('Only agents whose id or name contains this, ignoring case'),
+}).strict();
+const AgentItem = z.object({
+  agentId: z.string(),
+  name: z.string(),
+  model: z.string().nullable(),
+  conversations: z.number(),
+  jobs: z.number(),
+  routines: z.number(),
+  waitingApprovals: z.number().describe('Routine runs, proposals and tool calls waiting for a decision'),
+  lastActivityAt: z.string().describe("The latest of the agent's change and its conversations' turns"),
+});
+
 export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAllow): FastifyPluginAsyncZod {
   return async (app) => {
+    app.get(
+      '/v1/agents',
+      {
+        schema: {
+          tags: ['agents'],
+          summary: 'The agents, by id: every one for an operator, its own for an agent’s token',
+          querystring: AgentListQuery,
+          response: { 200: Page(AgentItem), 400: ErrorResponse },
+        },
+      },
+      async (req) => {
+        const { q, limit } = req.query;
+        const after = decodeCursor(req.query.cursor, CursorText);
+        const rows = await listAgents(
+          pool,
+          { scope: req.agentScope, ...(q ? { q } : {}) },
+          { ...(after ? { after } : {}), limit: limit + 1 },
+        );
+        return pageOf(
+          rows,
+          limit,
+          (a) => a.agentId,
+          (a) => a,
+        );
+      },
+    );
+
     app.put(
       '/v1/agents/:agentId',
       {

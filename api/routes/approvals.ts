@@ -161,6 +161,7 @@ export function approvalRoutes(pool: Pool): FastifyPluginAsyncZod {
       {
         schema: {
           tags: ['approvals'],
+          operationId: 'getEveryAgentsApprovals',
           summary: "Every agent's pending approvals, oldest waiting first (an operator's token, scoped to *)",
           querystring: ApprovalsQuery,
           response: { 200: Page(Approval), 400: ErrorResponse, 403: ErrorResponse },

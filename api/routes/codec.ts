@@ -59,6 +59,7 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
         {
           schema: {
             tags: ['codec'],
+            operationId: `${op}Payloads`,
             summary: `Temporal's codec protocol: ${op}s payloads with Keel's payload keys (operators only)`,
             body: Payloads,
             response: { 200: Payloads },
@@ -82,6 +83,7 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
       {
         schema: {
           tags: ['codec'],
+          operationId: 'startCodecSession',
           summary: "Keeps the operator's token in an HttpOnly cookie for the Temporal UI's codec calls",
           response: { 200: Session },
         },
@@ -100,7 +102,14 @@ export function codecRoutes(deps: CodecDeps): FastifyPluginAsyncZod {
     );
     app.delete(
       '/codec/session',
-      { schema: { tags: ['codec'], summary: 'Forgets the codec cookie', response: { 200: Session } } },
+      {
+        schema: {
+          tags: ['codec'],
+          operationId: 'endCodecSession',
+          summary: 'Forgets the codec cookie',
+          response: { 200: Session },
+        },
+      },
       async (_req, reply) => reply.clearCookie(CODEC_COOKIE, { path: '/codec' }).send({ cookie: 'cleared' }),
     );
   };

@@ -45,8 +45,11 @@ const Job = z.object({
   createdAt: z.string(),
 });
 const Run = z.object({
-  runId: z.string(),
+  runId: z.string().describe("Also the run's workflow id (the Temporal UI shows its history)"),
   firedAt: z.string(),
+  startedAt: z.string(),
+  finishedAt: z.string().nullable(),
+  durationMs: z.number().nullable().describe('finishedAt - startedAt; null while the run goes on'),
   status: z.enum(['running', 'ok', 'error', 'skipped']),
   reply: z.string().optional(),
   error: z.string().optional(),

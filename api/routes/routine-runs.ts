@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { runDurationMs } from '../../domain/run-duration';
 import { playbookOutcome, RUN_STATUSES } from '../../domain/routines';
 import { storableString } from '../../domain/text';
 import {
@@ -25,7 +26,9 @@ const Run = z.object({
   gate: Gate.optional(),
   artifactId: z.string().optional(),
   firedAt: z.string(),
+  startedAt: z.string(),
   finishedAt: z.string().nullable(),
+  durationMs: z.number().nullable().describe('finishedAt - startedAt; null while the run goes on'),
   prompt: z.string().nullable(),
   tool: z.object({ name: z.string(), version: z.number(), authored: z.boolean() }).nullable(),
   decision: z.object({ approved: z.boolean(), note: z.string().optional(), at: z.string() }).nullable(),
@@ -45,7 +48,9 @@ function runView(r: RoutineRunRow): z.infer<typeof Run> {
     ...(r.gate ? { gate: r.gate } : {}),
     ...(r.artifactId ? { artifactId: r.artifactId } : {}),
     firedAt: r.firedAt,
+    startedAt: r.startedAt,
     finishedAt: r.finishedAt,
+    durationMs: runDurationMs(r.startedAt, r.finishedAt),
     prompt: r.prompt,
     tool: r.toolName ? { name: r.toolName, version: r.toolVersion ?? 0, authored: r.authored } : null,
     decision: r.decision,

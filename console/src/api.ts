@@ -1,9 +1,11 @@
-import type { Page } from './api-types';
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { paths } from './api-schema.gen';
 import { readToken } from './session';
 
 /**
- * The console's one way to Keel's REST API: the same routes curl uses, with the session's bearer token in the
- * Authorization header (never in a URL), and every error as the words the API gave.
+ * The console's one way to Keel's REST API: a client typed by the API's OpenAPI document (openapi-fetch over the
+ * generated `paths`), on the same routes curl uses, with the session's bearer token in the Authorization header
+ * (never in a URL), and every error as the words the API gave.
  */
 
 export class ApiError extends Error {
@@ -16,26 +18,11 @@ export class ApiError extends Error {
   }
 }
 
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
 let onUnauthorized: (message: string) => void = () => undefined;
 
 /** Who hears that the API refused the token (401), wherever it happened: the app then asks to sign in again. */
 export function setUnauthorizedHandler(handler: (message: string) => void): void {
   onUnauthorized = handler;
-}
-
-/** A path under /v1 from its segments, each one encoded: ids come from people and agents. */
-export function apiPath(...segments: (string | number)[]): string {
-  return `/v1/${segments.map((s) => encodeURIComponent(String(s))).join('/')}`;
-}
-
-/** `path` with a query string of the parameters that have a value. */
-export function withQuery(path: string, query: Record<string, string | number | null | undefined>): string {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
-  const q = params.toString();
-  return q ? `${path}?${q}` : path;
 }
 
 /** The headers every request carries: the token when there is one. */
@@ -66,43 +53,43 @@ export async function errorOf(res: Response): Promise<ApiError> {
   return error;
 }
 
-export async function request<T>(method: Method, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json', ...authHeaders() };
-  // No body at all when there is none: fastify refuses an empty body sent as JSON.
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  let res: Response;
-  try {
-    res = await fetch(path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal,
-      cache: 'no-store',
-    });
-  } catch (err) {
-    if (signal?.aborted) throw err;
-    throw new ApiError(0, 'network', `Keel's API did not answer (${err instanceof Error ? err.message : 'no reply'})`);
-  }
-  if (!res.ok) throw await errorOf(res);
-  if (res.status === 204) return undefined as T;
-  return (await res.json()) as T;
+/** The session's token on each request; an answer that is not 2xx, or no answer, thrown as an ApiError. */
+const session: Middleware = {
+  onRequest({ request }) {
+    for (const [name, value] of Object.entries(authHeaders())) request.headers.set(name, value);
+    return request;
+  },
+  async onResponse({ response }) {
+    if (!response.ok) throw await errorOf(response);
+  },
+  onError({ error, request }) {
+    // A request the console gave up on (the view moved on) stays a cancellation.
+    if (request.signal.aborted) return;
+    return new ApiError(
+      0,
+      'network',
+      `Keel's API did not answer (${error instanceof Error ? error.message : 'no reply'})`,
+    );
+  },
+};
+
+/** The query parameters that have a value: an empty search or filter is none. */
+function querySerializer(query: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query))
+    if (typeof value === 'number' || (typeof value === 'string' && value !== '')) params.set(name, String(value));
+  return params.toString();
 }
 
-export const get = <T>(path: string, signal?: AbortSignal) => request<T>('GET', path, undefined, signal);
-export const post = <T>(path: string, body?: unknown) => request<T>('POST', path, body);
+export const api = createClient<paths>({ headers: { accept: 'application/json' }, cache: 'no-store', querySerializer });
+api.use(session);
 
 /**
- * One page of a list: `{items, nextCursor}` with `cursor` and `limit`. A list route that still answers a plain array
- * is one page with nothing after it.
+ * What a request answered. Only a 2xx answer gets here (the middleware throws the others), so its body is there,
+ * of the type the route's schema says.
  */
-export async function getPage<T>(
-  path: string,
-  query: Record<string, string | number | null | undefined>,
-  cursor: string | null,
-  signal?: AbortSignal,
-): Promise<Page<T>> {
-  const answer = await get<Page<T> | T[]>(withQuery(path, { ...query, cursor }), signal);
-  return Array.isArray(answer) ? { items: answer, nextCursor: null } : answer;
+export async function answer<T>(request: Promise<{ data?: T }>): Promise<T> {
+  return (await request).data as T;
 }
 
 /** Any failure as words for a person. */

@@ -1,5 +1,6 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { ApiError, get, request, setUnauthorizedHandler, withQuery } from './api';
+import { api, ApiError, setUnauthorizedHandler } from './api';
 import { AgentField } from './agent-field';
 import { loadConsoleConfig } from './console-config';
 import { ConsoleNav } from './console-nav';
@@ -8,7 +9,6 @@ import { FailingRunsWarning } from './failing-runs';
 import { href, useRoute } from './routes';
 import { readAgent, readToken, saveAgent, saveToken } from './session';
 import { SignIn } from './sign-in';
-import { useLoad } from './use-load';
 import { ViewBoundary } from './view-boundary';
 
 type Auth = { state: 'checking' } | { state: 'signed-out'; error: string | null } | { state: 'signed-in' };
@@ -19,7 +19,7 @@ type Auth = { state: 'checking' } | { state: 'signed-out'; error: string | null 
  */
 async function probe(): Promise<Auth> {
   try {
-    await get(withQuery('/v1/approvals', { limit: 1 }));
+    await api.GET('/v1/approvals', { params: { query: { limit: 1 } } });
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return { state: 'signed-out', error: err.message };
   }
@@ -33,7 +33,8 @@ export function App() {
   signedIn.current = auth.state === 'signed-in';
   const [agentId, setAgentId] = useState(readAgent);
   const route = useRoute();
-  const config = useLoad('config', () => loadConsoleConfig());
+  const config = useQuery({ queryKey: ['console-config'], queryFn: loadConsoleConfig, staleTime: Infinity });
+  const queryClient = useQueryClient();
   const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
@@ -41,6 +42,8 @@ export function App() {
     setUnauthorizedHandler((message) => {
       if (!signedIn.current) return;
       saveToken(null);
+      // What this token read is not shown to the next one.
+      queryClient.clear();
       setAuth({ state: 'signed-out', error: `Signed out: ${message}` });
     });
     const hadToken = readToken() !== null;
@@ -49,7 +52,7 @@ export function App() {
       // Without a token, being asked for one is no error; a stored token refused is worth saying.
       setAuth(a.state === 'signed-out' && !hadToken ? { state: 'signed-out', error: null } : a);
     });
-  }, []);
+  }, [queryClient]);
 
   // A new place takes the focus to its heading, so keyboard and screen reader users start there.
   const firstRoute = useRef(true);
@@ -66,12 +69,13 @@ export function App() {
     const a = await probe();
     if (a.state === 'signed-out') saveToken(null);
     // An operator's token also goes, as an HttpOnly cookie, to the codec server the Temporal UI decodes through.
-    else void request('POST', '/codec/session').catch(() => undefined);
+    else void api.POST('/codec/session').catch(() => undefined);
     setAuth(a.state === 'signed-out' ? { ...a, error: `The API refused this token: ${a.error}` } : a);
   }, []);
   const signOut = () => {
-    void request('DELETE', '/codec/session').catch(() => undefined);
+    void api.DELETE('/codec/session').catch(() => undefined);
     saveToken(null);
+    queryClient.clear();
     setAuth({ state: 'signed-out', error: null });
   };
   const chooseAgent = (next: string) => {

@@ -1,4 +1,11 @@
-import type { ConsoleConfig } from './api-types';
+/**
+ * The page's own settings, which the server serves beside the console's files (api/console.ts): not a route of the
+ * REST API, so not in its OpenAPI document.
+ */
+export interface ConsoleConfig {
+  temporalUiUrl: string | null;
+  namespace: string;
+}
 
 /** What the server tells the page about its surroundings: where the Temporal UI is, and the namespace. */
 export async function loadConsoleConfig(): Promise<ConsoleConfig> {

@@ -1,5 +1,10 @@
 import { EventStreamContentType, fetchEventSource } from '@microsoft/fetch-event-source';
+import { defaultPathSerializer } from 'openapi-fetch';
+import type { paths } from './api-schema.gen';
 import { authHeaders, errorOf } from './api';
+
+/** The route of the stream, as the API's document names it. */
+const EVENTS = '/v1/agents/{agentId}/conversations/{conversationId}/events' satisfies keyof paths;
 
 /** One event of GET …/conversations/:id/events (api/routes/events.ts): its name, and its JSON data. */
 export interface ConversationEvent {
@@ -17,11 +22,11 @@ class Refused extends Error {}
  * open, else why it is not.
  */
 export function followConversation(
-  path: string,
+  conversation: { agentId: string; conversationId: string },
   on: { event: (e: ConversationEvent) => void; status: (problem: string | null) => void },
 ): () => void {
   const abort = new AbortController();
-  fetchEventSource(path, {
+  fetchEventSource(defaultPathSerializer(EVENTS, conversation), {
     headers: authHeaders(),
     signal: abort.signal,
     // A background tab keeps following: closing and reopening would lose the reply streaming meanwhile.

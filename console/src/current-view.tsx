@@ -18,7 +18,12 @@ export function CurrentView({ route, ...props }: ViewProps & { route: Route }) {
       return <ConversationsView {...props} />;
     case 'conversation':
       return props.agentId ? (
-        <ConversationDetail {...props} conversationId={route.conversationId} />
+        // Each conversation a view of its own: what one followed live is never shown under another.
+        <ConversationDetail
+          key={`${props.agentId}\n${route.conversationId}`}
+          {...props}
+          conversationId={route.conversationId}
+        />
       ) : (
         <ConversationsView {...props} />
       );

@@ -1,20 +1,13 @@
-/** Where something would be sent, in words: a Delivery of the API (docs/api.md), or a destination's name. */
-export type Delivery =
-  | { channel: 'none' }
-  | { channel: 'webhook'; url: string; hasSecret?: boolean; secretFingerprint?: string }
-  | { channel: 'slack'; target: string }
-  | string;
+import type { Delivery } from './api-types';
 
-export function describeDelivery(d: Delivery | Record<string, unknown>): string {
-  if (typeof d === 'string') return `destination ${d}`;
+/** Where something would be sent, in words (a delivery as docs/api.md shows it, without its secret). */
+export function describeDelivery(d: Delivery): string {
   switch (d.channel) {
     case 'webhook':
-      return `webhook ${String(d.url)}`;
+      return `webhook ${d.url}`;
     case 'slack':
-      return `Slack ${String(d.target)}`;
+      return `Slack ${d.target}`;
     case 'none':
       return 'nowhere (channel none)';
-    default:
-      return JSON.stringify(d);
   }
 }

@@ -1,7 +1,7 @@
-import { get } from './api';
-import type { ConsoleConfig, FailingRun } from './api-types';
-import { temporalUiLink } from './console-config';
-import { useLoad } from './use-load';
+import { useQuery } from '@tanstack/react-query';
+import { answer, api } from './api';
+import type { FailingRun } from './api-types';
+import { temporalUiLink, type ConsoleConfig } from './console-config';
 
 const CAUSE: Record<FailingRun['cause'], string> = {
   nondeterminism: 'a nondeterminism error',
@@ -13,8 +13,12 @@ const CAUSE: Record<FailingRun['cause'], string> = {
  * an operator exports the history and resets the run (docs/operators.md).
  */
 export function FailingRunsWarning({ agentId, config }: { agentId: string; config: ConsoleConfig | undefined }) {
-  const path = `/v1/agents/${encodeURIComponent(agentId)}/failing-runs`;
-  const failing = useLoad(agentId ? `failing:${agentId}` : null, (signal) => get<{ runs: FailingRun[] }>(path, signal));
+  const failing = useQuery({
+    queryKey: ['agents', agentId, 'failing-runs'],
+    queryFn: ({ signal }) =>
+      answer(api.GET('/v1/agents/{agentId}/failing-runs', { params: { path: { agentId } }, signal })),
+    enabled: agentId !== '',
+  });
   const runs = failing.data?.runs ?? [];
   if (!runs.length) return null;
   return (

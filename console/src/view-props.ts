@@ -1,5 +1,5 @@
 import type { Ref } from 'react';
-import type { ConsoleConfig } from './api-types';
+import type { ConsoleConfig } from './console-config';
 
 /** What every view is given: the agent chosen, the server's config, and its heading (focused as it opens). */
 export interface ViewProps {

@@ -1,13 +1,14 @@
+import { useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import type { Approval, DecisionLink, ProposalApproval, ToolCallApproval } from '../api-types';
-import { post } from '../api';
+import type { Approval, ProposalApproval, ToolCallApproval } from '../api-types';
+import { api } from '../api';
 import { ConfirmDialog } from '../confirm-dialog';
 import { describeDelivery } from '../delivery';
 import { ErrorAlert } from '../error-alert';
 import { FileDiff } from '../file-diff';
 import { expiresIn, instant, waitingFor } from '../time';
 import { LearnedFrom } from '../learned-from';
-import { useAction } from '../use-action';
+import { useChange } from '../use-change';
 
 type Verdict = 'approve' | 'reject';
 
@@ -31,10 +32,24 @@ const decisionSubject = (item: Approval) =>
       ? `Runs ${item.tool} on ${item.server} once, with the arguments shown.`
       : `Changes ${item.files.map((f) => f.path).join(', ') || 'no file'} as shown.`;
 
-/** The decision goes where the API said, and only to the API. */
-async function send(link: DecisionLink, note: string): Promise<void> {
-  if (!link.path.startsWith('/v1/')) throw new Error(`the API gave a decision path outside /v1: ${link.path}`);
-  await post(link.path, note.trim() ? { note } : {});
+/** The decision, on the route the item's `approve` and `reject` links name (api/routes/approvals.ts). */
+function decide(item: Approval, verdict: Verdict, note: string) {
+  const body = note.trim() ? { note } : {};
+  const { agentId, id } = item;
+  switch (item.kind) {
+    case 'routine_run':
+      return api.POST(`/v1/agents/{agentId}/routine-runs/{runId}/${verdict}`, {
+        params: { path: { agentId, runId: id } },
+        body,
+      });
+    case 'tool_call':
+      return api.POST(`/v1/agents/{agentId}/tool-calls/{callId}/${verdict}`, {
+        params: { path: { agentId, callId: id } },
+        body,
+      });
+    case 'proposal':
+      return api.POST(`/v1/agents/{agentId}/proposals/{id}/${verdict}`, { params: { path: { agentId, id } }, body });
+  }
 }
 
 /**
@@ -46,15 +61,19 @@ export function ApprovalItem({ item, onDecided }: { item: Approval; onDecided: (
   const noteId = useId();
   const [note, setNote] = useState('');
   const [asking, setAsking] = useState<Verdict | null>(null);
-  const decision = useAction();
-
-  const confirm = (verdict: Verdict) =>
-    void decision
-      .run(() => send(item[verdict], note))
-      .then((ok) => {
-        setAsking(null);
-        if (ok) onDecided(item.id);
-      });
+  const queryClient = useQueryClient();
+  const decision = useChange({
+    mutationFn: async (verdict: Verdict) => {
+      await decide(item, verdict, note);
+    },
+    onSuccess: () => {
+      onDecided(item.id);
+      // The inboxes, and what the decision moves on: the agent's run, memory or conversation.
+      void queryClient.invalidateQueries({ queryKey: ['approvals'] });
+      void queryClient.invalidateQueries({ queryKey: ['agents', item.agentId] });
+    },
+    onSettled: () => setAsking(null),
+  });
 
   const ask = asking ? ASK[asking] : ASK.approve;
   return (
@@ -99,12 +118,17 @@ export function ApprovalItem({ item, onDecided }: { item: Approval; onDecided: (
         <button
           type="button"
           className="button primary"
-          disabled={decision.pending}
+          disabled={decision.isPending}
           onClick={() => setAsking('approve')}
         >
           Approve
         </button>
-        <button type="button" className="button danger" disabled={decision.pending} onClick={() => setAsking('reject')}>
+        <button
+          type="button"
+          className="button danger"
+          disabled={decision.isPending}
+          onClick={() => setAsking('reject')}
+        >
           Reject
         </button>
       </div>
@@ -115,8 +139,8 @@ export function ApprovalItem({ item, onDecided }: { item: Approval; onDecided: (
         confirmLabel={ask.confirm}
         pendingText={ask.pending}
         tone={ask.tone}
-        pending={decision.pending}
-        onConfirm={() => asking && confirm(asking)}
+        pending={decision.isPending}
+        onConfirm={() => asking && decision.send(asking)}
         onCancel={() => setAsking(null)}
       >
         <p>{approvalTitle(item)}</p>
@@ -153,15 +177,10 @@ function ToolCallDetails({ item }: { item: ToolCallApproval }) {
 }
 
 function ProposalDetails({ item }: { item: ProposalApproval }) {
-  const why = [item.summary, item.reason, item.rationale].filter((t): t is string => Boolean(t));
   return (
     <>
-      {why.map((t, i) => (
-        <p key={i} className="text">
-          {t}
-        </p>
-      ))}
-      {item.changes?.length ? (
+      {item.reason ? <p className="text">{item.reason}</p> : null}
+      {item.changes.length ? (
         <ul className="changes">
           {item.changes.map((c, i) => (
             <li key={i}>
@@ -175,7 +194,7 @@ function ProposalDetails({ item }: { item: ProposalApproval }) {
         <FileDiff key={f.path} path={f.path} before={f.before} after={f.after} />
       ))}
       <ProposalChecks checks={item.checks} />
-      <LearnedFrom conversationIds={item.conversationIds ?? []} />
+      <LearnedFrom conversationIds={item.conversationIds} />
     </>
   );
 }
@@ -185,7 +204,7 @@ function ProposalDetails({ item }: { item: ProposalApproval }) {
  * approval itself, which the reason above says); soft warnings are worth reading before deciding.
  */
 function ProposalChecks({ checks }: { checks: ProposalApproval['checks'] }) {
-  if (!checks?.length) return null;
+  if (!checks.length) return null;
   const warnings = checks.filter((c) => !c.passed && c.kind === 'soft');
   const passed = checks.filter((c) => c.passed).length;
   return (

@@ -1,11 +1,12 @@
+import { useQuery } from '@tanstack/react-query';
 import type { TranscriptMessage, TranscriptToolCall } from '../api-types';
-import { apiPath } from '../api';
 import { conversationWorkflowId, temporalUiLink } from '../console-config';
 import { ErrorAlert } from '../error-alert';
 import { href } from '../routes';
 import { instant } from '../time';
 import { groupTurns, type TurnGroup, type TurnState } from '../transcript';
-import { useTranscript } from '../use-transcript';
+import { transcriptQuery } from '../transcript-query';
+import { useLiveTurns } from '../use-live-turns';
 import type { ViewProps } from '../view-props';
 
 const groupKey = (g: TurnGroup) => `${g.turnId ?? 'note'}:${g.messages[0]!.seq}`;
@@ -20,14 +21,18 @@ export function ConversationDetail({
   config,
   headingRef,
 }: ViewProps & { conversationId: string }) {
-  const t = useTranscript(apiPath('agents', agentId, 'conversations', conversationId));
+  const transcript = useQuery(transcriptQuery(agentId, conversationId));
+  // Followed once the transcript was first read, also when that read failed.
+  const t = useLiveTurns({ agentId, conversationId }, !transcript.isPending, transcript.dataUpdatedAt);
+  const state = transcript.data?.state;
+  const loading = transcript.isLoading;
   const workflowId = conversationWorkflowId(agentId, conversationId);
   const uiLink = temporalUiLink(config, workflowId);
-  const groups = groupTurns(t.messages);
+  const groups = groupTurns(transcript.data?.messages ?? []);
   // Running by its events, and the conversation busy: a finished turn replayed from the first event is never shown
   // as running between its start and its end.
   const isRunning = (g: TurnGroup) =>
-    g.turnId !== null && t.turns.get(g.turnId)?.status === 'running' && t.state?.busy !== false;
+    g.turnId !== null && t.turns.get(g.turnId)?.status === 'running' && state?.busy !== false;
   const done = groups.filter((g) => !isRunning(g));
   const running = groups.filter(isRunning);
 
@@ -54,21 +59,21 @@ export function ConversationDetail({
           <span>Temporal UI link: set KEEL_TEMPORAL_UI_URL</span>
         )}
       </p>
-      {t.state ? (
+      {state ? (
         <p className="meta">
-          <span>{t.state.busy ? 'a turn is running' : 'idle'}</span>
-          <span>{t.state.queued} queued</span>
+          <span>{state.busy ? 'a turn is running' : 'idle'}</span>
+          <span>{state.queued} queued</span>
           <span>
             live delegates:{' '}
-            {t.state.liveDelegates.length ? t.state.liveDelegates.map((d) => <code key={d}>{d} </code>) : 'none'}
+            {state.liveDelegates.length ? state.liveDelegates.map((d) => <code key={d}>{d} </code>) : 'none'}
           </span>
         </p>
       ) : null}
-      <ErrorAlert error={t.error} />
+      <ErrorAlert error={transcript.error} />
       {t.streamProblem ? <p className="muted">{t.streamProblem}</p> : null}
       <section aria-label="Transcript" className="transcript">
-        {t.loading ? <p className="muted">Loading…</p> : null}
-        {!t.loading && done.length === 0 && !t.error ? <p className="notice">No finished turn yet.</p> : null}
+        {loading ? <p className="muted">Loading…</p> : null}
+        {!loading && done.length === 0 && !transcript.error ? <p className="notice">No finished turn yet.</p> : null}
         <ol className="turns">
           {done.map((g) => (
             <Turn key={groupKey(g)} group={g} state={g.turnId ? t.turns.get(g.turnId) : undefined} />

@@ -1,12 +1,12 @@
+import { useInfiniteQuery } from '@tanstack/react-query';
 import { useEffect, useId, useState } from 'react';
-import type { ConversationSummary } from '../api-types';
-import { apiPath, getPage } from '../api';
+import { answer, api } from '../api';
 import { AgentNeeded } from '../agent-needed';
 import { ErrorAlert } from '../error-alert';
 import { LoadMore } from '../load-more';
+import { pagedQuery } from '../paged-query';
 import { href } from '../routes';
 import { instant, relative } from '../time';
-import { usePagedList } from '../use-paged-list';
 import type { ViewProps } from '../view-props';
 import { ViewHead } from '../view-head';
 
@@ -22,17 +22,26 @@ export function ConversationsView({ agentId, headingRef }: ViewProps) {
     const timer = setTimeout(() => setQ(typed.trim()), SEARCH_DELAY_MS);
     return () => clearTimeout(timer);
   }, [typed]);
-  const list = usePagedList<ConversationSummary>(agentId ? `${agentId}\n${q}` : null, (cursor, signal) =>
-    getPage(apiPath('agents', agentId, 'conversations'), { q, limit: 50 }, cursor, signal),
-  );
+  const list = useInfiniteQuery({
+    ...pagedQuery(['agents', agentId, 'conversations', { q }], (cursor, signal) =>
+      answer(
+        api.GET('/v1/agents/{agentId}/conversations', {
+          params: { path: { agentId }, query: { q, limit: 50, cursor } },
+          signal,
+        }),
+      ),
+    ),
+    enabled: agentId !== '',
+  });
+  const items = list.data ?? [];
 
   return (
     <section aria-labelledby="view-heading">
       <ViewHead
         title="Conversations"
         headingRef={headingRef}
-        {...(agentId ? { onRefresh: list.reload } : {})}
-        loading={list.loading}
+        {...(agentId ? { onRefresh: () => void list.refetch() } : {})}
+        loading={list.isFetching}
       />
       {!agentId ? (
         <AgentNeeded what="conversations" />
@@ -51,11 +60,11 @@ export function ConversationsView({ agentId, headingRef }: ViewProps) {
             />
           </form>
           <ErrorAlert error={list.error} />
-          {list.items.length === 0 && !list.loading && !list.error ? (
+          {items.length === 0 && list.isSuccess ? (
             <p className="notice">{q ? `No conversation id contains “${q}”.` : 'No conversations yet.'}</p>
           ) : null}
           <ul className="rows">
-            {list.items.map((c) => (
+            {items.map((c) => (
               <li key={c.conversationId} className="row">
                 <a className="row-title" href={href({ view: 'conversation', conversationId: c.conversationId })}>
                   {c.conversationId}
@@ -86,7 +95,7 @@ export function ConversationsView({ agentId, headingRef }: ViewProps) {
               </li>
             ))}
           </ul>
-          {list.items.length === 0 && list.loading ? <p className="muted">Loading…</p> : null}
+          {list.isLoading ? <p className="muted">Loading…</p> : null}
           <LoadMore list={list} />
         </>
       )}

@@ -1,50 +1,43 @@
-import { useEffect, useId, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { useId, useState } from 'react';
 import type { Delegate } from '../api-types';
-import { apiPath, get, post } from '../api';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { href } from '../routes';
 import { instant } from '../time';
-import { useAction } from '../use-action';
+import { useChange } from '../use-change';
 
 /** How many times (a second apart) a cancelled delegate is read again for its outcome. */
 const CANCEL_READS = 20;
 
 /** A delegate's lifecycle, outcome and admission decisions; a live one can be cancelled with a reason. */
-export function DelegateItem({
-  agentId,
-  delegate,
-  onChanged,
-}: {
-  agentId: string;
-  delegate: Delegate;
-  onChanged: (d: Delegate) => void;
-}) {
+export function DelegateItem({ agentId, delegate }: { agentId: string; delegate: Delegate }) {
   const headingId = useId();
   const reasonId = useId();
   const [reason, setReason] = useState('');
-  const cancel = useAction();
-  const d = delegate;
-  const path = apiPath('agents', agentId, 'delegates', d.delegateId);
-
+  const path = { agentId, delegateId: delegate.delegateId };
   const [cancelling, setCancelling] = useState(false);
-  const submit = () =>
-    void cancel.run(async () => {
-      if (!reason.trim()) throw new Error('Give a reason: it is kept in the delegate’s outcome.');
-      await post(`${path}/cancel`, { reason: reason.trim() });
+  const cancel = useChange({
+    mutationFn: async (why: string) => {
+      if (!why) throw new Error('Give a reason: it is kept in the delegate’s outcome.');
+      await api.POST('/v1/agents/{agentId}/delegates/{delegateId}/cancel', { params: { path }, body: { reason: why } });
+    },
+    onSuccess: () => {
       setReason('');
       setCancelling(true);
-    });
+    },
+  });
 
   // The cancel is a signal: the delegate commits its outcome moments later. Read it until it shows.
-  useEffect(() => {
-    if (!cancelling || delegate.outcome) return;
-    let reads = 0;
-    const timer = setInterval(() => {
-      if (++reads > CANCEL_READS) return clearInterval(timer);
-      get<Delegate>(path).then(onChanged, () => undefined);
-    }, 1000);
-    return () => clearInterval(timer);
-  }, [cancelling, delegate.outcome, path, onChanged]);
+  const afterCancel = useQuery({
+    queryKey: ['agents', agentId, 'delegates', delegate.delegateId],
+    queryFn: ({ signal }) =>
+      answer(api.GET('/v1/agents/{agentId}/delegates/{delegateId}', { params: { path }, signal })),
+    enabled: cancelling && !delegate.outcome,
+    refetchInterval: (query) =>
+      query.state.data?.outcome || query.state.dataUpdateCount >= CANCEL_READS ? false : 1000,
+  });
+  const d = afterCancel.data?.outcome ? afterCancel.data : delegate;
 
   return (
     <article className="card" aria-labelledby={headingId}>
@@ -122,7 +115,7 @@ export function DelegateItem({
           className="inline-form"
           onSubmit={(e) => {
             e.preventDefault();
-            submit();
+            cancel.send(reason.trim());
           }}
         >
           <div className="field">
@@ -135,7 +128,7 @@ export function DelegateItem({
               onChange={(e) => setReason(e.target.value)}
             />
           </div>
-          <button type="submit" className="button danger" disabled={cancel.pending}>
+          <button type="submit" className="button danger" disabled={cancel.isPending}>
             Cancel delegate
           </button>
         </form>

@@ -1,17 +1,27 @@
+import { useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import type { Job } from '../api-types';
-import { apiPath } from '../api';
+import { api } from '../api';
 import { jobSchedule, nextFire } from '../schedule';
 import { JobRuns } from './job-runs';
-import { LifecycleButtons } from './lifecycle-buttons';
+import { LifecycleButtons, type Lifecycle } from './lifecycle-buttons';
 
 const RUN_SETTLE_MS = 3000;
 
 /** A scheduled job: its schedule in words, next fire, status, its buttons and its runs. */
-export function JobItem({ agentId, job, onChanged }: { agentId: string; job: Job; onChanged: (job: Job) => void }) {
+export function JobItem({ agentId, job }: { agentId: string; job: Job }) {
   const headingId = useId();
-  const [runsRound, setRunsRound] = useState(0);
   const [showRuns, setShowRuns] = useState(false);
+  const queryClient = useQueryClient();
+  const send = async (verb: Lifecycle) => {
+    await api.POST(`/v1/agents/{agentId}/jobs/{id}/${verb}`, { params: { path: { agentId, id: job.id } } });
+    // The run is booked a moment after it starts: its runs are read now (the buttons' change) and once more then.
+    if (verb === 'run')
+      setTimeout(
+        () => void queryClient.invalidateQueries({ queryKey: ['agents', agentId, 'jobs', job.id, 'runs'] }),
+        RUN_SETTLE_MS,
+      );
+  };
   return (
     <article className="card" aria-labelledby={headingId}>
       <h4 id={headingId}>{job.name}</h4>
@@ -34,19 +44,10 @@ export function JobItem({ agentId, job, onChanged }: { agentId: string; job: Job
           <dd className="text">{job.task}</dd>
         </div>
       </dl>
-      <LifecycleButtons<Job>
-        path={apiPath('agents', agentId, 'jobs', job.id)}
-        status={job.status}
-        onChanged={onChanged}
-        onRan={() => {
-          // The run is booked a moment after it starts: read the runs now and once more then.
-          setRunsRound((r) => r + 1);
-          setTimeout(() => setRunsRound((r) => r + 1), RUN_SETTLE_MS);
-        }}
-      />
+      <LifecycleButtons status={job.status} send={send} changes={['agents', agentId, 'jobs']} />
       <details onToggle={(e) => setShowRuns(e.currentTarget.open)}>
         <summary>Runs</summary>
-        {showRuns ? <JobRuns agentId={agentId} jobId={job.id} round={runsRound} /> : null}
+        {showRuns ? <JobRuns agentId={agentId} jobId={job.id} /> : null}
       </details>
     </article>
   );

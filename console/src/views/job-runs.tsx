@@ -1,21 +1,20 @@
-import type { JobRun } from '../api-types';
-import { apiPath, get } from '../api';
+import { useQuery } from '@tanstack/react-query';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { duration, instant } from '../time';
-import { useLoad } from '../use-load';
 
 /** A job's runs, newest first: status, how long, where the result went, and why one failed, skipped or waits. */
-export function JobRuns({ agentId, jobId, round }: { agentId: string; jobId: string; round: number }) {
-  const runs = useLoad(
-    `${agentId}\n${jobId}`,
-    (signal) => get<JobRun[] | { items: JobRun[] }>(apiPath('agents', agentId, 'jobs', jobId, 'runs'), signal),
-    round,
-  );
-  const items = runs.data ? (Array.isArray(runs.data) ? runs.data : runs.data.items) : [];
+export function JobRuns({ agentId, jobId }: { agentId: string; jobId: string }) {
+  const runs = useQuery({
+    queryKey: ['agents', agentId, 'jobs', jobId, 'runs'],
+    queryFn: ({ signal }) =>
+      answer(api.GET('/v1/agents/{agentId}/jobs/{id}/runs', { params: { path: { agentId, id: jobId } }, signal })),
+  });
+  const items = runs.data ?? [];
   return (
     <>
       <ErrorAlert error={runs.error} />
-      {runs.loading && !runs.data ? <p className="muted">Loading…</p> : null}
+      {runs.isLoading ? <p className="muted">Loading…</p> : null}
       {runs.data && items.length === 0 ? <p className="notice">No runs yet.</p> : null}
       {items.length ? (
         <ul className="compact">

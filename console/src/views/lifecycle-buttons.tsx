@@ -1,42 +1,40 @@
-import { post } from '../api';
+import { useQueryClient, type QueryKey } from '@tanstack/react-query';
 import { ErrorAlert } from '../error-alert';
-import { useAction } from '../use-action';
+import { useChange } from '../use-change';
+
+export type Lifecycle = 'pause' | 'resume' | 'run';
 
 /**
- * Pause (while active) or Resume, and Run now, of a job or routine, through the same routes as curl. `onChanged`
- * hears the item as a pause or resume left it; `onRan` that a run was started.
+ * Pause (while active) or Resume, and Run now, of a job or routine, through the same routes as curl (`send`). What
+ * `changes` names is read again after each, before the buttons take another press.
  */
-export function LifecycleButtons<T>({
-  path,
+export function LifecycleButtons({
   status,
-  onChanged,
-  onRan,
+  send,
+  changes,
 }: {
-  path: string;
   status: string;
-  onChanged: (item: T) => void;
-  onRan: () => void;
+  send: (verb: Lifecycle) => Promise<unknown>;
+  changes: QueryKey;
 }) {
-  const action = useAction();
-  const act = (verb: 'pause' | 'resume' | 'run') =>
-    void action.run(async () => {
-      const answer = await post<T>(`${path}/${verb}`);
-      if (verb === 'run') onRan();
-      else onChanged(answer);
-    });
+  const queryClient = useQueryClient();
+  const action = useChange({
+    mutationFn: send,
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: changes }),
+  });
   return (
     <>
       <div className="actions">
         {status === 'active' ? (
-          <button type="button" className="button" disabled={action.pending} onClick={() => act('pause')}>
+          <button type="button" className="button" disabled={action.isPending} onClick={() => action.send('pause')}>
             Pause
           </button>
         ) : (
-          <button type="button" className="button" disabled={action.pending} onClick={() => act('resume')}>
+          <button type="button" className="button" disabled={action.isPending} onClick={() => action.send('resume')}>
             Resume
           </button>
         )}
-        <button type="button" className="button" disabled={action.pending} onClick={() => act('run')}>
+        <button type="button" className="button" disabled={action.isPending} onClick={() => action.send('run')}>
           Run now
         </button>
       </div>

@@ -1,9 +1,21 @@
+import { useQuery } from '@tanstack/react-query';
 import { useEffect, useId, useState } from 'react';
-import type { MemoryVersion, MemoryVersionFiles } from '../api-types';
-import { apiPath, get } from '../api';
+import type { MemoryVersion } from '../api-types';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { FileDiff } from '../file-diff';
-import { useLoad } from '../use-load';
+
+/** One memory version with its files: a version never changes, so it is read once. */
+function useVersion(agentId: string, version: number) {
+  return useQuery({
+    queryKey: ['agents', agentId, 'memory', 'versions', version],
+    queryFn: ({ signal }) =>
+      answer(
+        api.GET('/v1/agents/{agentId}/memory/versions/{version}', { params: { path: { agentId, version } }, signal }),
+      ),
+    staleTime: Infinity,
+  });
+}
 
 /** Two memory versions side by side: every file that differs between them, as a diff. */
 export function MemoryCompare({ agentId, versions }: { agentId: string; versions: MemoryVersion[] }) {
@@ -18,10 +30,9 @@ export function MemoryCompare({ agentId, versions }: { agentId: string; versions
     setFrom(Math.max(1, latest - 1));
     setTo(latest);
   }, [latest]);
-  const read = (v: number, signal: AbortSignal) =>
-    get<MemoryVersionFiles>(apiPath('agents', agentId, 'memory', 'versions', v), signal);
-  const pair = useLoad(`${agentId}\n${from}\n${to}`, (signal) => Promise.all([read(from, signal), read(to, signal)]));
-  const [a, b] = pair.data ?? [];
+  const older = useVersion(agentId, from);
+  const newer = useVersion(agentId, to);
+  const [a, b] = [older.data, newer.data];
   const paths = a && b ? [...new Set([...Object.keys(a.files), ...Object.keys(b.files)])].sort() : [];
   const changed = a && b ? paths.filter((p) => a.files[p] !== b.files[p]) : [];
 
@@ -45,8 +56,8 @@ export function MemoryCompare({ agentId, versions }: { agentId: string; versions
         {select(fromId, 'From version', from, setFrom)}
         {select(toId, 'To version', to, setTo)}
       </div>
-      <ErrorAlert error={pair.error} />
-      {pair.loading ? <p className="muted">Loading…</p> : null}
+      <ErrorAlert error={older.error ?? newer.error} />
+      {older.isLoading || newer.isLoading ? <p className="muted">Loading…</p> : null}
       {a && b && changed.length === 0 ? (
         <p className="notice">
           Versions {from} and {to} hold the same files.

@@ -1,11 +1,11 @@
 import { useState } from 'react';
 import type { MemoryVersion } from '../api-types';
-import { apiPath, post } from '../api';
+import { api } from '../api';
 import { ConfirmDialog } from '../confirm-dialog';
 import { ErrorAlert } from '../error-alert';
 import { instant } from '../time';
 import { LearnedFrom } from '../learned-from';
-import { useAction } from '../use-action';
+import { useChange } from '../use-change';
 
 const KIND = { initial: 'defaults', proposal: 'learned', rollback: 'rolled back' } as const;
 
@@ -17,18 +17,17 @@ export function MemoryVersions({
 }: {
   agentId: string;
   versions: MemoryVersion[];
-  onRolledBack: () => void;
+  /** Reads again what a rollback changed; the dialog stays, pending, until it has. */
+  onRolledBack: () => Promise<unknown>;
 }) {
   const [asking, setAsking] = useState<number | null>(null);
-  const rollback = useAction();
+  const rollback = useChange({
+    mutationFn: (toVersion: number) =>
+      api.POST('/v1/agents/{agentId}/memory/rollback', { params: { path: { agentId } }, body: { toVersion } }),
+    onSuccess: onRolledBack,
+    onSettled: () => setAsking(null),
+  });
   const current = Math.max(...versions.map((v) => v.version));
-  const confirm = (toVersion: number) =>
-    void rollback
-      .run(() => post(apiPath('agents', agentId, 'memory', 'rollback'), { toVersion }).then(() => undefined))
-      .then((ok) => {
-        setAsking(null);
-        if (ok) onRolledBack();
-      });
 
   return (
     <section aria-labelledby="versions-heading">
@@ -54,7 +53,12 @@ export function MemoryVersions({
             ) : null}
             <LearnedFrom conversationIds={v.learnedFrom} />
             {v.version !== current ? (
-              <button type="button" className="button" disabled={rollback.pending} onClick={() => setAsking(v.version)}>
+              <button
+                type="button"
+                className="button"
+                disabled={rollback.isPending}
+                onClick={() => setAsking(v.version)}
+              >
                 Roll back to version {v.version}
               </button>
             ) : null}
@@ -67,8 +71,8 @@ export function MemoryVersions({
         confirmLabel="Confirm rollback"
         pendingText="Rolling back…"
         tone="danger"
-        pending={rollback.pending}
-        onConfirm={() => asking !== null && confirm(asking)}
+        pending={rollback.isPending}
+        onConfirm={() => asking !== null && rollback.send(asking)}
         onCancel={() => setAsking(null)}
       >
         <p>A new version equal to version {asking} becomes current. Every version stays readable.</p>

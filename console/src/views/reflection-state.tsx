@@ -1,24 +1,37 @@
+import { useQuery } from '@tanstack/react-query';
 import type { ReflectionState } from '../api-types';
-import { apiPath, get } from '../api';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { href } from '../routes';
 import { instant } from '../time';
-import { useLoad } from '../use-load';
 
 const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });
 
 const phase = (r: ReflectionState) =>
   !r.live ? 'no reflection workflow running' : r.draining ? 'draining now' : 'waiting for the next drain';
 
+/**
+ * The entries of a list whose items the API's schema leaves open (`unknown[]`, api/routes/proposals.ts): each is read
+ * field by field, and a field that is not there reads as nothing.
+ */
+type Entry = Readonly<Record<string, unknown>>;
+const entries = (list: readonly unknown[]): Entry[] =>
+  list.filter((e): e is Entry => typeof e === 'object' && e !== null);
+const text = (e: Entry, field: string): string => {
+  const v = e[field];
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : '';
+};
+
+const conversation = (id: string) => <a href={href({ view: 'conversation', conversationId: id })}>{id}</a>;
+
 /** Reflection's own state: its queue, the last drain, the poison list and the gate's decisions. */
-export function ReflectionStateView({ agentId, round }: { agentId: string; round: number }) {
-  const state = useLoad(
-    agentId,
-    (signal) => get<ReflectionState>(apiPath('agents', agentId, 'reflection'), signal),
-    round,
-  );
+export function ReflectionStateView({ agentId }: { agentId: string }) {
+  const state = useQuery({
+    queryKey: ['agents', agentId, 'reflection'],
+    queryFn: ({ signal }) =>
+      answer(api.GET('/v1/agents/{agentId}/reflection', { params: { path: { agentId } }, signal })),
+  });
   const r = state.data;
-  const conversation = (id: string) => <a href={href({ view: 'conversation', conversationId: id })}>{id}</a>;
   return (
     <section aria-labelledby="reflection-heading">
       <h3 id="reflection-heading">Reflection</h3>
@@ -35,10 +48,11 @@ export function ReflectionStateView({ agentId, round }: { agentId: string; round
           <h4>Queue</h4>
           {r.queued.length ? (
             <ul className="compact">
-              {r.queued.map((q) => (
-                <li key={q.conversationId}>
-                  {conversation(q.conversationId)}: messages {q.fromSeq}–{q.toSeq}, {q.outcome}
-                  {q.failures ? `, ${q.failures} failed admissions` : ''}
+              {entries(r.queued).map((q) => (
+                <li key={text(q, 'conversationId')}>
+                  {conversation(text(q, 'conversationId'))}: messages {text(q, 'fromSeq')}–{text(q, 'toSeq')},{' '}
+                  {text(q, 'outcome')}
+                  {q.failures ? `, ${text(q, 'failures')} failed admissions` : ''}
                 </li>
               ))}
             </ul>
@@ -48,10 +62,10 @@ export function ReflectionStateView({ agentId, round }: { agentId: string; round
           <h4>Poison list</h4>
           {r.poisoned.length ? (
             <ul className="compact">
-              {r.poisoned.map((p) => (
-                <li key={`${p.conversationId}:${p.at}`}>
-                  {conversation(p.conversationId)}: {p.failures} failures
-                  {p.proposalId ? `, last proposal ${p.proposalId}` : ''} · {instant(p.at)}
+              {entries(r.poisoned).map((p) => (
+                <li key={`${text(p, 'conversationId')}:${text(p, 'at')}`}>
+                  {conversation(text(p, 'conversationId'))}: {text(p, 'failures')} failures
+                  {p.proposalId ? `, last proposal ${text(p, 'proposalId')}` : ''} · {instant(text(p, 'at'))}
                 </li>
               ))}
             </ul>
@@ -61,10 +75,11 @@ export function ReflectionStateView({ agentId, round }: { agentId: string; round
           <h4>Gate log</h4>
           {r.gateLog.length ? (
             <ul className="compact">
-              {r.gateLog.map((g) => (
-                <li key={`${g.turnId}:${g.at}`}>
-                  {conversation(g.conversationId)}: <strong>{g.evolve ? 'worth learning' : 'skipped'}</strong>
-                  <span className="text"> — {g.reason}</span> · {instant(g.at)}
+              {entries(r.gateLog).map((g) => (
+                <li key={`${text(g, 'turnId')}:${text(g, 'at')}`}>
+                  {conversation(text(g, 'conversationId'))}:{' '}
+                  <strong>{g.evolve === true ? 'worth learning' : 'skipped'}</strong>
+                  <span className="text"> — {text(g, 'reason')}</span> · {instant(text(g, 'at'))}
                 </li>
               ))}
             </ul>

@@ -1,16 +1,17 @@
 import { useId, useState } from 'react';
 import type { Routine } from '../api-types';
-import { apiPath } from '../api';
+import { api } from '../api';
 import { nextFire, routineSchedule } from '../schedule';
-import { LifecycleButtons } from './lifecycle-buttons';
+import { LifecycleButtons, type Lifecycle } from './lifecycle-buttons';
 import { RoutineRuns } from './routine-runs';
 
 /** A routine of an app: its schedule, next run, status, its buttons and its runs. */
-export function RoutineItem(props: { agentId: string; routine: Routine; onChanged: (r: Routine) => void }) {
-  const { agentId, routine: r } = props;
+export function RoutineItem({ agentId, routine: r }: { agentId: string; routine: Routine }) {
   const headingId = useId();
-  const [round, setRound] = useState(0);
   const [showRuns, setShowRuns] = useState(false);
+  const path = { agentId, appId: r.appId, slug: r.slug };
+  const send = (verb: Lifecycle) =>
+    api.POST(`/v1/agents/{agentId}/apps/{appId}/routines/{slug}/${verb}`, { params: { path } });
   return (
     <article className="card" aria-labelledby={headingId}>
       <h4 id={headingId}>
@@ -33,15 +34,10 @@ export function RoutineItem(props: { agentId: string; routine: Routine; onChange
           </div>
         ) : null}
       </dl>
-      <LifecycleButtons<Routine>
-        path={apiPath('agents', agentId, 'apps', r.appId, 'routines', r.slug)}
-        status={r.status}
-        onChanged={props.onChanged}
-        onRan={() => setRound((n) => n + 1)}
-      />
+      <LifecycleButtons status={r.status} send={send} changes={['agents', agentId, 'apps', r.appId, 'routines']} />
       <details onToggle={(e) => setShowRuns(e.currentTarget.open)}>
         <summary>Runs</summary>
-        {showRuns ? <RoutineRuns agentId={agentId} appId={r.appId} slug={r.slug} round={round} /> : null}
+        {showRuns ? <RoutineRuns agentId={agentId} appId={r.appId} slug={r.slug} /> : null}
       </details>
     </article>
   );

@@ -1,22 +1,25 @@
+import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { Artifact, RoutineRun } from '../api-types';
-import { apiPath, get } from '../api';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { duration, instant } from '../time';
-import { useLoad } from '../use-load';
 
 /** A routine's runs, newest first: status, digest, the gate it waits at, the tool it used and its artifact. */
-export function RoutineRuns(props: { agentId: string; appId: string; slug: string; round: number }) {
-  const { agentId, appId, slug } = props;
-  const runs = useLoad(
-    `${agentId}\n${appId}\n${slug}`,
-    (signal) => get<RoutineRun[]>(apiPath('agents', agentId, 'apps', appId, 'routines', slug, 'runs'), signal),
-    props.round,
-  );
+export function RoutineRuns({ agentId, appId, slug }: { agentId: string; appId: string; slug: string }) {
+  const runs = useQuery({
+    queryKey: ['agents', agentId, 'apps', appId, 'routines', slug, 'runs'],
+    queryFn: ({ signal }) =>
+      answer(
+        api.GET('/v1/agents/{agentId}/apps/{appId}/routines/{slug}/runs', {
+          params: { path: { agentId, appId, slug } },
+          signal,
+        }),
+      ),
+  });
   return (
     <>
       <ErrorAlert error={runs.error} />
-      {runs.loading && !runs.data ? <p className="muted">Loading…</p> : null}
+      {runs.isLoading ? <p className="muted">Loading…</p> : null}
       {runs.data?.length === 0 ? <p className="notice">No runs yet.</p> : null}
       <ul className="compact">
         {runs.data?.map((r) => (
@@ -50,9 +53,17 @@ export function RoutineRuns(props: { agentId: string; appId: string; slug: strin
 /** A run's Markdown artifact, read when it is opened; shown as text. */
 function ArtifactView({ agentId, appId, artifactId }: { agentId: string; appId: string; artifactId: string }) {
   const [open, setOpen] = useState(false);
-  const artifact = useLoad(open ? `${agentId}\n${appId}\n${artifactId}` : null, (signal) =>
-    get<Artifact>(apiPath('agents', agentId, 'apps', appId, 'artifacts', artifactId), signal),
-  );
+  const artifact = useQuery({
+    queryKey: ['agents', agentId, 'apps', appId, 'artifacts', artifactId],
+    queryFn: ({ signal }) =>
+      answer(
+        api.GET('/v1/agents/{agentId}/apps/{appId}/artifacts/{artifactId}', {
+          params: { path: { agentId, appId, artifactId } },
+          signal,
+        }),
+      ),
+    enabled: open,
+  });
   return (
     <details onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>Artifact {artifactId}</summary>

@@ -1,9 +1,9 @@
-import { useCallback, useId, useState } from 'react';
-import type { Routine } from '../api-types';
-import { apiPath, getPage } from '../api';
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useId, useState } from 'react';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { LoadMore } from '../load-more';
-import { usePagedList } from '../use-paged-list';
+import { pagedQuery } from '../paged-query';
 import { RoutineItem } from './routine-item';
 import { SavedTools } from './saved-tools';
 
@@ -12,14 +12,18 @@ export function RoutinesSection({ agentId }: { agentId: string }) {
   const appFieldId = useId();
   const [typed, setTyped] = useState('');
   const [appId, setAppId] = useState('');
-  const list = usePagedList<Routine>(appId ? `${agentId}\n${appId}` : null, (cursor, signal) =>
-    getPage(apiPath('agents', agentId, 'apps', appId, 'routines'), {}, cursor, signal),
-  );
-  const { update } = list;
-  const changed = useCallback(
-    (r: Routine) => update((items) => items.map((i) => (i.slug === r.slug ? r : i))),
-    [update],
-  );
+  const list = useInfiniteQuery({
+    ...pagedQuery(['agents', agentId, 'apps', appId, 'routines'], (cursor, signal) =>
+      answer(
+        api.GET('/v1/agents/{agentId}/apps/{appId}/routines', {
+          params: { path: { agentId, appId }, query: { cursor } },
+          signal,
+        }),
+      ),
+    ),
+    enabled: appId !== '',
+  });
+  const items = list.data ?? [];
   return (
     <section aria-labelledby="routines-heading">
       <h3 id="routines-heading">Routines</h3>
@@ -46,13 +50,11 @@ export function RoutinesSection({ agentId }: { agentId: string }) {
       ) : (
         <>
           <ErrorAlert error={list.error} />
-          {list.items.length === 0 && !list.loading && !list.error ? (
-            <p className="notice">App {appId} has no routines.</p>
-          ) : null}
-          {list.items.length === 0 && list.loading ? <p className="muted">Loading…</p> : null}
+          {items.length === 0 && list.isSuccess ? <p className="notice">App {appId} has no routines.</p> : null}
+          {list.isLoading ? <p className="muted">Loading…</p> : null}
           <div className="cards">
-            {list.items.map((r) => (
-              <RoutineItem key={r.slug} agentId={agentId} routine={r} onChanged={changed} />
+            {items.map((r) => (
+              <RoutineItem key={r.slug} agentId={agentId} routine={r} />
             ))}
           </div>
           <LoadMore list={list} />

@@ -1,14 +1,15 @@
-import type { SavedTool } from '../api-types';
-import { apiPath, get } from '../api';
+import { useQuery } from '@tanstack/react-query';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { instant } from '../time';
-import { useLoad } from '../use-load';
 
 /** The tools an app's routines saved: each one's latest version, its purpose and its code. */
 export function SavedTools({ agentId, appId }: { agentId: string; appId: string }) {
-  const tools = useLoad(`${agentId}\n${appId}`, (signal) =>
-    get<SavedTool[]>(apiPath('agents', agentId, 'apps', appId, 'tools'), signal),
-  );
+  const tools = useQuery({
+    queryKey: ['agents', agentId, 'apps', appId, 'tools'],
+    queryFn: ({ signal }) =>
+      answer(api.GET('/v1/agents/{agentId}/apps/{appId}/tools', { params: { path: { agentId, appId } }, signal })),
+  });
   return (
     <section aria-labelledby="saved-tools-heading">
       <h4 id="saved-tools-heading">Saved tools</h4>

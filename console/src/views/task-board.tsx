@@ -1,22 +1,27 @@
-import type { Task } from '../api-types';
-import { apiPath, getPage } from '../api';
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
 import { TableWrap } from '../table-wrap';
 import { LoadMore } from '../load-more';
+import { pagedQuery } from '../paged-query';
 import { instant } from '../time';
-import { usePagedList } from '../use-paged-list';
 
 /** The agent's task board: each task's number, title, status and skills. */
 export function TaskBoard({ agentId }: { agentId: string }) {
-  const list = usePagedList<Task>(`tasks:${agentId}`, (cursor, signal) =>
-    getPage(apiPath('agents', agentId, 'tasks'), { limit: 100 }, cursor, signal),
+  const list = useInfiniteQuery(
+    pagedQuery(['agents', agentId, 'tasks'], (cursor, signal) =>
+      answer(
+        api.GET('/v1/agents/{agentId}/tasks', { params: { path: { agentId }, query: { limit: 100, cursor } }, signal }),
+      ),
+    ),
   );
+  const items = list.data ?? [];
   return (
     <section aria-labelledby="task-board-heading">
       <h3 id="task-board-heading">Task board</h3>
       <ErrorAlert error={list.error} />
-      {list.items.length === 0 && !list.loading && !list.error ? <p className="notice">No tasks.</p> : null}
-      {list.items.length ? (
+      {items.length === 0 && list.isSuccess ? <p className="notice">No tasks.</p> : null}
+      {items.length ? (
         <TableWrap label="Task board table">
           <table>
             <thead>
@@ -29,7 +34,7 @@ export function TaskBoard({ agentId }: { agentId: string }) {
               </tr>
             </thead>
             <tbody>
-              {list.items.map((t) => (
+              {items.map((t) => (
                 <tr key={t.number}>
                   <td>{t.number}</td>
                   <td className="text">{t.title}</td>

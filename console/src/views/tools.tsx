@@ -1,12 +1,12 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId } from 'react';
 import type { ServerTool, ToolPolicy, ToolServer } from '../api-types';
-import { apiPath, get, request } from '../api';
+import { answer, api } from '../api';
 import { AgentNeeded } from '../agent-needed';
 import { ErrorAlert } from '../error-alert';
 import { TableWrap } from '../table-wrap';
 import { instant } from '../time';
-import { useAction } from '../use-action';
-import { useLoad } from '../use-load';
+import { useChange } from '../use-change';
 import type { ViewProps } from '../view-props';
 
 const POLICY_WORDS: Record<ToolPolicy, string> = {
@@ -14,6 +14,8 @@ const POLICY_WORDS: Record<ToolPolicy, string> = {
   approve: 'Waits for a person',
   deny: 'Hidden from the model',
 };
+
+const isPolicy = (value: string): value is ToolPolicy => value in POLICY_WORDS;
 
 /** What the server says of a tool: hints only, which a person's policy overrides. */
 function hints(t: ServerTool): string {
@@ -28,9 +30,12 @@ function hints(t: ServerTool): string {
 
 /** The agent's tool servers, their tools, and each tool's policy, which a person changes here. */
 export function ToolsView({ agentId, headingRef }: ViewProps) {
-  const servers = useLoad(agentId || null, (signal) =>
-    get<{ items: ToolServer[] }>(apiPath('agents', agentId, 'tool-servers'), signal),
-  );
+  const servers = useQuery({
+    queryKey: ['agents', agentId, 'tool-servers'],
+    queryFn: ({ signal }) =>
+      answer(api.GET('/v1/agents/{agentId}/tool-servers', { params: { path: { agentId } }, signal })),
+    enabled: agentId !== '',
+  });
   return (
     <section aria-labelledby="view-heading">
       <div className="view-head">
@@ -38,7 +43,7 @@ export function ToolsView({ agentId, headingRef }: ViewProps) {
           Tools
         </h2>
         {agentId ? (
-          <button type="button" className="button" onClick={() => servers.reload()}>
+          <button type="button" className="button" onClick={() => void servers.refetch()}>
             Refresh
           </button>
         ) : null}
@@ -54,7 +59,7 @@ export function ToolsView({ agentId, headingRef }: ViewProps) {
             </p>
           ) : null}
           {servers.data?.items.map((s) => (
-            <ServerCard key={s.name} agentId={agentId} server={s} onChanged={() => servers.reload()} />
+            <ServerCard key={s.name} agentId={agentId} server={s} />
           ))}
         </>
       )}
@@ -62,17 +67,17 @@ export function ToolsView({ agentId, headingRef }: ViewProps) {
   );
 }
 
-function ServerCard({ agentId, server, onChanged }: { agentId: string; server: ToolServer; onChanged: () => void }) {
+function ServerCard({ agentId, server }: { agentId: string; server: ToolServer }) {
   const headingId = useId();
-  const change = useAction();
-  const setPolicy = (tool: string, policy: ToolPolicy) =>
-    void change
-      .run(() =>
-        request<ToolServer>('PATCH', apiPath('agents', agentId, 'tool-servers', server.name), {
-          policies: { [tool]: policy },
-        }).then(() => undefined),
-      )
-      .then((ok) => ok && onChanged());
+  const queryClient = useQueryClient();
+  const change = useChange({
+    mutationFn: ({ tool, policy }: { tool: string; policy: ToolPolicy }) =>
+      api.PATCH('/v1/agents/{agentId}/tool-servers/{name}', {
+        params: { path: { agentId, name: server.name } },
+        body: { policies: { [tool]: policy } },
+      }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['agents', agentId, 'tool-servers'] }),
+  });
   const secrets = [...Object.entries(server.headers), ...Object.entries(server.env)];
   return (
     <article className="card" aria-labelledby={headingId}>
@@ -110,8 +115,8 @@ function ServerCard({ agentId, server, onChanged }: { agentId: string; server: T
                   <select
                     aria-label={`Policy of ${t.modelName}`}
                     value={t.policy}
-                    disabled={change.pending}
-                    onChange={(e) => setPolicy(t.name, e.target.value as ToolPolicy)}
+                    disabled={change.isPending}
+                    onChange={(e) => isPolicy(e.target.value) && change.send({ tool: t.name, policy: e.target.value })}
                   >
                     {(Object.keys(POLICY_WORDS) as ToolPolicy[]).map((p) => (
                       <option key={p} value={p}>

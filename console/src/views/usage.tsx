@@ -1,14 +1,14 @@
-import type { Budget, Usage, UsageGroup } from '../api-types';
-import { apiPath, get, withQuery } from '../api';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import type { Budget, Usage, UsageGroupBy } from '../api-types';
+import { answer, api } from '../api';
 import { AgentNeeded } from '../agent-needed';
 import { href } from '../routes';
 import { ErrorAlert } from '../error-alert';
 import { TableWrap } from '../table-wrap';
-import { useLoad } from '../use-load';
 import type { ViewProps } from '../view-props';
 
 /** The budgets' names as docs/spend.md says them. */
-const BUDGET_NAMES: Record<string, string> = {
+const BUDGET_NAMES: Record<Budget['name'], string> = {
   dailyUsd: 'Daily',
   monthlyUsd: 'Monthly',
   perTurnUsd: 'Per turn',
@@ -22,14 +22,16 @@ const count = new Intl.NumberFormat('en-US');
 
 /** What the agent's model calls cost this month, per day and per conversation, and where its budgets stand. */
 export function UsageView({ agentId, headingRef }: ViewProps) {
-  const usage = (groupBy: 'day' | 'conversation') => (signal: AbortSignal) =>
-    get<Usage>(withQuery(apiPath('agents', agentId, 'usage'), { groupBy }), signal);
-  const byDay = useLoad(agentId ? `${agentId}\nday` : null, usage('day'));
-  const byConversation = useLoad(agentId ? `${agentId}\nconversation` : null, usage('conversation'));
-  const budgets = useLoad(agentId || null, (signal) =>
-    get<{ budgets: Budget[] }>(apiPath('agents', agentId, 'budgets'), signal),
-  );
-  const refresh = () => [byDay, byConversation, budgets].forEach((l) => l.reload());
+  const byDay = useUsage(agentId, 'day');
+  const byConversation = useUsage(agentId, 'conversation');
+  const budgets = useQuery({
+    queryKey: ['agents', agentId, 'budgets'],
+    queryFn: ({ signal }) => answer(api.GET('/v1/agents/{agentId}/budgets', { params: { path: { agentId } }, signal })),
+    enabled: agentId !== '',
+  });
+  const queryClient = useQueryClient();
+  const refresh = () =>
+    ['usage', 'budgets'].forEach((what) => void queryClient.invalidateQueries({ queryKey: ['agents', agentId, what] }));
   return (
     <section aria-labelledby="view-heading">
       <div className="view-head">
@@ -95,6 +97,16 @@ export function UsageView({ agentId, headingRef }: ViewProps) {
   );
 }
 
+/** What the agent's model calls cost this month, grouped by `groupBy`. */
+function useUsage(agentId: string, groupBy: UsageGroupBy) {
+  return useQuery({
+    queryKey: ['agents', agentId, 'usage', groupBy],
+    queryFn: ({ signal }) =>
+      answer(api.GET('/v1/agents/{agentId}/usage', { params: { path: { agentId }, query: { groupBy } }, signal })),
+    enabled: agentId !== '',
+  });
+}
+
 /** A conversation key of this agent (`conv:<agentId>:<conversationId>`) as a link to the conversation. */
 function conversationOf(agentId: string, key: string): string | null {
   const prefix = `conv:${agentId}:`;
@@ -105,11 +117,11 @@ function UsageTable(props: {
   title: string;
   keyName: string;
   usage: Usage | undefined;
-  error: string | null;
+  error: unknown;
   link?: (key: string) => string | null;
 }) {
   const { usage } = props;
-  const row = (g: Omit<UsageGroup, 'key'>) => (
+  const row = (g: Usage['total']) => (
     <>
       <td className="num">{count.format(g.calls)}</td>
       <td className="num">{count.format(g.inputTokens)}</td>
