@@ -10,6 +10,13 @@ const LEVELS: Record<LogLevel, pino.Level> = {
 };
 
 /**
+ * The SDK's own account of the worker's life (its state changes, which pollers it starts) is debug detail: at info a
+ * terminal shows what Keel did, and npm start's banner stays the last thing it prints while starting.
+ */
+const levelOf = (entry: LogEntry): pino.Level =>
+  entry.level === 'INFO' && entry.meta?.sdkComponent === 'worker' ? 'debug' : LEVELS[entry.level];
+
+/**
  * The worker's log: one JSON line per entry (pino). The SDK's workflow and activity loggers add their context to
  * each entry's meta (workflowId, runId, workflowType, activityType, …), so a line of a turn names its workflow.
  */
@@ -18,7 +25,7 @@ export function workerLogger(level: string, destination: pino.DestinationStream 
   const threshold = (Object.keys(LEVELS) as LogLevel[]).find((l) => LEVELS[l] === log.level) ?? 'INFO';
   return new DefaultLogger(threshold, (entry: LogEntry) => {
     const { meta, message } = entry;
-    log[LEVELS[entry.level]]({ ...meta }, message);
+    log[levelOf(entry)]({ ...meta }, message);
   });
 }
 
