@@ -1,4 +1,11 @@
+import { href } from './routes';
+
 /** What a per-agent view says before an agent is chosen. */
 export function AgentNeeded({ what }: { what: string }) {
-  return <p className="notice">Type an agent id in Agent above and press Enter to see its {what}.</p>;
+  return (
+    <p className="notice">
+      Choose an agent in Agent above, or from the <a href={href({ view: 'agents' })}>list of agents</a>, to see its{' '}
+      {what}.
+    </p>
+  );
 }

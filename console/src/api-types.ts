@@ -12,6 +12,12 @@ type Read<P extends keyof paths> = paths[P] extends { get: { responses: { 200: i
 /** The JSON body `POST path` is sent with. */
 type Sent<P extends keyof paths> = paths[P] extends { post: { requestBody?: infer B } } ? Json<B> : unknown;
 
+/** An agent as the list of agents shows it: its counts and last activity. */
+export type AgentSummary = Read<'/v1/agents'>['items'][number];
+/** A deletion of an agent or of one of its conversations, and how it goes. */
+export type Deletion = Read<'/v1/agents/{agentId}/deletions/{deletionId}'>;
+export type AuditEntry = Read<'/v1/agents/{agentId}/audit'>['entries'][number];
+
 export type Approval = Read<'/v1/approvals'>['items'][number];
 export type ProposalApproval = Extract<Approval, { kind: 'proposal' }>;
 export type ToolCallApproval = Extract<Approval, { kind: 'tool_call' }>;
@@ -31,6 +37,8 @@ export type DelegateFilter = NonNullable<
 export type JobSchedule = Sent<'/v1/agents/{agentId}/jobs'>['schedule'];
 // The job's answer declares its schedule as unknown (api/routes/jobs.ts): it is the schedule the job was created with.
 export type Job = Omit<Read<'/v1/agents/{agentId}/jobs/{id}'>, 'schedule'> & { schedule: JobSchedule };
+
+export type JobRun = Read<'/v1/agents/{agentId}/jobs/{id}/runs'>[number];
 
 export type Routine = Read<'/v1/agents/{agentId}/apps/{appId}/routines/{slug}'>;
 

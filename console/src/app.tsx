@@ -1,12 +1,12 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, setUnauthorizedHandler } from './api';
-import { AgentField } from './agent-field';
-import { loadConsoleConfig } from './console-config';
+import { AgentPicker } from './agent-picker';
+import { useConsoleConfig } from './console-config';
 import { ConsoleNav } from './console-nav';
 import { CurrentView } from './current-view';
 import { FailingRunsWarning } from './failing-runs';
-import { href, useRoute } from './routes';
+import { href, useRoute, type Landing } from './routes';
 import { readAgent, readToken, saveAgent, saveToken } from './session';
 import { SignIn } from './sign-in';
 import { ViewBoundary } from './view-boundary';
@@ -32,8 +32,10 @@ export function App() {
   const signedIn = useRef(false);
   signedIn.current = auth.state === 'signed-in';
   const [agentId, setAgentId] = useState(readAgent);
-  const route = useRoute();
-  const config = useQuery({ queryKey: ['console-config'], queryFn: loadConsoleConfig, staleTime: Infinity });
+  // Decided once, as the page opens: choosing an agent later does not move the person away from the view they see.
+  const [landing] = useState<Landing>(() => (readAgent() ? 'approvals' : 'agents'));
+  const route = useRoute(landing);
+  const config = useConsoleConfig();
   const queryClient = useQueryClient();
   const heading = useRef<HTMLHeadingElement>(null);
 
@@ -89,7 +91,7 @@ export function App() {
         <h1 className="brand">Keel console</h1>
         {auth.state === 'signed-in' ? (
           <>
-            <AgentField agentId={agentId} onChange={chooseAgent} />
+            <AgentPicker agentId={agentId} onChange={chooseAgent} />
             <button type="button" className="button" onClick={signOut}>
               Sign out
             </button>
@@ -100,9 +102,15 @@ export function App() {
         <div className="layout">
           <ConsoleNav route={route} />
           <main className="content">
-            <FailingRunsWarning agentId={agentId} config={config.data} />
+            <FailingRunsWarning agentId={agentId} config={config} />
             <ViewBoundary resetKey={`${href(route)}\n${agentId}`}>
-              <CurrentView route={route} agentId={agentId} config={config.data} headingRef={heading} />
+              <CurrentView
+                route={route}
+                agentId={agentId}
+                config={config}
+                headingRef={heading}
+                onChooseAgent={chooseAgent}
+              />
             </ViewBoundary>
           </main>
         </div>

@@ -1,3 +1,5 @@
+import { useQuery } from '@tanstack/react-query';
+
 /**
  * The page's own settings, which the server serves beside the console's files (api/console.ts): not a route of the
  * REST API, so not in its OpenAPI document.
@@ -13,6 +15,10 @@ export async function loadConsoleConfig(): Promise<ConsoleConfig> {
   if (!res.ok) return { temporalUiUrl: null, namespace: 'default' };
   return (await res.json()) as ConsoleConfig;
 }
+
+/** The server's settings, read once for the page's life (they change only with the server). */
+export const useConsoleConfig = (): ConsoleConfig | undefined =>
+  useQuery({ queryKey: ['console-config'], queryFn: loadConsoleConfig, staleTime: Infinity }).data;
 
 /** A workflow's page in the Temporal UI, or null when the server knows no UI. */
 export function temporalUiLink(config: ConsoleConfig | undefined, workflowId: string): string | null {

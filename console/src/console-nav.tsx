@@ -3,6 +3,7 @@ import { href, type Route } from './routes';
 type Place = Exclude<Route, { view: 'conversation' }>;
 
 const PLACES: { route: Place; label: string }[] = [
+  { route: { view: 'agents' }, label: 'Agents' },
   { route: { view: 'approvals' }, label: 'Approvals' },
   { route: { view: 'conversations' }, label: 'Conversations' },
   { route: { view: 'delegates' }, label: 'Delegates' },
@@ -10,6 +11,7 @@ const PLACES: { route: Place; label: string }[] = [
   { route: { view: 'memory' }, label: 'Memory' },
   { route: { view: 'tools' }, label: 'Tools' },
   { route: { view: 'usage' }, label: 'Usage and budgets' },
+  { route: { view: 'audit' }, label: 'Audit' },
 ];
 
 /** The console's places; the one shown is marked as the current page (a conversation is under Conversations). */

@@ -1,6 +1,8 @@
 import type { Route } from './routes';
 import type { ViewProps } from './view-props';
+import { AgentsView } from './views/agents';
 import { ApprovalsView } from './views/approvals';
+import { AuditView } from './views/audit';
 import { ConversationDetail } from './views/conversation';
 import { ConversationsView } from './views/conversations';
 import { DelegatesView } from './views/delegates';
@@ -9,11 +11,19 @@ import { MemoryView } from './views/memory';
 import { ToolsView } from './views/tools';
 import { UsageView } from './views/usage';
 
-/** The view a route names. */
-export function CurrentView({ route, ...props }: ViewProps & { route: Route }) {
+/** The view a route names; the agents' list chooses the agent with `onChooseAgent`. */
+export function CurrentView({
+  route,
+  onChooseAgent,
+  ...props
+}: ViewProps & { route: Route; onChooseAgent: (agentId: string) => void }) {
   switch (route.view) {
+    case 'agents':
+      return <AgentsView {...props} onChoose={onChooseAgent} />;
     case 'approvals':
       return <ApprovalsView {...props} />;
+    case 'audit':
+      return <AuditView {...props} />;
     case 'conversations':
       return <ConversationsView {...props} />;
     case 'conversation':

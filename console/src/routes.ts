@@ -5,7 +5,9 @@ import { useEffect, useState } from 'react';
  * and needs no fallback route, and a place can be bookmarked or shared (it never holds the token).
  */
 export type Route =
+  | { view: 'agents' }
   | { view: 'approvals' }
+  | { view: 'audit' }
   | { view: 'conversations' }
   | { view: 'conversation'; conversationId: string }
   | { view: 'delegates' }
@@ -14,7 +16,10 @@ export type Route =
   | { view: 'tools' }
   | { view: 'usage' };
 
-export function parseRoute(hash: string): Route {
+/** Where the console opens when the URL names no place: the agents, or the approvals once an agent is chosen. */
+export type Landing = 'agents' | 'approvals';
+
+export function parseRoute(hash: string, landing: Landing): Route {
   const [first, ...rest] = hash
     .replace(/^#\/?/, '')
     .split('/')
@@ -28,6 +33,9 @@ export function parseRoute(hash: string): Route {
   switch (first) {
     case 'conversations':
       return rest[0] ? { view: 'conversation', conversationId: rest[0] } : { view: 'conversations' };
+    case 'agents':
+    case 'approvals':
+    case 'audit':
     case 'delegates':
     case 'jobs':
     case 'memory':
@@ -35,7 +43,7 @@ export function parseRoute(hash: string): Route {
     case 'usage':
       return { view: first };
     default:
-      return { view: 'approvals' };
+      return { view: landing };
   }
 }
 
@@ -46,12 +54,12 @@ export function href(route: Route): string {
 }
 
 /** The route the URL names now, following the back and forward buttons and links. */
-export function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+export function useRoute(landing: Landing): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash, landing));
   useEffect(() => {
-    const follow = () => setRoute(parseRoute(window.location.hash));
+    const follow = () => setRoute(parseRoute(window.location.hash, landing));
     window.addEventListener('hashchange', follow);
     return () => window.removeEventListener('hashchange', follow);
-  }, []);
+  }, [landing]);
   return route;
 }

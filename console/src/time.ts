@@ -37,9 +37,17 @@ const instantFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', 
 /** An instant in the reader's zone, e.g. "2 Dec 2026, 09:00". */
 export const instant = (iso: string) => instantFormat.format(new Date(iso));
 
-/** How long something took: "850 ms", "12 s", "3 min". */
+/** A whole count of a large unit and what is left in a small one: "3 min 4 s", or "3 min" when nothing is left. */
+const twoUnits = (large: number, largeUnit: string, small: number, smallUnit: string) =>
+  small ? `${large} ${largeUnit} ${small} ${smallUnit}` : `${large} ${largeUnit}`;
+
+/** How long something took: "850 ms", "1.2 s", "42 s", "3 min 4 s", "2 h 5 min". */
 export function duration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < MINUTE) return `${Math.round(ms / 1000)} s`;
-  return span(ms);
+  if (Math.round(ms) < 1000) return `${Math.round(ms)} ms`;
+  // A tenth of a second still tells short runs apart; above ten seconds it is noise.
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return twoUnits(Math.floor(seconds / 60), 'min', seconds % 60, 's');
+  return twoUnits(Math.floor(seconds / 3600), 'h', Math.floor((seconds % 3600) / 60), 'min');
 }

@@ -1,27 +1,23 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
-import { useEffect, useId, useState } from 'react';
+import { useState } from 'react';
 import { answer, api } from '../api';
 import { AgentNeeded } from '../agent-needed';
 import { ErrorAlert } from '../error-alert';
 import { LoadMore } from '../load-more';
 import { pagedQuery } from '../paged-query';
 import { href } from '../routes';
+import { SearchBox } from '../search-box';
 import { instant, relative } from '../time';
+import { useDebounced } from '../use-debounced';
 import type { ViewProps } from '../view-props';
 import { ViewHead } from '../view-head';
+import { ConversationDeletion } from './conversation-deletion';
 
-/** Typing pauses this long before the list is asked again. */
-const SEARCH_DELAY_MS = 300;
-
-/** An agent's conversations, most recent activity first, searched by id. */
+/** An agent's conversations, most recent activity first, searched by id; each can be deleted. */
 export function ConversationsView({ agentId, headingRef }: ViewProps) {
-  const searchId = useId();
   const [typed, setTyped] = useState('');
-  const [q, setQ] = useState('');
-  useEffect(() => {
-    const timer = setTimeout(() => setQ(typed.trim()), SEARCH_DELAY_MS);
-    return () => clearTimeout(timer);
-  }, [typed]);
+  const q = useDebounced(typed.trim());
+  const [deleting, setDeleting] = useState<string | null>(null);
   const list = useInfiniteQuery({
     ...pagedQuery(['agents', agentId, 'conversations', { q }], (cursor, signal) =>
       answer(
@@ -47,19 +43,14 @@ export function ConversationsView({ agentId, headingRef }: ViewProps) {
         <AgentNeeded what="conversations" />
       ) : (
         <>
-          <form role="search" className="field inline" onSubmit={(e) => e.preventDefault()}>
-            <label htmlFor={searchId}>Search conversations</label>
-            <input
-              id={searchId}
-              type="search"
-              value={typed}
-              onChange={(e) => setTyped(e.target.value)}
-              placeholder="conversation id contains…"
-              autoComplete="off"
-              spellCheck={false}
-            />
-          </form>
+          <SearchBox
+            label="Search conversations"
+            placeholder="conversation id contains…"
+            value={typed}
+            onChange={setTyped}
+          />
           <ErrorAlert error={list.error} />
+          <ConversationDeletion agentId={agentId} conversationId={deleting} onClose={() => setDeleting(null)} />
           {items.length === 0 && list.isSuccess ? (
             <p className="notice">{q ? `No conversation id contains “${q}”.` : 'No conversations yet.'}</p>
           ) : null}
@@ -92,6 +83,16 @@ export function ConversationsView({ agentId, headingRef }: ViewProps) {
                     {c.lastTurn.replyText ? ` → ${c.lastTurn.replyText}` : ''}
                   </span>
                 ) : null}
+                <div className="actions">
+                  <button
+                    type="button"
+                    className="button danger"
+                    aria-label={`Delete conversation ${c.conversationId}`}
+                    onClick={() => setDeleting(c.conversationId)}
+                  >
+                    Delete
+                  </button>
+                </div>
               </li>
             ))}
           </ul>

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
-import { duration, instant } from '../time';
+import { RunTimes } from './run-times';
 
 /** A job's runs, newest first: status, how long, where the result went, and why one failed, skipped or waits. */
 export function JobRuns({ agentId, jobId }: { agentId: string; jobId: string }) {
@@ -20,8 +20,8 @@ export function JobRuns({ agentId, jobId }: { agentId: string; jobId: string }) 
         <ul className="compact">
           {[...items].reverse().map((r) => (
             <li key={r.runId}>
-              <strong>{r.status}</strong> · fired {instant(r.firedAt)}
-              {r.finishedAt ? ` · took ${duration(Date.parse(r.finishedAt) - Date.parse(r.firedAt))}` : ''}
+              <strong>{r.status}</strong>
+              <RunTimes run={r} workflowId={r.runId} />
               {r.delivery.outcome ? (
                 <>
                   {' '}

@@ -2,7 +2,8 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
-import { duration, instant } from '../time';
+import { instant } from '../time';
+import { RunTimes } from './run-times';
 
 /** A routine's runs, newest first: status, digest, the gate it waits at, the tool it used and its artifact. */
 export function RoutineRuns({ agentId, appId, slug }: { agentId: string; appId: string; slug: string }) {
@@ -24,8 +25,8 @@ export function RoutineRuns({ agentId, appId, slug }: { agentId: string; appId: 
       <ul className="compact">
         {runs.data?.map((r) => (
           <li key={r.runId}>
-            <strong>{r.status}</strong> · fired {instant(r.firedAt)}
-            {r.finishedAt ? ` · took ${duration(Date.parse(r.finishedAt) - Date.parse(r.firedAt))}` : ''}
+            <strong>{r.status}</strong>
+            <RunTimes run={r} workflowId={r.workflowId} />
             {r.tool ? ` · tool ${r.tool.name} v${r.tool.version}` : ''}
             {r.tool?.authored ? ' (authored in this run)' : ''}
             {r.gate ? (
