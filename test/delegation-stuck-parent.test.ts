@@ -80,7 +80,7 @@ describe('a delegate whose conversation is stuck', () => {
     const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
     try {
       const page = await browser.newPage();
-      await page.goto(`${base}/console/#/inbox`);
+      await page.goto(`${base}/console/#/approvals`);
       await page.getByLabel('Agent').fill(a);
       await page.getByLabel('Agent').press('Enter');
       const warning = page.getByRole('alert', { name: 'Stuck runs' });
