@@ -11,11 +11,8 @@ import { inTransaction, type Pool, type Queryable } from './pool';
 /** The transcripts a conversation's deletion erases: its own, and those of the delegates it spawned. */
 export async function transcriptsOfConversation(db: Queryable, agentId: string, conversationId: string) {
   const key = conversationWorkflowId(agentId, conversationId);
-  const { rows } = await db.query<{ delegate_id: string }>(
-    'SELECT delegate_id FROM delegates WHERE conversation_key = $1',
-    [key],
-  );
-  return { keys: [key, ...rows.map((r) => delegateWorkflowId(agentId, r.delegate_id))], delegates: rows.length };
+  // A delegate's workflow id is also the key of its own transcript.
+  return [key, ...(await delegateWorkflowsOf(db, agentId, key))];
 }
 
 /** Every transcript of the agent's: its conversations', its delegates', its jobs' and its routines'. */

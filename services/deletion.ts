@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { ScheduleNotFoundError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { recordAudit } from '../db/audit';
 import {
   delegateWorkflowsOf,
@@ -136,7 +136,7 @@ async function deleteSchedule(client: Client, scheduleId: string): Promise<boole
     await client.schedule.getHandle(scheduleId).delete();
     return true;
   } catch (err) {
-    if (isNotFound(err)) return false;
+    if (err instanceof ScheduleNotFoundError) return false;
     throw err;
   }
 }
@@ -147,17 +147,15 @@ async function terminate(client: Client, workflowId: string, reason: string): Pr
     return true;
   } catch (err) {
     // Already closed, or never started: nothing runs.
-    if (err instanceof WorkflowNotFoundError || isNotFound(err)) return false;
+    if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
 }
 
-const isNotFound = (err: unknown) => err instanceof Error && /not found|NOT_FOUND/i.test(`${err.name} ${err.message}`);
-
 /** Erases what the deletion covers: the conversation's transcripts, or every transcript and row of the agent's. */
 export async function eraseDeleted(pool: Pool, input: DeletionInput): Promise<{ conversations: number }> {
   if (input.conversationId) {
-    const { keys } = await transcriptsOfConversation(pool, input.agentId, input.conversationId);
+    const keys = await transcriptsOfConversation(pool, input.agentId, input.conversationId);
     await eraseTranscripts(pool, keys);
     return { conversations: 1 };
   }
