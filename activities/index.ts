@@ -4,6 +4,7 @@ import type { ModelProvider } from '../domain/model';
 import { conversationActivities } from './conversation';
 import { delegationActivities } from './delegation';
 import { deletionActivities } from './deletion';
+import { evalActivities } from './evals';
 import { jobRunActivities } from './job-run';
 import { jobRunAtOnceActivities } from './job-run-at-once';
 import type { Transports } from '../adapters/delivery/transport';
@@ -76,6 +77,7 @@ export function createActivities(given: ActivityDeps) {
     ...deliveryActivities(deps),
     ...delegationActivities(deps),
     ...deletionActivities(deps),
+    ...evalActivities({ ...deps, prices, ...(rates ? { rates } : {}) }),
     ...jobRunActivities(jobs),
     ...jobRunAtOnceActivities({ job: jobs, turn: { model, tools, transports: deps.transports } }),
     ...routineRunActivities({ ...deps, prices, rates, routines: deps.routines ?? DEFAULT_ROUTINE_SETTINGS }),

@@ -30,6 +30,7 @@ import { approvalRoutes } from './routes/approvals';
 import { spendRoutes } from './routes/spend';
 import { conversationRoutes } from './routes/conversations';
 import { deletionRoutes } from './routes/deletions';
+import { evalRoutes } from './routes/evals';
 import { appRoutes } from './routes/apps';
 import { taskRoutes } from './routes/tasks';
 import { skillRoutes } from './routes/skills';
@@ -229,6 +230,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   const conversations = { ...deps, hub, temporalDeadlineMs, closing: closing.signal };
   await app.register(conversationRoutes(conversations));
   await app.register(deletionRoutes({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue }));
+  await app.register(evalRoutes({ pool: deps.pool, temporal: deps.temporal, taskQueue: deps.taskQueue }));
   await app.register(taskRoutes(deps.pool));
   await app.register(skillRoutes(deps.pool));
   await app.register(delegateRoutes(deps));

@@ -1,3 +1,4 @@
+import type { Candidate } from '../domain/evals';
 import type { ContentBlock } from '../domain/model';
 import type { PinnedTool } from '../domain/tool-servers';
 import type { TranscriptMessage } from '../domain/transcript';
@@ -19,6 +20,8 @@ export interface TurnCallReads {
   pinned?: { hash: string; tools: PinnedTool[] };
   /** The agent's tool servers by name. */
   servers: ToolServerRow[];
+  /** A fork's candidate, which its turns run under. */
+  fork?: { candidate: Candidate };
   /** A job's conversation: its run under way, which the call is charged to, and the job's own budget for a run. */
   jobRun?: { runId?: string; budget: { usd?: number } };
 }
@@ -50,6 +53,7 @@ export async function readTurnCall(
     pinned: { hash: string; tools: PinnedTool[] } | null;
     servers: Dated<ToolServerRecord, 'tools_listed_at' | 'created_at' | 'updated_at'>[];
     job_run: { runId: string | null; budgetUsd: string | null } | null;
+    fork: { candidate: Candidate } | null;
   }>(
     `SELECT
        (SELECT to_jsonb(m) FROM (SELECT seq, content FROM messages WHERE conversation_key = $1 AND origin = $2) m)
@@ -66,7 +70,9 @@ export async function readTurnCall(
        (SELECT jsonb_build_object(
           'runId', (SELECT run_id FROM job_runs WHERE job_id = $7 AND status = 'running'),
           'budgetUsd', (SELECT budget_usd::text FROM jobs WHERE id = $7))
-          WHERE $7::text IS NOT NULL) AS job_run`,
+          WHERE $7::text IS NOT NULL) AS job_run,
+       (SELECT jsonb_build_object('candidate', f.candidate) FROM conversation_forks f WHERE f.conversation_key = $1)
+         AS fork`,
     [q.conversationKey, q.origin, q.agentId, q.throughSeq, q.window, q.turnId, q.jobId ?? null],
   );
   const r = rows[0]!;
@@ -78,6 +84,7 @@ export async function readTurnCall(
     ...(r.pinned ? { pinned: r.pinned } : {}),
     servers: r.servers.map((s) => toToolServer(revive(s, 'tools_listed_at', 'created_at', 'updated_at'))),
     ...(r.job_run ? { jobRun: jobRunOf(r.job_run) } : {}),
+    ...(r.fork ? { fork: r.fork } : {}),
   };
 }
 

@@ -36,6 +36,15 @@ export const AUDIT_ACTIONS = {
   'agent.delete':
     'a person deleted the agent and everything it owned; this trail and the effects ledger keys remain ' +
     '(subject: the agent id; detail: {deletionId, phase: requested|finished, counts when finished})',
+  'eval.start':
+    'a person started an evaluation of the agent against a candidate configuration, which is never applied to it ' +
+    '(subject: the evaluation id; detail: {mode, cases, suite})',
+  'conversation.fork':
+    'a person forked a conversation at a turn into a sandbox conversation under a candidate (subject: the new ' +
+    'conversation id; detail: {from, atTurn})',
+  'fork.effects':
+    "a person changed which tools of a fork may have real effects (subject: the fork's conversation id; detail: " +
+    '{tools})',
 } as const satisfies Record<string, string>;
 export type AuditAction = keyof typeof AUDIT_ACTIONS;
 

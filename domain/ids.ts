@@ -163,3 +163,23 @@ export const routineCallKey = {
 export function deletionWorkflowId(agentId: string, deletionId: string): string {
   return `delete:${agentId}:${deletionId}`;
 }
+
+/** An evaluation's workflow, and one of its cases' children. */
+export function evalWorkflowId(agentId: string, evalId: string): string {
+  return `eval:${agentId}:${evalId}`;
+}
+export function evalCaseWorkflowId(agentId: string, evalId: string, position: number): string {
+  return `eval:${agentId}:${evalId}:case:${position}`;
+}
+
+/** The spend key of an evaluation's model call (a live model's answer, or the judge's). */
+export const evalCallKey = {
+  model: (evalId: string, caseId: string, turn: number, callIndex: number) =>
+    `eval:${evalId}:${caseId}:${turn}:${callIndex}`,
+  judge: (evalId: string, caseId: string, check: number) => `eval:${evalId}:${caseId}:judge:${check}`,
+};
+
+/** A fork's conversation: a new conversation under its own id. */
+export function forkConversationId(nonce: string): string {
+  return `fork-${nonce}`;
+}

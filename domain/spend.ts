@@ -107,7 +107,8 @@ export const BudgetsSchema = z
   .strict();
 
 /** What a model call is for: its kind (the metric's label) and whatever it belongs to. */
-export type SpendKind = 'turn' | 'delegate' | 'job' | 'routine' | 'authoring' | 'reflection' | 'gate' | 'judge';
+export type SpendKind =
+  'turn' | 'delegate' | 'job' | 'routine' | 'authoring' | 'reflection' | 'gate' | 'judge' | 'eval';
 
 export interface Payer {
   agentId: string;

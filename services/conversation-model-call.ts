@@ -3,16 +3,18 @@ import { appendToTranscript, beginTurn, type AppendInput } from './conversation-
 import { getAgent } from '../db/agents';
 import { appendTranscript, findByOrigin, messageWaits, loadTranscript } from '../db/conversations';
 import { delegateBrief } from '../db/delegates';
-import { currentMemory } from '../db/memory';
-import { readTurnCall } from '../db/turn-call-reads';
+import { currentMemory, memoryVersion } from '../db/memory';
+import { readTurnCall, type TurnCallReads } from '../db/turn-call-reads';
 import { commitModelAnswer } from '../db/model-answer';
 import { recordModelCall, type ModelCallRecord } from '../db/model-calls';
 import type { Pool } from '../db/pool';
 import { callSpend } from '../db/spend';
 import { delegateSystemPrompt, taskMessage } from '../domain/delegation';
+import { serversUnderCandidate } from '../domain/evals';
 import { conversationWorkflowId, JOB_CONVERSATION_PREFIX, transcriptOrigin } from '../domain/ids';
-import { memoryPrompt } from '../domain/memory';
-import { ZERO_USAGE, type CallModelInput, type ModelRequest, type ModelStep } from '../domain/model';
+import { memoryPrompt, type MemoryFiles } from '../domain/memory';
+import type { PinnedTool } from '../domain/tool-servers';
+import { ZERO_USAGE, type CallModelInput, type ModelMessage, type ModelRequest, type ModelStep } from '../domain/model';
 import { channelSystemPrompt } from '../domain/prompts';
 import type { Payer } from '../domain/spend';
 import { checkToolCalls, toolDefinitions } from '../domain/tools';
@@ -29,6 +31,28 @@ export interface ConversationModelDeps extends ModelCallDeps {
 }
 
 const MAX_TOKENS = 4096;
+
+/**
+ * A channel turn's model request: Keel's rules, the agent's memory and instructions, the transcript, Keel's own tools
+ * and the servers' tools offered. An evaluation builds its requests here too, so that it asks what a turn would.
+ */
+export function channelRequest(c: {
+  model: string;
+  name: string;
+  systemPrompt: string | null;
+  memory: MemoryFiles;
+  messages: ModelMessage[];
+  toolNames: readonly string[];
+  serverTools: readonly PinnedTool[];
+}): ModelRequest {
+  return {
+    model: c.model,
+    system: channelSystemPrompt({ name: c.name, systemPrompt: c.systemPrompt, memory: memoryPrompt(c.memory) }),
+    messages: c.messages,
+    tools: [...toolDefinitions(c.toolNames), ...serverToolDefinitions(c.serverTools)],
+    maxTokens: MAX_TOKENS,
+  };
+}
 
 /** What a turn writes to its transcript before a model call, in the call's own step (a turn in one workflow task). */
 export interface BeforeModelCall {
@@ -88,19 +112,23 @@ export async function callConversationModel(
     withWholeResults(pool, toModelMessages(trimWindowStart(transcript))),
     turnServerTools ?? toolsOf(brief ? brief.toolServers : null),
   ]);
-  const request: ModelRequest = {
-    model,
-    system: brief
-      ? delegateSystemPrompt({ ...brief, task: taskMessage(brief.title, brief.description) })
-      : channelSystemPrompt({
-          name: agent?.name ?? input.agentId,
-          systemPrompt: agent?.systemPrompt ?? null,
-          memory: memoryPrompt(memory?.files ?? {}),
-        }),
-    messages,
-    tools: [...toolDefinitions(input.toolNames), ...serverToolDefinitions(serverTools)],
-    maxTokens: MAX_TOKENS,
-  };
+  const request: ModelRequest = brief
+    ? {
+        model,
+        system: delegateSystemPrompt({ ...brief, task: taskMessage(brief.title, brief.description) }),
+        messages,
+        tools: [...toolDefinitions(input.toolNames), ...serverToolDefinitions(serverTools)],
+        maxTokens: MAX_TOKENS,
+      }
+    : channelRequest({
+        model,
+        name: agent?.name ?? input.agentId,
+        systemPrompt: agent?.systemPrompt ?? null,
+        memory: memory?.files ?? {},
+        messages,
+        toolNames: input.toolNames,
+        serverTools,
+      });
   const started = Date.now();
   const callRecord = (stopReason: string | null, usage = ZERO_USAGE, error?: string): ModelCallRecord => ({
     conversationKey: input.conversationKey,
@@ -184,20 +212,38 @@ export async function callConversationModel(
 async function turnCallReads(pool: Pool, input: CallModelInput, origin: string) {
   const { agentId, conversationKey, turnId } = input;
   const jobId = jobOfConversation(agentId, conversationKey);
-  const read = await readTurnCall(pool, {
-    conversationKey,
-    origin,
-    agentId,
-    throughSeq: input.throughSeq,
-    window: TRANSCRIPT_WINDOW,
-    turnId,
-    ...(jobId === undefined ? {} : { jobId }),
-  });
+  const read = underFork(
+    await readTurnCall(pool, {
+      conversationKey,
+      origin,
+      agentId,
+      throughSeq: input.throughSeq,
+      window: TRANSCRIPT_WINDOW,
+      turnId,
+      ...(jobId === undefined ? {} : { jobId }),
+    }),
+  );
+  const forkMemory = read.fork?.candidate.memoryVersion;
   const [memory, turnServerTools] = await Promise.all([
-    read.memory ?? currentMemory(pool, agentId),
+    forkMemory === undefined
+      ? (read.memory ?? currentMemory(pool, agentId))
+      : memoryVersion(pool, agentId, forkMemory).then(async (v) => v ?? (await currentMemory(pool, agentId))),
     turnTools(pool, { agentId, transcriptKey: conversationKey, turnId, allowedServers: null }, read),
   ]);
   return { ...read, brief: undefined, memory, turnServerTools };
+}
+
+/** A fork's turn reads the agent as its candidate overlays it: prompt, model, budgets and tool servers. */
+function underFork(read: TurnCallReads): TurnCallReads {
+  if (!read.fork) return read;
+  const { candidate } = read.fork;
+  const agent = read.agent && {
+    ...read.agent,
+    systemPrompt: candidate.systemPrompt === undefined ? read.agent.systemPrompt : candidate.systemPrompt,
+    model: candidate.model ?? read.agent.model,
+    budgets: { ...read.agent.budgets, ...candidate.budgets },
+  };
+  return { ...read, ...(agent ? { agent } : {}), servers: serversUnderCandidate(read.servers, candidate) };
 }
 
 /** A delegate's reads before its model call; its tools are read once its brief says which servers it may use. */

@@ -11,6 +11,7 @@ import type {
   ToolCallResult,
 } from '../contracts/tool-calls';
 import { beginEffect, settleEffect } from '../db/effects';
+import { forkOf } from '../db/forks';
 import * as calls from '../db/tool-calls';
 import { getToolServer } from '../db/tool-servers';
 import { canonicalJson } from '../domain/canonical-json';
@@ -162,11 +163,18 @@ export async function runToolCall(deps: ToolCallDeps, input: RunToolCallInput, s
 async function runRecordedToolCall(deps: ToolCallDeps, row: calls.ToolCallRow, step: Step): Promise<ToolCallResult> {
   if (['ok', 'error', 'unknown', 'denied'].includes(row.status)) return resultOf(row);
   // The server's record is read meanwhile: the call goes to it unless it was disabled or removed.
-  const [before, server] = await Promise.all([
+  const [before, server, fork] = await Promise.all([
     calls.markToolCallSent(deps.pool, row.id),
     getToolServer(deps.pool, row.agentId, row.server),
+    forkOf(deps.pool, row.conversationKey),
   ]);
   if (!before) throw ApplicationFailure.nonRetryable(`tool call ${row.id} is ${row.status}: it may not be sent`);
+  // A fork's calls are dry runs unless a person enabled the tool's effects: nothing is sent.
+  if (fork && !fork.enabledTools.includes(row.modelName))
+    return finish(deps, row, {
+      status: 'error',
+      failure: `dry run: ${row.modelName} was not called; effects of this fork's calls of it are off`,
+    });
   await beginEffect(deps.pool, row.key, 'tool_call', { server: row.server, tool: row.tool, args: row.argsDigest });
   if (before === 'running' && !row.retriesSafely)
     return finish(deps, row, {

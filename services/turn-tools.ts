@@ -47,11 +47,7 @@ export async function turnTools(
   );
   // An agent without tool servers pins nothing: its turns cost no more than before.
   if (servers.length === 0) return [];
-  const tools: PinnedTool[] = servers.flatMap((s) =>
-    serverTools(s.name, s.tools, s)
-      .filter((tool) => tool.policy !== 'deny')
-      .map((tool) => ({ ...tool, server: s.name, serverVersion: s.version })),
-  );
+  const tools = offeredServerTools(servers);
   const hash = createHash('sha256').update(canonicalJson(tools)).digest('hex');
   const list = await pinTools(pool, { transcriptKey: t.transcriptKey, turnId: t.turnId, hash, tools });
   return remember(key, list).tools;
@@ -77,4 +73,13 @@ export function serverToolDefinitions(tools: readonly PinnedTool[]): ToolDefinit
     description: t.description || t.annotations.title || t.name,
     input_schema: t.inputSchema,
   }));
+}
+
+/** The servers' tools as a turn is offered them: each under its policy, a denied one not at all. */
+export function offeredServerTools(servers: readonly ToolServerRow[]): PinnedTool[] {
+  return servers.flatMap((s) =>
+    serverTools(s.name, s.tools, s)
+      .filter((tool) => tool.policy !== 'deny')
+      .map((tool) => ({ ...tool, server: s.name, serverVersion: s.version })),
+  );
 }

@@ -1,6 +1,7 @@
 // Every workflow the worker registers. One file per workflow.
 import type { CONVERSATION_WORKFLOW, ConversationWorkflow } from '../contracts/conversation';
 import type { DELETION_WORKFLOW, DeletionWorkflow } from '../contracts/deletion';
+import type { EVAL_CASE_WORKFLOW, EVAL_WORKFLOW, EvalCaseWorkflow, EvalWorkflow } from '../contracts/evals';
 import type { DELEGATE_WORKFLOW, DelegateWorkflow } from '../contracts/delegate';
 import type { JOB_RUN_WORKFLOW, JobRunWorkflow } from '../contracts/job-run';
 import type { REFLECTION_WORKFLOW, ReflectionWorkflow } from '../contracts/reflection';
@@ -9,6 +10,7 @@ import type { ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow } from '../contracts/rout
 import { conversationWorkflow } from './conversation';
 import { delegateWorkflow } from './delegate';
 import { deletionWorkflow } from './deletion';
+import { evalCaseWorkflow, evalWorkflow } from './evals';
 import { jobRunWorkflow } from './job-run';
 import { reflectionWorkflow } from './reflection';
 import { replayRunWorkflow } from './replay-run';
@@ -18,6 +20,8 @@ export {
   conversationWorkflow,
   delegateWorkflow,
   deletionWorkflow,
+  evalWorkflow,
+  evalCaseWorkflow,
   jobRunWorkflow,
   routineRunWorkflow,
   reflectionWorkflow,
@@ -33,6 +37,8 @@ export type ContractsKept = Keeps<
     conversationWorkflow: typeof conversationWorkflow;
     delegateWorkflow: typeof delegateWorkflow;
     deletionWorkflow: typeof deletionWorkflow;
+    evalWorkflow: typeof evalWorkflow;
+    evalCaseWorkflow: typeof evalCaseWorkflow;
     jobRunWorkflow: typeof jobRunWorkflow;
     routineRunWorkflow: typeof routineRunWorkflow;
     reflectionWorkflow: typeof reflectionWorkflow;
@@ -41,6 +47,8 @@ export type ContractsKept = Keeps<
   Record<typeof CONVERSATION_WORKFLOW, ConversationWorkflow> &
     Record<typeof DELEGATE_WORKFLOW, DelegateWorkflow> &
     Record<typeof DELETION_WORKFLOW, DeletionWorkflow> &
+    Record<typeof EVAL_WORKFLOW, EvalWorkflow> &
+    Record<typeof EVAL_CASE_WORKFLOW, EvalCaseWorkflow> &
     Record<typeof JOB_RUN_WORKFLOW, JobRunWorkflow> &
     Record<typeof ROUTINE_RUN_WORKFLOW, RoutineRunWorkflow> &
     Record<typeof REFLECTION_WORKFLOW, ReflectionWorkflow> &

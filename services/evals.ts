@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { recordAudit } from '../db/audit';
+import { getAgent } from '../db/agents';
+import * as db from '../db/evals';
+import { inTransaction, type Pool } from '../db/pool';
+import { EVAL_WORKFLOW, type EvalOutcome, type EvalWorkflow } from '../contracts/evals';
+import {
+  caseResult,
+  JUDGE_SYSTEM,
+  judgeQuestion,
+  judgeVerdict,
+  type Candidate,
+  type CaseResult,
+  type EvalMode,
+} from '../domain/evals';
+import { evalCallKey, evalWorkflowId } from '../domain/ids';
+import { textOf } from '../domain/transcript';
+import { takeCases, type RecordedSelection, type WrittenCase } from './eval-cases';
+import type { EvalTurnDeps } from './eval-turn';
+import { askQuestion } from './model-call';
+import type { Step } from './step';
+
+export interface EvalRequest {
+  mode: EvalMode;
+  candidate: Candidate;
+  suite?: string;
+  recorded?: RecordedSelection;
+  written?: WrittenCase[];
+}
+
+/**
+ * Starts an evaluation: its cases are taken now (a recorded conversation as it stands), kept, and run by a workflow.
+ * The candidate is kept with it and never applied to the agent. Answers undefined when the agent is unknown.
+ */
+export async function startEval(
+  pool: Pool,
+  temporal: Client,
+  taskQueue: string,
+  ask: EvalRequest & { agentId: string; actor: string },
+): Promise<db.EvalRow | undefined> {
+  const { agentId } = ask;
+  if (!(await getAgent(pool, agentId))) return undefined;
+  const cases = await takeCases(pool, agentId, ask);
+  const id = randomUUID();
+  const row = await inTransaction(pool, async (q) => {
+    const made = await db.insertEval(q, {
+      id,
+      agentId,
+      mode: ask.mode,
+      candidate: ask.candidate,
+      suite: ask.suite ?? null,
+      actor: ask.actor,
+    });
+    await db.insertEvalCases(q, id, cases);
+    await recordAudit(q, {
+      agentId,
+      actor: ask.actor,
+      action: 'eval.start',
+      subject: id,
+      detail: { mode: ask.mode, cases: cases.length, suite: ask.suite ?? null },
+    });
+    return made;
+  });
+  await temporal.workflow.start<EvalWorkflow>(EVAL_WORKFLOW, {
+    taskQueue,
+    workflowId: evalWorkflowId(agentId, id),
+    args: [{ agentId, evalId: id, cases: cases.map((c) => ({ caseId: c.id, turns: c.turns.length })) }],
+  });
+  return row;
+}
+
+/** The agent's latest evaluations, newest first. */
+export const latestEvals = (pool: Pool, agentId: string) => db.listEvals(pool, agentId, 50);
+
+/** An evaluation with its cases' verdicts. */
+export async function evalView(pool: Pool, agentId: string, evalId: string) {
+  const found = await db.getEval(pool, agentId, evalId);
+  if (!found) return undefined;
+  return { ...found, cases: await db.evalCases(pool, evalId) };
+}
+
+/** One case side by side: what it holds (the recording) and what the candidate did, turn by turn. */
+export async function evalCaseView(pool: Pool, agentId: string, evalId: string, caseId: string) {
+  if (!(await db.getEval(pool, agentId, evalId))) return undefined;
+  const found = await db.evalCase(pool, evalId, caseId).catch(() => undefined);
+  if (!found) return undefined;
+  const turns = await db.evalTurns(pool, evalId, caseId);
+  return {
+    caseId,
+    source: found.spec.source,
+    status: found.status,
+    result: found.result,
+    turns: found.spec.turns.map((t, i) => ({
+      turn: i + 1,
+      recorded: t.recorded ? { rows: t.recorded.rows, outcome: t.recorded.outcome, reply: t.recorded.reply } : null,
+      candidate: turns.find((r) => r.turn === i + 1) ?? null,
+    })),
+  };
+}
+
+/** A case's verdict from its turns: the recording's changes, its checks, and a judge where it asks for one. */
+export async function scoreEvalCase(
+  deps: EvalTurnDeps,
+  input: { evalId: string; caseId: string },
+  step: Step,
+): Promise<{ passed: boolean }> {
+  const { pool } = deps;
+  const [{ evaluation, spec }, turns] = await Promise.all([
+    db.evalCase(pool, input.evalId, input.caseId),
+    db.evalTurns(pool, input.evalId, input.caseId),
+  ]);
+  const judged: { passed: boolean; reason: string }[] = [];
+  for (const [i, check] of spec.checks.entries()) {
+    if (!('judge' in check)) continue;
+    const answer = await askQuestion(
+      deps,
+      {
+        model: check.judge.model ?? evaluation.candidate.model ?? deps.defaultModel,
+        system: JUDGE_SYSTEM,
+        text: judgeQuestion(check.judge.rubric, turns),
+        maxTokens: 300,
+      },
+      {
+        callKey: evalCallKey.judge(input.evalId, input.caseId, i),
+        payer: { agentId: evaluation.agentId, kind: 'eval', conversationKey: `eval:${input.evalId}:${input.caseId}` },
+        asker: {
+          attempt: step.attempt,
+          conversationKey: `eval:${input.evalId}:${input.caseId}`,
+          turnId: 'judge',
+          callIndex: i + 1,
+          heartbeat: () => step.heartbeat(),
+          signal: step.signal,
+          sleep: (ms) => step.sleep(ms),
+        },
+      },
+    );
+    judged.push(judgeVerdict(textOf(answer.content)));
+  }
+  const result: CaseResult = caseResult(spec, turns, judged);
+  await db.setCaseResult(pool, input.evalId, input.caseId, result);
+  return { passed: result.passed };
+}
+
+export async function finishEvaluation(pool: Pool, input: { evalId: string }): Promise<EvalOutcome> {
+  const summary = await db.finishEval(pool, input.evalId);
+  return { cases: summary.cases, passed: summary.passed, failed: summary.failed };
+}
+
+export async function failEvaluation(pool: Pool, input: { evalId: string; reason: string }): Promise<void> {
+  await db.failEval(pool, input.evalId, input.reason);
+}
