@@ -1,0 +1,116 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startShopHttp, type ShopHttp } from './support/mcp-shop';
+
+/**
+ * `npm run eval` as a team's CI runs it (issue 30): a suite of written YAML cases against a real Keel's API, with a
+ * candidate file; it writes its reports and exits 1 when a case regresses, 0 when every case passes.
+ */
+const run = promisify(execFile);
+const REPO = path.resolve(__dirname, '..');
+let keel: TestKeel;
+let shop: ShopHttp;
+let url: string;
+let suite: string;
+const agent = uniqueId('eval-cli');
+const TOKEN = 'shop-bearer-eval-cli-77';
+
+beforeAll(async () => {
+  keel = await startTestKeel({});
+  shop = await startShopHttp({ token: TOKEN });
+  await keel.api.listen({ host: '127.0.0.1', port: 0 });
+  url = `http://127.0.0.1:${(keel.api.server.address() as AddressInfo).port}`;
+  const put = await keel.call('PUT', `/v1/agents/${agent}/tool-servers/shop`, {
+    url: shop.url,
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  expect(put.status, put.raw).toBe(201);
+  suite = await mkdtemp(path.join(os.tmpdir(), 'keel-evals-'));
+  await writeFile(path.join(suite, 'suite.yaml'), `name: orders\nagent: ${agent}\nmode: live-model\n`);
+  await writeFile(
+    path.join(suite, 'order-status.yaml'),
+    [
+      'messages:',
+      `  - '/tool shop__lookup_order {"orderId":"W1"}'`,
+      'tools:',
+      '  - tool: shop__lookup_order',
+      '    arguments: { orderId: W1 }',
+      '    content: "order W1: shipped (recorded)"',
+      'expect:',
+      '  - replyContains: "order W1: shipped (recorded)"',
+      '  - toolCalled: shop__lookup_order',
+      '    arguments: { orderId: W1 }',
+      '  - outcome: replied',
+      '  - turnsAtMost: 1',
+      '',
+    ].join('\n'),
+  );
+  await writeFile(
+    path.join(suite, 'greeting.yaml'),
+    'messages: ["hello there"]\nexpect:\n  - replyMatches: "^echo: hello"\n',
+  );
+}, 60_000);
+afterAll(async () => {
+  await keel?.stop();
+  await shop?.close();
+});
+
+async function evalCommand(candidate: unknown, out: string): Promise<{ code: number; stdout: string }> {
+  const file = path.join(suite, `candidate-${path.basename(out)}.json`);
+  await writeFile(file, JSON.stringify(candidate));
+  const args = [
+    '--import',
+    'tsx',
+    'scripts/eval.ts',
+    '--suite',
+    suite,
+    '--candidate',
+    file,
+    '--url',
+    url,
+    '--out',
+    out,
+  ];
+  try {
+    const { stdout } = await run(process.execPath, args, { cwd: REPO });
+    return { code: 0, stdout };
+  } catch (err) {
+    const failed = err as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout + failed.stderr };
+  }
+}
+
+describe('npm run eval', () => {
+  it('exits 0 when every case passes, with its reports written', async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'keel-eval-pass-'));
+    const { code, stdout } = await evalCommand({}, out);
+    expect(stdout).toContain('2 of 2 cases passed; 0 regressed');
+    expect(code).toBe(0);
+    const report = JSON.parse(await readFile(path.join(out, 'eval-report.json'), 'utf8')) as {
+      cases: { caseId: string; status: string; modelCalls: number }[];
+    };
+    expect(report.cases.map((c) => [c.caseId, c.status])).toEqual([
+      ['greeting', 'passed'],
+      ['order-status', 'passed'],
+    ]);
+    expect(await readFile(path.join(out, 'eval-report.md'), 'utf8')).toContain('| order-status | passed |');
+    // The tool call was answered from the case's recorded result: the server heard nothing.
+    expect(shop.calls).toEqual([]);
+  }, 60_000);
+
+  it('exits 1 when a case regresses under the candidate', async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'keel-eval-fail-'));
+    const { code, stdout } = await evalCommand({ toolPolicies: { shop__lookup_order: 'deny' } }, out);
+    expect(stdout).toContain('1 of 2 cases passed; 1 regressed');
+    expect(code).toBe(1);
+    const markdown = await readFile(path.join(out, 'eval-report.md'), 'utf8');
+    expect(markdown).toContain('| order-status | failed (regressed) |');
+    expect(markdown).toContain('no reply of any turn contains "order W1: shipped (recorded)"');
+  }, 60_000);
+});

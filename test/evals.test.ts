@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conversationWorkflowId } from '../domain/ids';
+import type { ModelMessage, ModelProvider, ModelRequest } from '../domain/model';
+import { scriptedProvider } from '../worker/wiring';
+import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startShopHttp, type ShopHttp } from './support/mcp-shop';
+import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+
+/**
+ * Evaluations from recorded conversations (issue 30): a real conversation of 20 turns with tool calls, recorded by a
+ * real Keel against a real MCP server, replayed with zero model calls against its own configuration and against
+ * candidates; and a fork of it at turn 5. Nothing an evaluation does reaches the webhook receiver or the tool server.
+ */
+let keel: TestKeel;
+let shop: ShopHttp;
+let receiver: WebhookReceiver;
+/** Every request the worker's model received, with the conversation and call it was for. */
+const asked: { conversationKey: string; callIndex: number; request: ModelRequest }[] = [];
+const TOKEN = 'shop-bearer-evals-5e2a';
+const agent = uniqueId('evals');
+const conversation = uniqueId('recorded');
+const TURNS = 20;
+
+/** The scripted model, with each request it answers kept. */
+function askedModel(real: ModelProvider): ModelProvider {
+  return {
+    name: real.name,
+    call(request, ctx) {
+      asked.push({ conversationKey: ctx.conversationKey, callIndex: ctx.callIndex, request });
+      return real.call(request, ctx);
+    },
+  };
+}
+
+/** Odd turns look an order up with the shop's tool; even turns are plain questions. */
+const messageOf = (turn: number) =>
+  turn % 2 === 1 ? `/tool shop__lookup_order {"orderId":"A${turn}"}` : `hello ${turn}`;
+
+beforeAll(async () => {
+  keel = await startTestKeel({ provider: (pool) => askedModel(scriptedProvider(pool)) });
+  shop = await startShopHttp({ token: TOKEN });
+  receiver = await startWebhookReceiver();
+  const put = await keel.call('PUT', `/v1/agents/${agent}/tool-servers/shop`, {
+    url: shop.url,
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  expect(put.status, put.raw).toBe(201);
+  const delivery = { channel: 'webhook', url: receiver.url };
+  for (let turn = 1; turn <= TURNS; turn++) {
+    const res = await keel.post(agent, conversation, { text: messageOf(turn), delivery }, { wait: 30 });
+    expect(res.body.status, JSON.stringify(res.body)).toBe('replied');
+  }
+  await receiver.waitFor((r) => r.length === TURNS, 30_000);
+}, 180_000);
+afterAll(async () => {
+  await keel?.stop();
+  await shop?.close();
+  await receiver?.close();
+});
+
+interface CaseResult {
+  passed: boolean;
+  reasons: string[];
+  modelCalls: number;
+  changedTurns: number[];
+  toolCallDiff: { turn: number; added: string[]; removed: string[] }[];
+  firstDivergence?: { turn: number; callIndex: number; part: string; diff: string };
+}
+interface Evaluation {
+  id: string;
+  status: string;
+  summary: { cases: number; passed: number; failed: number; modelCalls: number; costUsd: number } | null;
+  cases: { caseId: string; status: string; result: CaseResult | null }[];
+}
+
+async function evaluate(body: Record<string, unknown>): Promise<Evaluation> {
+  const started = await keel.call<Evaluation>('POST', `/v1/agents/${agent}/evals`, body);
+  expect(started.status, started.raw).toBe(202);
+  return eventually(
+    async () => {
+      const got = await keel.call<Evaluation>('GET', `/v1/agents/${agent}/evals/${started.body.id}`);
+      return got.body.status === 'running' ? undefined : got.body;
+    },
+    120_000,
+    'the evaluation to finish',
+  );
+}
+
+const recorded = { recorded: { conversationIds: [conversation] } };
+const modelCallRows = async () =>
+  Number(
+    (
+      await keel.pool.query<{ n: string }>('SELECT count(*) AS n FROM model_calls WHERE conversation_key LIKE $1', [
+        `%${agent}%`,
+      ])
+    ).rows[0]!.n,
+  );
+const evalSpendRows = async () =>
+  Number(
+    (
+      await keel.pool.query<{ n: string }>(
+        "SELECT count(*) AS n FROM model_spend WHERE agent_id = $1 AND kind = 'eval'",
+        [agent],
+      )
+    ).rows[0]!.n,
+  );
+
+describe('replay: a recorded conversation against a candidate, with no model call', () => {
+  it('replays 20 turns with tool calls with 0 model calls and passes against its own configuration', async () => {
+    const [asksBefore, rowsBefore, shopBefore] = [asked.length, await modelCallRows(), shop.calls.length];
+    const done = await evaluate({ mode: 'replay', ...recorded });
+    expect(done.status).toBe('finished');
+    expect(done.summary).toMatchObject({ cases: 1, passed: 1, failed: 0, modelCalls: 0 });
+    const result = done.cases[0]!.result!;
+    expect(result.reasons).toEqual([]);
+    expect(result.passed).toBe(true);
+    expect(result.firstDivergence).toBeUndefined();
+    // The ledgers show none: no model call row, no spend row, no request to the model, no call of the tool server.
+    expect(asked.length).toBe(asksBefore);
+    expect(await modelCallRows()).toBe(rowsBefore);
+    expect(await evalSpendRows()).toBe(0);
+    expect(shop.calls.length).toBe(shopBefore);
+  });
+
+  it('reports exactly the turns that used a tool the candidate denies', async () => {
+    const done = await evaluate({
+      mode: 'replay',
+      ...recorded,
+      candidate: { toolPolicies: { shop__lookup_order: 'deny' } },
+    });
+    const result = done.cases[0]!.result!;
+    expect(result.passed).toBe(false);
+    expect(result.changedTurns).toEqual([1, 3, 5, 7, 9, 11, 13, 15, 17, 19]);
+    expect(result.reasons[0]).toBe("turn 1: shop__lookup_order was denied by the candidate's policy");
+    // The tool is not offered: the first request already differs from the recorded one, in its tools.
+    expect(result.firstDivergence).toMatchObject({ turn: 1, callIndex: 1, part: 'tools' });
+    expect(result.firstDivergence!.diff).toContain('- shop__lookup_order');
+  });
+
+  it('reports the first request a changed system prompt makes differ, with a diff', async () => {
+    const done = await evaluate({ mode: 'replay', ...recorded, candidate: { systemPrompt: 'Answer in French.' } });
+    const result = done.cases[0]!.result!;
+    expect(result.firstDivergence).toMatchObject({ turn: 1, callIndex: 1, part: 'system' });
+    expect(result.firstDivergence!.diff).toContain('+ Answer in French.');
+    // The recorded answers still do what they did.
+    expect(result.passed).toBe(true);
+  });
+
+  it('refuses a selection it cannot take, saying why', async () => {
+    const unknown = await keel.call<{ error: { code: string; message: string } }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'replay',
+      recorded: { conversationIds: ['never-was'] },
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.message).toBe('conversation never-was has no finished turn to replay');
+    const none = await keel.call<{ error: { message: string } }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'replay',
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.error.message).toContain('an evaluation needs recorded conversations, written cases, or both');
+  });
+});
+
+describe('fork: a conversation goes on from turn 5 under a candidate', () => {
+  it('starts a new conversation whose first model request holds exactly turns 1–5; the original is untouched', async () => {
+    const messages = async (c: string) =>
+      (await keel.call<{ items: unknown[] }>('GET', `/v1/agents/${agent}/conversations/${c}/messages?limit=200`)).body;
+    const originalBefore = JSON.stringify(await messages(conversation));
+    const forked = await keel.call<{ conversationId: string; atTurn: number; enabledTools: string[] }>(
+      'POST',
+      `/v1/agents/${agent}/conversations/${conversation}/forks`,
+      { atTurn: 5 },
+    );
+    expect(forked.status, forked.raw).toBe(201);
+    expect(forked.body).toMatchObject({ atTurn: 5, enabledTools: [] });
+    const fork = forked.body.conversationId;
+    const res = await keel.post(agent, fork, { text: 'hello again' }, { wait: 30 });
+    expect(res.body.reply?.text).toBe('echo: hello again');
+
+    const key = (c: string) => conversationWorkflowId(agent, c);
+    const first = asked.find((a) => a.conversationKey === key(fork))!.request;
+    // The original's turn 6 read turns 1–5 and its own message: the fork reads the same, with its own message.
+    const turn6 = asked.filter((a) => a.conversationKey === key(conversation) && a.callIndex === 1)[5]!.request;
+    const expected = structuredClone(turn6.messages) as ModelMessage[];
+    const last = expected.at(-1)!.content.at(-1)!;
+    expect(last).toEqual({ type: 'text', text: 'hello 6' });
+    (last as { text: string }).text = 'hello again';
+    expect(first.messages).toEqual(expected);
+    expect(JSON.stringify(await messages(conversation))).toBe(originalBefore);
+  });
+
+  it("answers a fork's tool calls as dry runs until a person enables the tool", async () => {
+    const forked = await keel.call<{ conversationId: string }>(
+      'POST',
+      `/v1/agents/${agent}/conversations/${conversation}/forks`,
+      { atTurn: 2 },
+    );
+    const fork = forked.body.conversationId;
+    const dry = await keel.post(agent, fork, { text: '/tool shop__lookup_order {"orderId":"F1"}' }, { wait: 30 });
+    expect(dry.body.reply?.text).toContain('dry run: shop__lookup_order was not called');
+    expect(shop.calls.filter((c) => c.args.orderId === 'F1')).toEqual([]);
+
+    const enabled = await keel.call('PUT', `/v1/agents/${agent}/conversations/${fork}/fork/effects`, {
+      tools: ['shop__lookup_order'],
+    });
+    expect(enabled.status, enabled.raw).toBe(200);
+    const real = await keel.post(agent, fork, { text: '/tool shop__lookup_order {"orderId":"F2"}' }, { wait: 30 });
+    expect(real.body.reply?.text).toBe('tool result: order F2: shipped');
+    expect(shop.calls.filter((c) => c.args.orderId === 'F2')).toHaveLength(1);
+  });
+
+  it('refuses a fork past the turns the conversation has', async () => {
+    const res = await keel.call<{ error: { message: string } }>(
+      'POST',
+      `/v1/agents/${agent}/conversations/${conversation}/forks`,
+      { atTurn: 21 },
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toBe(`conversation ${conversation} has 20 finished turns; it cannot fork at 21`);
+  });
+});
+
+describe('nothing escapes an evaluation', () => {
+  it('left the webhook receiver and the tool server silent through every evaluation', async () => {
+    // Each recorded turn delivered once; no evaluation delivered anything, now that each has finished.
+    expect(receiver.received).toHaveLength(TURNS);
+    const schedules: string[] = [];
+    for await (const s of keel.client.schedule.list()) schedules.push(s.scheduleId);
+    expect(schedules.filter((id) => id.includes(agent))).toEqual([]);
+    expect(shop.calls.filter((c) => String(c.args.orderId).startsWith('A'))).toHaveLength(TURNS / 2);
+  });
+});
