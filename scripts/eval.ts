@@ -72,10 +72,12 @@ async function main(): Promise<number> {
     console.error(`baseline written: ${baselinePath}`);
   }
   const summary = finished.summary && 'cases' in finished.summary ? finished.summary : undefined;
+  const failure = finished.summary && 'error' in finished.summary ? finished.summary.error : 'unknown';
+  const where = path.join(values.out, 'eval-report.md');
   console.log(
     summary
-      ? `${summary.passed} of ${summary.cases} cases passed; ${regressions.length} regressed (${values.out}/eval-report.md)`
-      : `the evaluation failed: ${finished.summary && 'error' in finished.summary ? finished.summary.error : 'unknown'}`,
+      ? `${summary.passed} of ${summary.cases} cases passed; ${regressions.length} regressed (${where})`
+      : `the evaluation failed: ${failure}`,
   );
   if (finished.status !== 'finished') return 1;
   return regressions.length > 0 && !values['update-baseline'] ? 1 : 0;
@@ -89,7 +91,7 @@ async function readSuite(dir: string): Promise<{ settings: SuiteFile; written: R
   for (const file of files) {
     const parsed: unknown = parseYaml(await readFile(path.join(dir, file), 'utf8'));
     if (typeof parsed !== 'object' || parsed === null) throw new Error(`${file} holds no YAML mapping`);
-    if (/^suite\.ya?ml$/.test(file)) settings = parsed as SuiteFile;
+    if (/^suite\.ya?ml$/.test(file)) settings = parsed;
     else written.push({ name: file.replace(/\.ya?ml$/, ''), ...(parsed as Record<string, unknown>) });
   }
   return { settings, written };

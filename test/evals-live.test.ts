@@ -62,7 +62,7 @@ interface Evaluation {
 }
 
 describe('live-model: the candidate model, no effects', () => {
-  it('calls the candidate model, answers its tool calls from the recording, sends nothing, and meters the cost', async () => {
+  it('calls the candidate model, answers tool calls from the recording, sends nothing, meters the cost', async () => {
     const [asked, shopCalls] = [fake.requests.length, shop.calls.length];
     const usage = { input_tokens: 1000, output_tokens: 100 };
     fake.enqueue(
@@ -102,7 +102,8 @@ describe('live-model: the candidate model, no effects', () => {
     const result = done.cases[0]!.result;
     expect(result.modelCalls).toBe(3);
     expect(result.reasons).toEqual([
-      'turn 1: replied otherwise than the recording; shop__lookup_order was called with arguments the recording never saw',
+      'turn 1: replied otherwise than the recording; ' +
+        'shop__lookup_order was called with arguments the recording never saw',
     ]);
     // Metered like any call: the three turns' calls and the judge's, each in the spend ledger.
     const { rows } = await keel.pool.query<{ n: string; usd: string }>(

@@ -162,7 +162,7 @@ describe('replay: a recorded conversation against a candidate, with no model cal
 });
 
 describe('fork: a conversation goes on from turn 5 under a candidate', () => {
-  it('starts a new conversation whose first model request holds exactly turns 1–5; the original is untouched', async () => {
+  it('starts a conversation whose first model request holds exactly turns 1–5; the original is untouched', async () => {
     const messages = async (c: string) =>
       (await keel.call<{ items: unknown[] }>('GET', `/v1/agents/${agent}/conversations/${c}/messages?limit=200`)).body;
     const originalBefore = JSON.stringify(await messages(conversation));
@@ -181,7 +181,7 @@ describe('fork: a conversation goes on from turn 5 under a candidate', () => {
     const first = asked.find((a) => a.conversationKey === key(fork))!.request;
     // The original's turn 6 read turns 1–5 and its own message: the fork reads the same, with its own message.
     const turn6 = asked.filter((a) => a.conversationKey === key(conversation) && a.callIndex === 1)[5]!.request;
-    const expected = structuredClone(turn6.messages) as ModelMessage[];
+    const expected: ModelMessage[] = structuredClone(turn6.messages);
     const last = expected.at(-1)!.content.at(-1)!;
     expect(last).toEqual({ type: 'text', text: 'hello 6' });
     (last as { text: string }).text = 'hello again';
