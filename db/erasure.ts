@@ -8,11 +8,23 @@ import { inTransaction, type Pool, type Queryable } from './pool';
  * halfway runs it again.
  */
 
-/** The transcripts a conversation's deletion erases: its own, and those of the delegates it spawned. */
+/**
+ * The transcripts a conversation's deletion erases: its own, its forks' (copies of its turns), and those of the
+ * delegates it spawned.
+ */
 export async function transcriptsOfConversation(db: Queryable, agentId: string, conversationId: string) {
   const key = conversationWorkflowId(agentId, conversationId);
   // A delegate's workflow id is also the key of its own transcript.
-  return [key, ...(await delegateWorkflowsOf(db, agentId, key))];
+  return [key, ...(await forksOf(db, key)), ...(await delegateWorkflowsOf(db, agentId, key))];
+}
+
+/** The conversations forked from a conversation (each a conversation of its own, whose key is its workflow id). */
+export async function forksOf(db: Queryable, conversationKey: string): Promise<string[]> {
+  const { rows } = await db.query<{ key: string }>(
+    'SELECT conversation_key AS key FROM conversation_forks WHERE source_key = $1 ORDER BY 1',
+    [conversationKey],
+  );
+  return rows.map((r) => r.key);
 }
 
 /** Every transcript of the agent's: its conversations', its delegates', its jobs' and its routines'. */
@@ -66,6 +78,11 @@ const ERASE_TRANSCRIPTS = [
   `DELETE FROM reflection_poison p USING conversations c
     WHERE c.key = ANY($1) AND p.agent_id = c.agent_id AND p.conversation_id = c.conversation_id`,
   'DELETE FROM workflow_task_failures WHERE workflow_id = ANY($1)',
+  // An evaluation's cases copied the conversation's turns: they go with it (the evaluation's counts stay).
+  `DELETE FROM eval_cases ec USING evals e, conversations c
+    WHERE c.key = ANY($1) AND e.id = ec.eval_id AND e.agent_id = c.agent_id
+      AND ec.spec->>'conversationId' = c.conversation_id`,
+  'DELETE FROM conversation_forks WHERE conversation_key = ANY($1)',
   'DELETE FROM conversations WHERE key = ANY($1)',
 ];
 
@@ -107,6 +124,7 @@ const ERASE_AGENT = [
   'DELETE FROM reflection_poison WHERE agent_id = $1',
   'DELETE FROM reflection_gate_log WHERE agent_id = $1',
   'DELETE FROM reflection_costs WHERE agent_id = $1',
+  'DELETE FROM evals WHERE agent_id = $1',
   'DELETE FROM model_spend WHERE agent_id = $1',
   'DELETE FROM spend_totals WHERE agent_id = $1',
   'DELETE FROM workflow_task_failures WHERE agent_id = $1',

@@ -5,6 +5,7 @@ import {
   delegateWorkflowsOf,
   eraseAgentRows,
   eraseTranscripts,
+  forksOf,
   existsToDelete,
   schedulesOfAgent,
   transcriptsOfAgent,
@@ -115,6 +116,7 @@ export async function endRunningWork(
   if (input.conversationId) {
     const key = conversationWorkflowId(input.agentId, input.conversationId);
     ids.add(key);
+    for (const id of await forksOf(pool, key)) ids.add(id);
     for (const id of await delegateWorkflowsOf(pool, input.agentId, key)) ids.add(id);
   } else {
     for (const s of await schedulesOfAgent(pool, input.agentId)) {
@@ -155,9 +157,14 @@ async function terminate(client: Client, workflowId: string, reason: string): Pr
 /** Erases what the deletion covers: the conversation's transcripts, or every transcript and row of the agent's. */
 export async function eraseDeleted(pool: Pool, input: DeletionInput): Promise<{ conversations: number }> {
   if (input.conversationId) {
-    const keys = await transcriptsOfConversation(pool, input.agentId, input.conversationId);
+    const key = conversationWorkflowId(input.agentId, input.conversationId);
+    // Read before they are erased: the conversation and its forks.
+    const [keys, forks] = await Promise.all([
+      transcriptsOfConversation(pool, input.agentId, input.conversationId),
+      forksOf(pool, key),
+    ]);
     await eraseTranscripts(pool, keys);
-    return { conversations: 1 };
+    return { conversations: 1 + forks.length };
   }
   const keys = await transcriptsOfAgent(pool, input.agentId);
   await eraseTranscripts(pool, keys);

@@ -89,15 +89,27 @@ describe('deleting a conversation', () => {
       expect(answer.body.reply?.delivery.outcome).toBe('delivered');
     }
     await keel.post(agent, kept, { text: 'stay' }, { wait: 30 });
+    // An evaluation and a fork copy its turns: they go with it.
+    const evaluation = await keel.call<{ id: string }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'replay',
+      recorded: { conversationIds: [gone] },
+    });
+    expect(evaluation.status, evaluation.raw).toBe(202);
+    await eventually(async () => {
+      const got = await keel.call<{ status: string }>('GET', `/v1/agents/${agent}/evals/${evaluation.body.id}`);
+      return got.body.status === 'finished';
+    }, 60_000);
+    const fork = await keel.call('POST', `/v1/agents/${agent}/conversations/${gone}/forks`, { atTurn: 1 });
+    expect(fork.status, fork.raw).toBe(201);
     expect(Object.keys(await rowsMentioning(keel, marker))).toEqual(
-      expect.arrayContaining(['messages', 'inbound_messages', 'effects', 'deliveries']),
+      expect.arrayContaining(['messages', 'inbound_messages', 'effects', 'deliveries', 'eval_cases']),
     );
 
     const asked = await keel.call<Deletion>('DELETE', `/v1/agents/${agent}/conversations/${gone}`);
     expect(asked.status).toBe(202);
     expect(asked.body).toMatchObject({ agentId: agent, conversationId: gone, status: 'running', outcome: null });
     const done = await finishedDeletion(keel, agent, asked.body.deletionId);
-    expect(done).toMatchObject({ status: 'finished', conversationId: gone, outcome: { conversations: 1 } });
+    expect(done).toMatchObject({ status: 'finished', conversationId: gone, outcome: { conversations: 2 } });
 
     // Gone from the API, from PostgreSQL (but the ledger's keys) and from Temporal's open workflows.
     expect((await keel.call('GET', `/v1/agents/${agent}/conversations/${gone}`)).status).toBe(404);
