@@ -15,6 +15,7 @@ import {
   type EvalMode,
 } from '../domain/evals';
 import { evalCallKey, evalWorkflowId } from '../domain/ids';
+import { SA } from '../domain/search-attributes';
 import { textOf } from '../domain/transcript';
 import { takeCases, type RecordedSelection, type WrittenCase } from './eval-cases';
 import type { EvalTurnDeps } from './eval-turn';
@@ -65,6 +66,11 @@ export async function startEval(
   await temporal.workflow.start<EvalWorkflow>(EVAL_WORKFLOW, {
     taskQueue,
     workflowId: evalWorkflowId(agentId, id),
+    // Found with the agent's work: an agent's deletion ends it.
+    typedSearchAttributes: [
+      { key: SA.agentId, value: agentId },
+      { key: SA.kind, value: 'eval' },
+    ],
     args: [{ agentId, evalId: id, cases: cases.map((c) => ({ caseId: c.id, turns: c.turns.length })) }],
   });
   return row;

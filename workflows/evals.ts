@@ -1,4 +1,4 @@
-import { executeChild, proxyActivities } from '@temporalio/workflow';
+import { executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities';
 import type { EvalCaseInput, EvalInput, EvalOutcome } from '../contracts/evals';
 import { EVALS } from '../domain/evals';
@@ -29,6 +29,8 @@ export async function evalWorkflow(input: EvalInput): Promise<EvalOutcome> {
         batch.map((c, i) =>
           executeChild(evalCaseWorkflow, {
             workflowId: evalCaseWorkflowId(agentId, evalId, first + i + 1),
+            // The evaluation's agent and kind: the agent's deletion finds its cases too.
+            typedSearchAttributes: workflowInfo().typedSearchAttributes,
             args: [{ evalId, caseId: c.caseId, turns: c.turns }],
           }),
         ),
