@@ -7,6 +7,7 @@ import {
   type CaseTurn,
   type Check,
   type EvalCase,
+  type EvalMode,
   type RecordedToolResult,
   type RecordedTurn,
 } from '../domain/evals';
@@ -47,8 +48,10 @@ export class CaseError extends Error {
 export async function takeCases(
   pool: Pool,
   agentId: string,
-  ask: { recorded?: RecordedSelection; written?: WrittenCase[] },
+  ask: { mode: EvalMode; recorded?: RecordedSelection; written?: WrittenCase[] },
 ): Promise<EvalCase[]> {
+  if (ask.mode === 'replay' && ask.written?.length)
+    throw new CaseError('written cases have no recorded model answers to replay: run them in live-model mode', 400);
   const cases: EvalCase[] = [];
   const sel = ask.recorded;
   if (sel) {

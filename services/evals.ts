@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { recordAudit } from '../db/audit';
 import { getAgent } from '../db/agents';
+import { memoryVersion } from '../db/memory';
 import * as db from '../db/evals';
 import { inTransaction, type Pool } from '../db/pool';
 import { EVAL_WORKFLOW, type EvalOutcome, type EvalWorkflow } from '../contracts/evals';
@@ -17,7 +18,7 @@ import {
 import { evalCallKey, evalWorkflowId } from '../domain/ids';
 import { SA } from '../domain/search-attributes';
 import { textOf } from '../domain/transcript';
-import { takeCases, type RecordedSelection, type WrittenCase } from './eval-cases';
+import { CaseError, takeCases, type RecordedSelection, type WrittenCase } from './eval-cases';
 import type { EvalTurnDeps } from './eval-turn';
 import { askQuestion } from './model-call';
 import type { Step } from './step';
@@ -42,6 +43,7 @@ export async function startEval(
 ): Promise<db.EvalRow | undefined> {
   const { agentId } = ask;
   if (!(await getAgent(pool, agentId))) return undefined;
+  await candidateKnown(pool, agentId, ask.candidate);
   const cases = await takeCases(pool, agentId, ask);
   const id = randomUUID();
   const row = await inTransaction(pool, async (q) => {
@@ -74,6 +76,13 @@ export async function startEval(
     args: [{ agentId, evalId: id, cases: cases.map((c) => ({ caseId: c.id, turns: c.turns.length })) }],
   });
   return row;
+}
+
+/** A candidate's memory version must be one of the agent's: refused at once, not found by each case. */
+export async function candidateKnown(pool: Pool, agentId: string, candidate: Candidate): Promise<void> {
+  const version = candidate.memoryVersion;
+  if (version !== undefined && !(await memoryVersion(pool, agentId, version)))
+    throw new CaseError(`agent ${agentId} has no memory version ${version}`, 400);
 }
 
 /** The agent's latest evaluations, newest first. */

@@ -6,6 +6,7 @@ import { inTransaction, type Pool } from '../db/pool';
 import type { Candidate } from '../domain/evals';
 import { conversationWorkflowId, forkConversationId } from '../domain/ids';
 import { CaseError } from './eval-cases';
+import { candidateKnown } from './evals';
 
 /** A fork as the API shows it. */
 export function forkView(agentId: string, f: ForkRow) {
@@ -27,6 +28,7 @@ export async function forkConversation(
   pool: Pool,
   f: { agentId: string; conversationId: string; atTurn: number; candidate: Candidate; actor: string },
 ) {
+  await candidateKnown(pool, f.agentId, f.candidate);
   const sourceKey = conversationWorkflowId(f.agentId, f.conversationId);
   const kept = await keptTurns(pool, sourceKey);
   if (kept.length === 0) return undefined;

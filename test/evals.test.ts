@@ -158,6 +158,21 @@ describe('replay: a recorded conversation against a candidate, with no model cal
     });
     expect(none.status).toBe(400);
     expect(none.body.error.message).toContain('an evaluation needs recorded conversations, written cases, or both');
+    const written = await keel.call<{ error: { message: string } }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'replay',
+      written: [{ name: 'w', messages: ['hi'] }],
+    });
+    expect(written.status).toBe(400);
+    expect(written.body.error.message).toBe(
+      'written cases have no recorded model answers to replay: run them in live-model mode',
+    );
+    const memory = await keel.call<{ error: { message: string } }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'replay',
+      candidate: { memoryVersion: 99 },
+      ...recorded,
+    });
+    expect(memory.status).toBe(400);
+    expect(memory.body.error.message).toBe(`agent ${agent} has no memory version 99`);
   });
 });
 

@@ -27,17 +27,20 @@ const Candidate = z
   .strict()
   .describe("An overlay of the agent's configuration; it is never applied to the agent");
 
-const regex = z.string().refine(
-  (s) => {
-    try {
-      new RegExp(s);
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  { message: 'not a valid regular expression' },
-);
+const regex = z
+  .string()
+  .max(200)
+  .refine(
+    (s) => {
+      try {
+        new RegExp(s);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: 'not a valid regular expression' },
+  );
 const Outcome = z.enum(TURN_STATUSES.filter((s) => s !== 'queued' && s !== 'running') as [string, ...string[]]);
 const Turn = z.int().positive().optional().describe('The turn (1-based) the check looks at; any turn when absent');
 const Args = z.record(z.string(), z.unknown());

@@ -254,6 +254,115 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/agents/{agentId}/evals': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The agent's latest evaluations, newest first */
+    get: operations['getEvals'];
+    put?: never;
+    /**
+     * Evaluate the agent under a candidate configuration, on recorded conversations and written cases
+     * @description Answers 202 with the evaluation; GET it to follow its cases. A replay makes no model call; a live-model run calls the candidate model, metered. Neither sends anything: tool calls are answered from the recording (or as dry runs), replies are checked and kept.
+     */
+    post: operations['createEval'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{agentId}/evals/{evalId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An evaluation and its cases: pass or fail with reasons, cost, latency and the tool-call diff */
+    get: operations['getEval'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{agentId}/evals/{evalId}/cases/{caseId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One case side by side: the recorded turns and the candidate turns */
+    get: operations['getEvalCase'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{agentId}/conversations/{conversationId}/forks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Fork a conversation at a turn: a new sandbox conversation under a candidate
+     * @description The fork holds turns 1 to atTurn and goes on as any conversation does, under the candidate. Its tool calls are dry runs unless a person enables a tool (PUT …/fork/effects). The original is only read.
+     */
+    post: operations['createConversationFork'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{agentId}/conversations/{conversationId}/fork': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** What a fork was forked from, its candidate and the tools with real effects */
+    get: operations['getConversationFork'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/agents/{agentId}/conversations/{conversationId}/fork/effects': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Which of a fork's tools have real effects (model-facing names); the others stay dry runs */
+    put: operations['putConversationForkEffects'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/agents/{agentId}/tasks': {
     parameters: {
       query?: never;
@@ -2329,7 +2438,7 @@ export interface operations {
               /** @description Increasing; pass the last one seen as `before` for the next page */
               id: number;
               at: string;
-              /** @description An open set (new kinds are added over time). Today: `routine_run.approve`: a routine run's gated action was approved (subject: the run id; detail: {note?}); `routine_run.reject`: a routine run's gated action was rejected (subject: the run id; detail: {note?}); `proposal.approve`: a reflection proposal waiting for approval was approved (subject: its id; detail: {note?}); `proposal.reject`: a reflection proposal waiting for approval was rejected (subject: its id; detail: {note?}); `memory.rollback`: memory was rolled back (subject: the new version; detail: {toVersion}); `task.approve`: a task waiting for approval was approved: pending_approval → ready (subject: #<task number>); `agent.destinations`: the agent's owner delivery or named destinations changed (subject: the agent id; detail: what changed, webhooks by origin only: no path, query or secret); `tool_server.create`: a tool server was added (subject: its name; detail: {transport, tools}); `tool_server.replace`: a tool server was replaced by a PUT (subject: its name; detail: {transport, tools}); `tool_server.delete`: a tool server was removed (subject: its name); `tool_server.policies`: a tool server's policies or its being enabled changed (subject: its name; detail: {policies?, defaultPolicy?, enabled?}); `tool_call.approve`: a tool call waiting for a person was approved (subject: the call's id; detail: {note?}); `tool_call.reject`: a tool call waiting for a person was rejected (subject: the call's id; detail: {note?}); `agent.budgets`: the agent's spending limits changed (subject: the agent id; detail: {from, to}, USD per window); `run.reset`: an operator reset a run of the agent's (subject: the workflow id; detail: {runId, newRunId, to, reason}); `run.replay`: an operator replayed a run of the agent's against the workers' code (subject: the workflow id; detail: {runId, ok}); `conversation.delete`: a person deleted a conversation: its workflow ended, its transcript, messages, results and streamed text erased (subject: the conversation id; detail: {deletionId, phase: requested|finished, counts when finished}); `agent.delete`: a person deleted the agent and everything it owned; this trail and the effects ledger keys remain (subject: the agent id; detail: {deletionId, phase: requested|finished, counts when finished}). */
+              /** @description An open set (new kinds are added over time). Today: `routine_run.approve`: a routine run's gated action was approved (subject: the run id; detail: {note?}); `routine_run.reject`: a routine run's gated action was rejected (subject: the run id; detail: {note?}); `proposal.approve`: a reflection proposal waiting for approval was approved (subject: its id; detail: {note?}); `proposal.reject`: a reflection proposal waiting for approval was rejected (subject: its id; detail: {note?}); `memory.rollback`: memory was rolled back (subject: the new version; detail: {toVersion}); `task.approve`: a task waiting for approval was approved: pending_approval → ready (subject: #<task number>); `agent.destinations`: the agent's owner delivery or named destinations changed (subject: the agent id; detail: what changed, webhooks by origin only: no path, query or secret); `tool_server.create`: a tool server was added (subject: its name; detail: {transport, tools}); `tool_server.replace`: a tool server was replaced by a PUT (subject: its name; detail: {transport, tools}); `tool_server.delete`: a tool server was removed (subject: its name); `tool_server.policies`: a tool server's policies or its being enabled changed (subject: its name; detail: {policies?, defaultPolicy?, enabled?}); `tool_call.approve`: a tool call waiting for a person was approved (subject: the call's id; detail: {note?}); `tool_call.reject`: a tool call waiting for a person was rejected (subject: the call's id; detail: {note?}); `agent.budgets`: the agent's spending limits changed (subject: the agent id; detail: {from, to}, USD per window); `run.reset`: an operator reset a run of the agent's (subject: the workflow id; detail: {runId, newRunId, to, reason}); `run.replay`: an operator replayed a run of the agent's against the workers' code (subject: the workflow id; detail: {runId, ok}); `conversation.delete`: a person deleted a conversation: its workflow ended, its transcript, messages, results and streamed text erased (subject: the conversation id; detail: {deletionId, phase: requested|finished, counts when finished}); `agent.delete`: a person deleted the agent and everything it owned; this trail and the effects ledger keys remain (subject: the agent id; detail: {deletionId, phase: requested|finished, counts when finished}); `eval.start`: a person started an evaluation of the agent against a candidate configuration, which is never applied to it (subject: the evaluation id; detail: {mode, cases, suite}); `conversation.fork`: a person forked a conversation at a turn into a sandbox conversation under a candidate (subject: the new conversation id; detail: {from, atTurn}); `fork.effects`: a person changed which tools of a fork may have real effects (subject: the fork's conversation id; detail: {tools}). */
               action: string;
               /** @description `token:<first 12 hex digits of the token's SHA-256>`, or `dev` without tokens */
               actor: string;
@@ -4101,6 +4210,1604 @@ export interface operations {
               workflowsEnded: number;
               schedulesDeleted: number;
             } | null;
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+    };
+  };
+  getEvals: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        agentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            items: {
+              id: string;
+              agentId: string;
+              /** @enum {string} */
+              mode: 'replay' | 'live-model';
+              /** @description An overlay of the agent's configuration; it is never applied to the agent */
+              candidate: {
+                /** @description Replaces the agent's own instructions */
+                systemPrompt?: string | null;
+                /** @description A version of the agent's memory instead of its current one */
+                memoryVersion?: number;
+                model?: string;
+                /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+                toolPolicies?: {
+                  [key: string]: 'auto' | 'approve' | 'deny';
+                };
+                /** @description The servers offered, by name */
+                toolServers?: string[];
+                budgets?: {
+                  dailyUsd?: number;
+                  monthlyUsd?: number;
+                  perTurnUsd?: number;
+                  perDelegateTreeUsd?: number;
+                  perJobRunUsd?: number;
+                  perRoutineRunUsd?: number;
+                };
+              };
+              suite: string | null;
+              /** @enum {string} */
+              status: 'running' | 'finished' | 'failed';
+              summary:
+                | (
+                    | {
+                        cases: number;
+                        passed: number;
+                        failed: number;
+                        costUsd: number;
+                        modelCalls: number;
+                      }
+                    | {
+                        error: string;
+                      }
+                  )
+                | null;
+              actor: string;
+              createdAt: string;
+              finishedAt: string | null;
+            }[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+    };
+  };
+  createEval: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        agentId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * @description replay: model answers come from the recording (no model call); live-model: the candidate model is called
+           * @enum {string}
+           */
+          mode: 'replay' | 'live-model';
+          /**
+           * @description An overlay of the agent's configuration; it is never applied to the agent
+           * @default {}
+           */
+          candidate?: {
+            /** @description Replaces the agent's own instructions */
+            systemPrompt?: string | null;
+            /** @description A version of the agent's memory instead of its current one */
+            memoryVersion?: number;
+            model?: string;
+            /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+            toolPolicies?: {
+              [key: string]: 'auto' | 'approve' | 'deny';
+            };
+            /** @description The servers offered, by name */
+            toolServers?: string[];
+            budgets?: {
+              dailyUsd?: number;
+              monthlyUsd?: number;
+              perTurnUsd?: number;
+              perDelegateTreeUsd?: number;
+              perJobRunUsd?: number;
+              perRoutineRunUsd?: number;
+            };
+          };
+          suite?: string;
+          recorded?: {
+            conversationIds?: string[];
+            query?: {
+              /** @enum {string} */
+              outcome?: 'replied' | 'skipped' | 'error' | 'interrupted' | 'budget_exhausted';
+              /** Format: date-time */
+              since?: string;
+              /** Format: date-time */
+              until?: string;
+              /** @description Only conversations with a turn that called a tool */
+              withToolCalls?: boolean;
+              limit?: number;
+            };
+            turns?: {
+              from: number;
+              to?: number;
+            };
+            expect?: (
+              | {
+                  replyContains: string;
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  replyMatches: string;
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  toolCalled: string;
+                  arguments?: {
+                    [key: string]: unknown;
+                  };
+                }
+              | {
+                  toolNotCalled: string;
+                }
+              | {
+                  /** @enum {string} */
+                  outcome: 'replied' | 'skipped' | 'error' | 'interrupted' | 'budget_exhausted';
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  /** @enum {string} */
+                  guard: 'passed' | 'blocked';
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  costUsdAtMost: number;
+                }
+              | {
+                  turnsAtMost: number;
+                }
+              | {
+                  judge: {
+                    rubric: string;
+                    model?: string;
+                  };
+                }
+            )[];
+          };
+          written?: {
+            name: string;
+            /** @description Each message one turn */
+            messages: string[];
+            /** @description Answers for the candidate's tool calls */
+            tools?: {
+              tool: string;
+              arguments: {
+                [key: string]: unknown;
+              };
+              content: string;
+              isError?: boolean;
+            }[];
+            expect?: (
+              | {
+                  replyContains: string;
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  replyMatches: string;
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  toolCalled: string;
+                  arguments?: {
+                    [key: string]: unknown;
+                  };
+                }
+              | {
+                  toolNotCalled: string;
+                }
+              | {
+                  /** @enum {string} */
+                  outcome: 'replied' | 'skipped' | 'error' | 'interrupted' | 'budget_exhausted';
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  /** @enum {string} */
+                  guard: 'passed' | 'blocked';
+                  /** @description The turn (1-based) the check looks at; any turn when absent */
+                  turn?: number;
+                }
+              | {
+                  costUsdAtMost: number;
+                }
+              | {
+                  turnsAtMost: number;
+                }
+              | {
+                  judge: {
+                    rubric: string;
+                    model?: string;
+                  };
+                }
+            )[];
+          }[];
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            agentId: string;
+            /** @enum {string} */
+            mode: 'replay' | 'live-model';
+            /** @description An overlay of the agent's configuration; it is never applied to the agent */
+            candidate: {
+              /** @description Replaces the agent's own instructions */
+              systemPrompt?: string | null;
+              /** @description A version of the agent's memory instead of its current one */
+              memoryVersion?: number;
+              model?: string;
+              /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+              toolPolicies?: {
+                [key: string]: 'auto' | 'approve' | 'deny';
+              };
+              /** @description The servers offered, by name */
+              toolServers?: string[];
+              budgets?: {
+                dailyUsd?: number;
+                monthlyUsd?: number;
+                perTurnUsd?: number;
+                perDelegateTreeUsd?: number;
+                perJobRunUsd?: number;
+                perRoutineRunUsd?: number;
+              };
+            };
+            suite: string | null;
+            /** @enum {string} */
+            status: 'running' | 'finished' | 'failed';
+            summary:
+              | (
+                  | {
+                      cases: number;
+                      passed: number;
+                      failed: number;
+                      costUsd: number;
+                      modelCalls: number;
+                    }
+                  | {
+                      error: string;
+                    }
+                )
+              | null;
+            actor: string;
+            createdAt: string;
+            finishedAt: string | null;
+            cases: {
+              caseId: string;
+              /** @enum {string} */
+              source: 'recorded' | 'written';
+              /** @enum {string} */
+              status: 'pending' | 'passed' | 'failed';
+              result: {
+                passed: boolean;
+                reasons: string[];
+                costUsd: number;
+                latencyMs: number;
+                modelCalls: number;
+                turns: number;
+                changedTurns: number[];
+                toolCallDiff: {
+                  turn: number;
+                  added: string[];
+                  removed: string[];
+                }[];
+                firstDivergence?: {
+                  turn: number;
+                  callIndex: number;
+                  /** @enum {string} */
+                  part: 'model' | 'system' | 'tools' | 'messages';
+                  diff: string;
+                };
+              } | null;
+            }[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+    };
+  };
+  getEval: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        agentId: string;
+        evalId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            agentId: string;
+            /** @enum {string} */
+            mode: 'replay' | 'live-model';
+            /** @description An overlay of the agent's configuration; it is never applied to the agent */
+            candidate: {
+              /** @description Replaces the agent's own instructions */
+              systemPrompt?: string | null;
+              /** @description A version of the agent's memory instead of its current one */
+              memoryVersion?: number;
+              model?: string;
+              /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+              toolPolicies?: {
+                [key: string]: 'auto' | 'approve' | 'deny';
+              };
+              /** @description The servers offered, by name */
+              toolServers?: string[];
+              budgets?: {
+                dailyUsd?: number;
+                monthlyUsd?: number;
+                perTurnUsd?: number;
+                perDelegateTreeUsd?: number;
+                perJobRunUsd?: number;
+                perRoutineRunUsd?: number;
+              };
+            };
+            suite: string | null;
+            /** @enum {string} */
+            status: 'running' | 'finished' | 'failed';
+            summary:
+              | (
+                  | {
+                      cases: number;
+                      passed: number;
+                      failed: number;
+                      costUsd: number;
+                      modelCalls: number;
+                    }
+                  | {
+                      error: string;
+                    }
+                )
+              | null;
+            actor: string;
+            createdAt: string;
+            finishedAt: string | null;
+            cases: {
+              caseId: string;
+              /** @enum {string} */
+              source: 'recorded' | 'written';
+              /** @enum {string} */
+              status: 'pending' | 'passed' | 'failed';
+              result: {
+                passed: boolean;
+                reasons: string[];
+                costUsd: number;
+                latencyMs: number;
+                modelCalls: number;
+                turns: number;
+                changedTurns: number[];
+                toolCallDiff: {
+                  turn: number;
+                  added: string[];
+                  removed: string[];
+                }[];
+                firstDivergence?: {
+                  turn: number;
+                  callIndex: number;
+                  /** @enum {string} */
+                  part: 'model' | 'system' | 'tools' | 'messages';
+                  diff: string;
+                };
+              } | null;
+            }[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+    };
+  };
+  getEvalCase: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        agentId: string;
+        evalId: string;
+        caseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            caseId: string;
+            /** @enum {string} */
+            source: 'recorded' | 'written';
+            /** @enum {string} */
+            status: 'pending' | 'passed' | 'failed';
+            result: {
+              passed: boolean;
+              reasons: string[];
+              costUsd: number;
+              latencyMs: number;
+              modelCalls: number;
+              turns: number;
+              changedTurns: number[];
+              toolCallDiff: {
+                turn: number;
+                added: string[];
+                removed: string[];
+              }[];
+              firstDivergence?: {
+                turn: number;
+                callIndex: number;
+                /** @enum {string} */
+                part: 'model' | 'system' | 'tools' | 'messages';
+                diff: string;
+              };
+            } | null;
+            turns: {
+              turn: number;
+              recorded: {
+                rows: {
+                  /** @enum {string} */
+                  role: 'user' | 'assistant' | 'system' | 'tool';
+                  content: (
+                    | {
+                        /** @enum {string} */
+                        type: 'text';
+                        text: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'tool_use';
+                        id: string;
+                        name: string;
+                        input: {
+                          [key: string]: unknown;
+                        };
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'tool_result';
+                        tool_use_id: string;
+                        content: string;
+                        is_error?: boolean;
+                        ref?: string;
+                      }
+                  )[];
+                }[];
+                outcome: string;
+                reply: string | null;
+              } | null;
+              candidate: {
+                turn: number;
+                rows: {
+                  /** @enum {string} */
+                  role: 'user' | 'assistant' | 'system' | 'tool';
+                  content: (
+                    | {
+                        /** @enum {string} */
+                        type: 'text';
+                        text: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'tool_use';
+                        id: string;
+                        name: string;
+                        input: {
+                          [key: string]: unknown;
+                        };
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'tool_result';
+                        tool_use_id: string;
+                        content: string;
+                        is_error?: boolean;
+                        ref?: string;
+                      }
+                  )[];
+                }[];
+                outcome: string;
+                reply: string | null;
+                guard: {
+                  /** @enum {string} */
+                  verdict: 'passed' | 'blocked';
+                  rule?: string;
+                }[];
+                toolCalls: {
+                  name: string;
+                  arguments: {
+                    [key: string]: unknown;
+                  };
+                  /** @enum {string} */
+                  answeredBy:
+                    'recording' | 'dry-run' | 'denied' | 'needs-approval' | 'guard-blocked' | 'channel' | 'not-run';
+                  isError: boolean;
+                }[];
+                modelCalls: number;
+                costUsd: number;
+                latencyMs: number;
+                divergence?: {
+                  turn: number;
+                  callIndex: number;
+                  /** @enum {string} */
+                  part: 'model' | 'system' | 'tools' | 'messages';
+                  diff: string;
+                };
+              } | null;
+            }[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+    };
+  };
+  createConversationFork: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        agentId: string;
+        conversationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          atTurn: number;
+          /**
+           * @description An overlay of the agent's configuration; it is never applied to the agent
+           * @default {}
+           */
+          candidate?: {
+            /** @description Replaces the agent's own instructions */
+            systemPrompt?: string | null;
+            /** @description A version of the agent's memory instead of its current one */
+            memoryVersion?: number;
+            model?: string;
+            /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+            toolPolicies?: {
+              [key: string]: 'auto' | 'approve' | 'deny';
+            };
+            /** @description The servers offered, by name */
+            toolServers?: string[];
+            budgets?: {
+              dailyUsd?: number;
+              monthlyUsd?: number;
+              perTurnUsd?: number;
+              perDelegateTreeUsd?: number;
+              perJobRunUsd?: number;
+              perRoutineRunUsd?: number;
+            };
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            conversationId: string;
+            forkedFrom: string;
+            atTurn: number;
+            /** @description An overlay of the agent's configuration; it is never applied to the agent */
+            candidate: {
+              /** @description Replaces the agent's own instructions */
+              systemPrompt?: string | null;
+              /** @description A version of the agent's memory instead of its current one */
+              memoryVersion?: number;
+              model?: string;
+              /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+              toolPolicies?: {
+                [key: string]: 'auto' | 'approve' | 'deny';
+              };
+              /** @description The servers offered, by name */
+              toolServers?: string[];
+              budgets?: {
+                dailyUsd?: number;
+                monthlyUsd?: number;
+                perTurnUsd?: number;
+                perDelegateTreeUsd?: number;
+                perJobRunUsd?: number;
+                perRoutineRunUsd?: number;
+              };
+            };
+            /** @description Tools whose calls have real effects; every other tool's are dry runs */
+            enabledTools: string[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+    };
+  };
+  getConversationFork: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        agentId: string;
+        conversationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            conversationId: string;
+            forkedFrom: string;
+            atTurn: number;
+            /** @description An overlay of the agent's configuration; it is never applied to the agent */
+            candidate: {
+              /** @description Replaces the agent's own instructions */
+              systemPrompt?: string | null;
+              /** @description A version of the agent's memory instead of its current one */
+              memoryVersion?: number;
+              model?: string;
+              /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+              toolPolicies?: {
+                [key: string]: 'auto' | 'approve' | 'deny';
+              };
+              /** @description The servers offered, by name */
+              toolServers?: string[];
+              budgets?: {
+                dailyUsd?: number;
+                monthlyUsd?: number;
+                perTurnUsd?: number;
+                perDelegateTreeUsd?: number;
+                perJobRunUsd?: number;
+                perRoutineRunUsd?: number;
+              };
+            };
+            /** @description Tools whose calls have real effects; every other tool's are dry runs */
+            enabledTools: string[];
+          };
+        };
+      };
+      /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      414: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+    };
+  };
+  putConversationForkEffects: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        agentId: string;
+        conversationId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          tools: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            conversationId: string;
+            forkedFrom: string;
+            atTurn: number;
+            /** @description An overlay of the agent's configuration; it is never applied to the agent */
+            candidate: {
+              /** @description Replaces the agent's own instructions */
+              systemPrompt?: string | null;
+              /** @description A version of the agent's memory instead of its current one */
+              memoryVersion?: number;
+              model?: string;
+              /** @description Policies by tool (its model-facing name, server__tool); a denied tool is not offered */
+              toolPolicies?: {
+                [key: string]: 'auto' | 'approve' | 'deny';
+              };
+              /** @description The servers offered, by name */
+              toolServers?: string[];
+              budgets?: {
+                dailyUsd?: number;
+                monthlyUsd?: number;
+                perTurnUsd?: number;
+                perDelegateTreeUsd?: number;
+                perJobRunUsd?: number;
+                perRoutineRunUsd?: number;
+              };
+            };
+            /** @description Tools whose calls have real effects; every other tool's are dry runs */
+            enabledTools: string[];
           };
         };
       };

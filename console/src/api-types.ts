@@ -56,3 +56,22 @@ export type FailingRun = Read<'/v1/agents/{agentId}/failing-runs'>['runs'][numbe
 export type ToolServer = Read<'/v1/agents/{agentId}/tool-servers'>['items'][number];
 export type ServerTool = ToolServer['tools'][number];
 export type ToolPolicy = ServerTool['policy'];
+
+export type EvalHead = Read<'/v1/agents/{agentId}/evals'>['items'][number];
+export type Evaluation = Read<'/v1/agents/{agentId}/evals/{evalId}'>;
+export type EvalCase = Evaluation['cases'][number];
+export type EvalCaseResult = NonNullable<EvalCase['result']>;
+export type Divergence = NonNullable<EvalCaseResult['firstDivergence']>;
+/** What an evaluation is started with; its candidate, an overlay of the agent's configuration. */
+export type EvalRequest = Sent<'/v1/agents/{agentId}/evals'>;
+export type Candidate = NonNullable<EvalRequest['candidate']>;
+export type EvalCaseDetail = Read<'/v1/agents/{agentId}/evals/{evalId}/cases/{caseId}'>;
+export type EvalTurn = EvalCaseDetail['turns'][number];
+export type RecordedTurn = NonNullable<EvalTurn['recorded']>;
+export type CandidateTurn = NonNullable<EvalTurn['candidate']>;
+/** A transcript row as a case keeps it: its role and content blocks (text, tool_use, tool_result). */
+export type EvalRow = RecordedTurn['rows'][number];
+export type EvalBlock = EvalRow['content'][number];
+export type EvalToolCall = CandidateTurn['toolCalls'][number];
+
+export type Fork = Read<'/v1/agents/{agentId}/conversations/{conversationId}/fork'>;

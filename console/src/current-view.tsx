@@ -6,6 +6,9 @@ import { AuditView } from './views/audit';
 import { ConversationDetail } from './views/conversation';
 import { ConversationsView } from './views/conversations';
 import { DelegatesView } from './views/delegates';
+import { EvalCaseView } from './views/eval-case';
+import { EvalDetail } from './views/eval-detail';
+import { EvalsView } from './views/evals';
 import { JobsAndRoutinesView } from './views/jobs-and-routines';
 import { MemoryView } from './views/memory';
 import { ToolsView } from './views/tools';
@@ -39,6 +42,16 @@ export function CurrentView({
       );
     case 'delegates':
       return <DelegatesView {...props} />;
+    case 'evals':
+      return <EvalsView {...props} />;
+    case 'eval':
+      return props.agentId ? <EvalDetail {...props} evalId={route.evalId} /> : <EvalsView {...props} />;
+    case 'eval-case':
+      return props.agentId ? (
+        <EvalCaseView {...props} evalId={route.evalId} caseId={route.caseId} />
+      ) : (
+        <EvalsView {...props} />
+      );
     case 'jobs':
       return <JobsAndRoutinesView {...props} />;
     case 'memory':

@@ -11,6 +11,9 @@ export type Route =
   | { view: 'conversations' }
   | { view: 'conversation'; conversationId: string }
   | { view: 'delegates' }
+  | { view: 'evals' }
+  | { view: 'eval'; evalId: string }
+  | { view: 'eval-case'; evalId: string; caseId: string }
   | { view: 'jobs' }
   | { view: 'memory' }
   | { view: 'tools' }
@@ -33,6 +36,11 @@ export function parseRoute(hash: string, landing: Landing): Route {
   switch (first) {
     case 'conversations':
       return rest[0] ? { view: 'conversation', conversationId: rest[0] } : { view: 'conversations' };
+    case 'evals':
+      if (!rest[0]) return { view: 'evals' };
+      return rest[1] === 'cases' && rest[2]
+        ? { view: 'eval-case', evalId: rest[0], caseId: rest[2] }
+        : { view: 'eval', evalId: rest[0] };
     case 'agents':
     case 'approvals':
     case 'audit':
@@ -48,9 +56,17 @@ export function parseRoute(hash: string, landing: Landing): Route {
 }
 
 export function href(route: Route): string {
-  return route.view === 'conversation'
-    ? `#/conversations/${encodeURIComponent(route.conversationId)}`
-    : `#/${route.view}`;
+  // Each id encoded on its own: a case's id holds ':' and a conversation's may hold what a path would split on.
+  switch (route.view) {
+    case 'conversation':
+      return `#/conversations/${encodeURIComponent(route.conversationId)}`;
+    case 'eval':
+      return `#/evals/${encodeURIComponent(route.evalId)}`;
+    case 'eval-case':
+      return `#/evals/${encodeURIComponent(route.evalId)}/cases/${encodeURIComponent(route.caseId)}`;
+    default:
+      return `#/${route.view}`;
+  }
 }
 
 /** The route the URL names now, following the back and forward buttons and links. */

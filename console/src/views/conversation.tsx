@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import type { ReactNode } from 'react';
 import type { TranscriptMessage, TranscriptToolCall } from '../api-types';
 import { conversationWorkflowId, temporalUiLink } from '../console-config';
 import { ErrorAlert } from '../error-alert';
@@ -6,8 +7,11 @@ import { href } from '../routes';
 import { instant } from '../time';
 import { groupTurns, type TurnGroup, type TurnState } from '../transcript';
 import { transcriptQuery } from '../transcript-query';
+import { turnNumbers } from '../turn-numbers';
 import { useLiveTurns } from '../use-live-turns';
 import type { ViewProps } from '../view-props';
+import { ForkBanner } from './fork-banner';
+import { ForkButton } from './fork-button';
 
 const groupKey = (g: TurnGroup) => `${g.turnId ?? 'note'}:${g.messages[0]!.seq}`;
 
@@ -35,6 +39,9 @@ export function ConversationDetail({
     g.turnId !== null && t.turns.get(g.turnId)?.status === 'running' && state?.busy !== false;
   const done = groups.filter((g) => !isRunning(g));
   const running = groups.filter(isRunning);
+  const numbers = turnNumbers(done);
+  // A turn a note split shows twice: its fork button goes with its end.
+  const lastOfTurn = new Map(done.map((g) => [g.turnId, g]));
 
   return (
     <section aria-labelledby="view-heading">
@@ -69,15 +76,29 @@ export function ConversationDetail({
           </span>
         </p>
       ) : null}
+      <ForkBanner agentId={agentId} conversationId={conversationId} />
       <ErrorAlert error={transcript.error} />
       {t.streamProblem ? <p className="muted">{t.streamProblem}</p> : null}
       <section aria-label="Transcript" className="transcript">
         {loading ? <p className="muted">Loading…</p> : null}
         {!loading && done.length === 0 && !transcript.error ? <p className="notice">No finished turn yet.</p> : null}
         <ol className="turns">
-          {done.map((g) => (
-            <Turn key={groupKey(g)} group={g} state={g.turnId ? t.turns.get(g.turnId) : undefined} />
-          ))}
+          {done.map((g) => {
+            const n = g.turnId && lastOfTurn.get(g.turnId) === g ? numbers.get(g.turnId) : undefined;
+            return (
+              <Turn
+                key={groupKey(g)}
+                group={g}
+                state={g.turnId ? t.turns.get(g.turnId) : undefined}
+                number={n}
+                fork={
+                  n === undefined ? undefined : (
+                    <ForkButton agentId={agentId} conversationId={conversationId} atTurn={n} />
+                  )
+                }
+              />
+            );
+          })}
         </ol>
       </section>
       {/* The turn running now, apart: it joins the transcript when it ends, with its reply as recorded. */}
@@ -103,7 +124,8 @@ export function ConversationDetail({
   );
 }
 
-function Turn({ group, state }: { group: TurnGroup; state: TurnState | undefined }) {
+function Turn(props: { group: TurnGroup; state: TurnState | undefined; number?: number; fork?: ReactNode }) {
+  const { group, state, number } = props;
   const first = group.messages[0]!;
   const isTurn = group.turnId !== null && group.turnId !== 'delegation';
   return (
@@ -111,7 +133,8 @@ function Turn({ group, state }: { group: TurnGroup; state: TurnState | undefined
       <p className="turn-head">
         {isTurn ? (
           <>
-            Turn <code>{group.turnId!.slice(0, 8)}</code> ·{' '}
+            Turn {number === undefined ? '' : `${number} `}
+            <code>{group.turnId!.slice(0, 8)}</code> ·{' '}
           </>
         ) : null}
         <time dateTime={first.at}>{instant(first.at)}</time>
@@ -130,6 +153,7 @@ function Turn({ group, state }: { group: TurnGroup; state: TurnState | undefined
           ) : null}
         </p>
       ) : null}
+      {props.fork}
     </li>
   );
 }

@@ -1,11 +1,12 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId } from 'react';
 import type { ServerTool, ToolPolicy, ToolServer } from '../api-types';
-import { answer, api } from '../api';
+import { api } from '../api';
 import { AgentNeeded } from '../agent-needed';
 import { ErrorAlert } from '../error-alert';
 import { TableWrap } from '../table-wrap';
 import { instant } from '../time';
+import { toolServersQuery } from '../tool-servers-query';
 import { useChange } from '../use-change';
 import type { ViewProps } from '../view-props';
 
@@ -30,12 +31,7 @@ function hints(t: ServerTool): string {
 
 /** The agent's tool servers, their tools, and each tool's policy, which a person changes here. */
 export function ToolsView({ agentId, headingRef }: ViewProps) {
-  const servers = useQuery({
-    queryKey: ['agents', agentId, 'tool-servers'],
-    queryFn: ({ signal }) =>
-      answer(api.GET('/v1/agents/{agentId}/tool-servers', { params: { path: { agentId } }, signal })),
-    enabled: agentId !== '',
-  });
+  const servers = useQuery(toolServersQuery(agentId));
   return (
     <section aria-labelledby="view-heading">
       <div className="view-head">
@@ -76,7 +72,7 @@ function ServerCard({ agentId, server }: { agentId: string; server: ToolServer }
         params: { path: { agentId, name: server.name } },
         body: { policies: { [tool]: policy } },
       }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['agents', agentId, 'tool-servers'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: toolServersQuery(agentId).queryKey }),
   });
   const secrets = [...Object.entries(server.headers), ...Object.entries(server.env)];
   return (
