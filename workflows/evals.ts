@@ -5,10 +5,13 @@ import { EVALS } from '../domain/evals';
 import { evalCaseWorkflowId } from '../domain/ids';
 import { MODEL_CALL_RETRY } from './activities';
 
-/** A case's turn holds a model call in live-model mode; PostgreSQL steps retry without limit, as Keel's do. */
+/**
+ * A case's turn holds a model call in live-model mode, which heartbeats while it streams: a turn held by a killed
+ * worker is retried elsewhere within 10 s. PostgreSQL steps retry without limit, as Keel's do.
+ */
 const evals = proxyActivities<KeelActivities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '30 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: MODEL_CALL_RETRY,
 });
 const store = proxyActivities<KeelActivities>({
