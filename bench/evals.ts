@@ -40,7 +40,8 @@ const { EventType } = temporal.api.enums.v1;
 interface EvalView {
   id: string;
   status: 'running' | 'finished' | 'failed';
-  summary: { cases: number; passed: number; failed: number; costUsd: number; modelCalls: number } | { error: string };
+  summary:
+    { cases: number; passed: number; failed: number; costUsd: number; modelCalls: number } | { error: string } | null;
   finishedAt: string | null;
   cases: {
     caseId: string;
@@ -262,8 +263,8 @@ async function replay(
       (c.status !== 'passed' || !c.result?.passed) &&
       `case ${c.caseId} ${c.status}: ${c.result?.reasons.join('; ')}`,
     c?.result && c.result.turns !== turns && `case ran ${c.result.turns} turns, not ${turns}`,
-    !('modelCalls' in summary) && `summary ${JSON.stringify(summary)}`,
-    'modelCalls' in summary && summary.modelCalls !== 0 && `${summary.modelCalls} model calls, not 0`,
+    (!summary || !('modelCalls' in summary)) && `summary ${JSON.stringify(summary)}`,
+    summary && 'modelCalls' in summary && summary.modelCalls !== 0 && `${summary.modelCalls} model calls, not 0`,
   ].filter((p): p is string => typeof p === 'string');
   if (problems.length) throw new Error(`replay ${id} of ${conversationId}: ${problems.join(', ')}`);
   const evalEvents = await fetchEvents(client, evalWorkflowId(AGENT, id));
@@ -347,6 +348,24 @@ function breakdownOf(
   };
 }
 
+/** The verdict, and what a replayed turn costs against a live one (medians over the rounds). */
+function verdict(r: Results): string {
+  const m = (f: (x: Round) => number) => round(median(r.rounds.map(f)), 1);
+  const turnRun = m((x) => (x.replay.activityRunMs.runEvalTurn ?? 0) / r.turns);
+  const between = m((x) => x.replay.betweenActivitiesMs / r.turns);
+  const queue = m((x) => x.replay.activityQueueMs / r.turns);
+  const play = m((x) => x.replay.playMs / r.turns);
+  return (
+    `**Verdict: ${r.met ? 'met' : 'missed'}** (${r.medianRatio}× against ≤ ${r.goalRatio}×). A live turn took ` +
+    `${m((x) => x.livePerTurnMs)} ms, a replayed one ${m((x) => x.replayPerTurnMs)} ms (medians over the rounds). ` +
+    `Per replayed turn: runEvalTurn ran ${turnRun} ms (${play} ms of it the replay of the answers itself; the rest ` +
+    "around it: the case, its earlier turns and the agent's configuration read from PostgreSQL, the turn written), " +
+    `waited ${queue} ms for a worker, and ${between} ms passed between one ` +
+    "turn's activity and the next (the case workflow's task that schedules it): the replay makes no model call, but " +
+    'each of its turns is an ordinary activity with a workflow task between two of them.'
+  );
+}
+
 const BEGIN = '<!-- bench:evals -->';
 const END = '<!-- /bench:evals -->';
 
@@ -401,6 +420,8 @@ async function writeSection(r: Results): Promise<void> {
       'their summed queue time (scheduled → started); the summed time between one activity ending and the next ' +
       "scheduled (a workflow task each); runEvalTurn's mean run time over the first 10 turns → the last 10; the sum " +
       "of the turns' own latencyMs (the replay of their answers, inside runEvalTurn).",
+    '',
+    verdict(r),
     '',
     '| round | POST → start | → case | case span | → closed | → seen | activities | queue | between | ' +
       'turn run, first 10 → last 10 | play |',

@@ -7,26 +7,32 @@ import type { Queryable } from './pool';
 export interface KeptTurn {
   turnId: string;
   status: string;
-  rows: { seq: number; role: TranscriptRole; content: ContentBlock[]; origin: string }[];
+  rows: { seq: number; role: TranscriptRole; content: ContentBlock[]; text: string; origin: string }[];
   tools: PinnedTool[] | null;
   /** Cost in USD by spend key (a model call's transcript origin). */
   costs: Record<string, number>;
 }
 
-/** A conversation's finished turns, in the order they were accepted. */
+/**
+ * A conversation's finished turns, in the order its transcript holds them: its own, and those a fork copied from its
+ * source (their rows keep their turn; the turn's record, pinned tools and costs are the source's).
+ */
 export async function keptTurns(db: Queryable, conversationKey: string): Promise<KeptTurn[]> {
   const { rows } = await db.query<KeptTurn>(
-    `SELECT t.turn_id AS "turnId", t.status,
+    `WITH held AS (
+       SELECT turn_id, min(seq) AS first FROM messages
+        WHERE conversation_key = $1 AND turn_id IS NOT NULL GROUP BY turn_id)
+     SELECT t.turn_id AS "turnId", t.status,
             (SELECT coalesce(jsonb_agg(jsonb_build_object('seq', m.seq, 'role', m.role, 'content', m.content,
-                                                          'origin', m.origin) ORDER BY m.seq), '[]')
-               FROM messages m WHERE m.conversation_key = t.conversation_key AND m.turn_id = t.turn_id) AS rows,
+                                                          'text', m.text, 'origin', m.origin) ORDER BY m.seq), '[]')
+               FROM messages m WHERE m.conversation_key = $1 AND m.turn_id = t.turn_id) AS rows,
             (SELECT l.tools FROM turn_tool_lists p JOIN tool_lists l USING (hash)
               WHERE p.transcript_key = t.conversation_key AND p.turn_id = t.turn_id) AS tools,
             (SELECT coalesce(jsonb_object_agg(s.call_key, s.cost_usd::float8), '{}')
                FROM model_spend s WHERE s.turn_id = t.turn_id) AS costs
-       FROM turns t
-      WHERE t.conversation_key = $1 AND t.status NOT IN ('queued', 'running')
-      ORDER BY t.accepted_order`,
+       FROM held JOIN turns t USING (turn_id)
+      WHERE t.status NOT IN ('queued', 'running')
+      ORDER BY held.first`,
     [conversationKey],
   );
   return rows;

@@ -26,8 +26,8 @@ export async function forkOf(db: Queryable, conversationKey: string): Promise<Fo
 }
 
 /**
- * The fork's conversation made with a copy of the turns' rows, in their order (each under its source seq's origin),
- * and its record; in the caller's transaction.
+ * The fork's conversation made with a copy of the turns' rows, in their order, each under its source seq's origin and
+ * still its turn's (a fork of a fork counts them too), and its record; in the caller's transaction.
  */
 export async function createFork(
   db: Queryable,
@@ -35,11 +35,14 @@ export async function createFork(
   turns: readonly KeptTurn[],
 ): Promise<ForkRow> {
   await ensureConversation(db, { key: f.key, agentId: f.agentId, conversationId: f.conversationId });
-  const entries = turns
-    .flatMap((t) => t.rows)
-    .map((r) => ({ role: r.role, content: r.content, text: '', origin: transcriptOrigin.fork(r.seq) }));
-  if (entries.length)
-    await db.query('SELECT 1 FROM keel_append_transcript($1, NULL, $2::jsonb)', [f.key, entriesJson(entries)]);
+  for (const turn of turns) {
+    const entries = turn.rows.map((r) => ({ ...r, origin: transcriptOrigin.fork(r.seq) }));
+    await db.query('SELECT 1 FROM keel_append_transcript($1, $2, $3::jsonb)', [
+      f.key,
+      turn.turnId,
+      entriesJson(entries),
+    ]);
+  }
   const { rows } = await db.query<ForkRow>(
     `INSERT INTO conversation_forks (conversation_key, source_key, at_turn, candidate)
      VALUES ($1, $2, $3, $4) RETURNING ${FORK_COLUMNS}`,

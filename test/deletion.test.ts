@@ -10,6 +10,7 @@ import { loopbackEgress } from './support/egress';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { author, CONTACT_ADA, routineApi } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
+import { endedEval } from './support/evals';
 import { startWorkerProcess, waitForPollers } from './support/workers';
 
 /**
@@ -95,10 +96,7 @@ describe('deleting a conversation', () => {
       recorded: { conversationIds: [gone] },
     });
     expect(evaluation.status, evaluation.raw).toBe(202);
-    await eventually(async () => {
-      const got = await keel.call<{ status: string }>('GET', `/v1/agents/${agent}/evals/${evaluation.body.id}`);
-      return got.body.status === 'finished';
-    }, 60_000);
+    expect((await endedEval(keel, agent, evaluation.body.id)).status).toBe('finished');
     const fork = await keel.call('POST', `/v1/agents/${agent}/conversations/${gone}/forks`, { atTurn: 1 });
     expect(fork.status, fork.raw).toBe(201);
     expect(Object.keys(await rowsMentioning(keel, marker))).toEqual(

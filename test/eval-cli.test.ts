@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectShop } from './support/evals';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 
@@ -26,11 +27,7 @@ beforeAll(async () => {
   shop = await startShopHttp({ token: TOKEN });
   await keel.api.listen({ host: '127.0.0.1', port: 0 });
   url = `http://127.0.0.1:${(keel.api.server.address() as AddressInfo).port}`;
-  const put = await keel.call('PUT', `/v1/agents/${agent}/tool-servers/shop`, {
-    url: shop.url,
-    headers: { authorization: `Bearer ${TOKEN}` },
-  });
-  expect(put.status, put.raw).toBe(201);
+  await connectShop(keel, agent, shop, TOKEN);
   suite = await mkdtemp(path.join(os.tmpdir(), 'keel-evals-'));
   await writeFile(path.join(suite, 'suite.yaml'), `name: orders\nagent: ${agent}\nmode: live-model\n`);
   await writeFile(

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stopProcess } from '../scripts/processes';
+import { endedEval, type Evaluation } from './support/evals';
 import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startWorkerProcess, waitForPollers } from './support/workers';
 
@@ -17,12 +18,6 @@ afterAll(async () => {
   for (const w of workers) if (w.exitCode === null && w.signalCode === null) await stopProcess(w);
   await keel?.stop();
 });
-
-interface Evaluation {
-  id: string;
-  status: string;
-  cases: { caseId: string; status: string; result: { reasons: string[]; modelCalls: number } | null }[];
-}
 
 describe('an evaluation, its worker killed while a model call is out', () => {
   it('is finished by another worker with each turn kept once and each call paid for once', async () => {
@@ -57,14 +52,7 @@ describe('an evaluation, its worker killed while a model call is out', () => {
     const second = startWorkerProcess(keel, inject('databaseUrl'));
     workers.push(second);
 
-    const done = await eventually(
-      async () => {
-        const got = await keel.call<Evaluation>('GET', `/v1/agents/${agent}/evals/${started.body.id}`);
-        return got.body.status === 'running' ? undefined : got.body;
-      },
-      90_000,
-      'the evaluation to finish',
-    );
+    const done = await endedEval(keel, agent, started.body.id, 90_000);
     expect(done.status).toBe('finished');
     expect(done.cases[0]).toMatchObject({ caseId: 'slow', status: 'passed', result: { reasons: [], modelCalls: 2 } });
     const { rows: turns } = await keel.pool.query<{ turn: number }>(

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAnthropicProvider } from '../adapters/model/anthropic';
-import { loopbackEgress } from './support/egress';
+import { connectShop, evaluate, fakeAnthropicModel } from './support/evals';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -22,21 +21,11 @@ const TOKEN = 'shop-bearer-live-evals-31';
 beforeAll(async () => {
   fake = await startFakeAnthropic();
   keel = await startTestKeel({
-    provider: () =>
-      createAnthropicProvider({
-        apiKey: 'sk-test-not-real',
-        baseURL: fake.url,
-        defaultModel: 'claude-test',
-        egress: loopbackEgress,
-      }),
+    provider: () => fakeAnthropicModel(fake),
   });
   shop = await startShopHttp({ token: TOKEN });
   receiver = await startWebhookReceiver();
-  const put = await keel.call('PUT', `/v1/agents/${agent}/tool-servers/shop`, {
-    url: shop.url,
-    headers: { authorization: `Bearer ${TOKEN}` },
-  });
-  expect(put.status, put.raw).toBe(201);
+  await connectShop(keel, agent, shop, TOKEN);
   // The recording: the model looks the order up, then replies.
   fake.enqueue(
     { kind: 'stream', toolUse: { name: 'shop__lookup_order', input: { orderId: 'L1' } } },
@@ -54,13 +43,6 @@ afterAll(async () => {
   await fake?.close();
 });
 
-interface Evaluation {
-  id: string;
-  status: string;
-  summary: { modelCalls: number; costUsd: number } | null;
-  cases: { caseId: string; result: { passed: boolean; reasons: string[]; modelCalls: number; costUsd: number } }[];
-}
-
 describe('live-model: the candidate model, no effects', () => {
   it('calls the candidate model, answers tool calls from the recording, sends nothing, meters the cost', async () => {
     const [asked, shopCalls] = [fake.requests.length, shop.calls.length];
@@ -71,20 +53,11 @@ describe('live-model: the candidate model, no effects', () => {
       { kind: 'stream', toolUse: { name: 'reply', input: { text: 'L1 shipped; L9 I cannot see.' } }, usage },
       { kind: 'stream', text: 'PASS: it says the order shipped', usage },
     );
-    const started = await keel.call<Evaluation>('POST', `/v1/agents/${agent}/evals`, {
+    const done = await evaluate(keel, agent, {
       mode: 'live-model',
       candidate: { model: 'claude-candidate' },
       recorded: { conversationIds: [conversation], expect: [{ judge: { rubric: 'The reply says L1 shipped.' } }] },
     });
-    expect(started.status, started.raw).toBe(202);
-    const done = await eventually(
-      async () => {
-        const got = await keel.call<Evaluation>('GET', `/v1/agents/${agent}/evals/${started.body.id}`);
-        return got.body.status === 'running' ? undefined : got.body;
-      },
-      60_000,
-      'the evaluation',
-    );
     expect(done.status).toBe('finished');
 
     const sent = fake.requests.slice(asked).map((r) => r.body as { model: string; messages: unknown[] });
@@ -99,7 +72,7 @@ describe('live-model: the candidate model, no effects', () => {
     expect(results(1)).toContain('order L1: shipped');
     expect(results(2)).toContain('dry run: shop__lookup_order was not called');
 
-    const result = done.cases[0]!.result;
+    const result = done.cases[0]!.result!;
     expect(result.modelCalls).toBe(3);
     expect(result.reasons).toEqual([
       'turn 1: replied otherwise than the recording; ' +

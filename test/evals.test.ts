@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationWorkflowId } from '../domain/ids';
 import type { ModelMessage, ModelProvider, ModelRequest } from '../domain/model';
 import { scriptedProvider } from '../worker/wiring';
-import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/keel';
+import { connectShop, evaluate as evaluateAs } from './support/evals';
+import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 
@@ -40,11 +41,7 @@ beforeAll(async () => {
   keel = await startTestKeel({ provider: (pool) => askedModel(scriptedProvider(pool)) });
   shop = await startShopHttp({ token: TOKEN });
   receiver = await startWebhookReceiver();
-  const put = await keel.call('PUT', `/v1/agents/${agent}/tool-servers/shop`, {
-    url: shop.url,
-    headers: { authorization: `Bearer ${TOKEN}` },
-  });
-  expect(put.status, put.raw).toBe(201);
+  await connectShop(keel, agent, shop, TOKEN);
   const delivery = { channel: 'webhook', url: receiver.url };
   for (let turn = 1; turn <= TURNS; turn++) {
     const res = await keel.post(agent, conversation, { text: messageOf(turn), delivery }, { wait: 30 });
@@ -58,33 +55,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-interface CaseResult {
-  passed: boolean;
-  reasons: string[];
-  modelCalls: number;
-  changedTurns: number[];
-  toolCallDiff: { turn: number; added: string[]; removed: string[] }[];
-  firstDivergence?: { turn: number; callIndex: number; part: string; diff: string };
-}
-interface Evaluation {
-  id: string;
-  status: string;
-  summary: { cases: number; passed: number; failed: number; modelCalls: number; costUsd: number } | null;
-  cases: { caseId: string; status: string; result: CaseResult | null }[];
-}
-
-async function evaluate(body: Record<string, unknown>): Promise<Evaluation> {
-  const started = await keel.call<Evaluation>('POST', `/v1/agents/${agent}/evals`, body);
-  expect(started.status, started.raw).toBe(202);
-  return eventually(
-    async () => {
-      const got = await keel.call<Evaluation>('GET', `/v1/agents/${agent}/evals/${started.body.id}`);
-      return got.body.status === 'running' ? undefined : got.body;
-    },
-    120_000,
-    'the evaluation to finish',
-  );
-}
+const evaluate = (body: Record<string, unknown>) => evaluateAs(keel, agent, body);
 
 const recorded = { recorded: { conversationIds: [conversation] } };
 const modelCallRows = async () =>
@@ -178,8 +149,12 @@ describe('replay: a recorded conversation against a candidate, with no model cal
 
 describe('fork: a conversation goes on from turn 5 under a candidate', () => {
   it('starts a conversation whose first model request holds exactly turns 1–5; the original is untouched', async () => {
-    const messages = async (c: string) =>
-      (await keel.call<{ items: unknown[] }>('GET', `/v1/agents/${agent}/conversations/${c}/messages?limit=200`)).body;
+    type Row = { role: string; text: string; turnId: string | null };
+    const messages = async (c: string) => {
+      const got = await keel.call<{ messages: Row[] }>('GET', `/v1/agents/${agent}/conversations/${c}?limit=200`);
+      expect(got.status, got.raw).toBe(200);
+      return got.body.messages;
+    };
     const originalBefore = JSON.stringify(await messages(conversation));
     const forked = await keel.call<{ conversationId: string; atTurn: number; enabledTools: string[] }>(
       'POST',
@@ -202,6 +177,14 @@ describe('fork: a conversation goes on from turn 5 under a candidate', () => {
     (last as { text: string }).text = 'hello again';
     expect(first.messages).toEqual(expected);
     expect(JSON.stringify(await messages(conversation))).toBe(originalBefore);
+    // The fork shows the copied turns as they were, each in its turn, then its own.
+    const [copied, source] = [await messages(fork), await messages(conversation)];
+    const turnsOf = (rows: Row[]) => [...new Set(rows.map((r) => r.turnId))];
+    expect(turnsOf(copied).slice(0, 5)).toEqual(turnsOf(source).slice(0, 5));
+    expect(copied.filter((r) => r.role === 'user').map((r) => r.text)).toEqual([
+      ...[1, 2, 3, 4, 5].map(messageOf),
+      'hello again',
+    ]);
   });
 
   it("answers a fork's tool calls as dry runs until a person enables the tool", async () => {
