@@ -15,7 +15,10 @@ export function evalActivities(deps: EvalTurnDeps) {
         throw modelCallFailure(err);
       }
     },
-    scoreEvalCase: (input: { evalId: string; caseId: string }) => scoreEvalCase(deps, input, currentStep()),
+    scoreEvalCase: (input: { evalId: string; caseId: string }) =>
+      scoreEvalCase(deps, input, currentStep()).catch((err: unknown) => {
+        throw modelCallFailure(err);
+      }),
     finishEvaluation: (input: { evalId: string }): Promise<EvalOutcome> => finishEvaluation(deps.pool, input),
     failEvaluation: (input: { evalId: string; reason: string }) => failEvaluation(deps.pool, input),
   };

@@ -9,19 +9,24 @@ import { inTransaction, type Pool, type Queryable } from './pool';
  */
 
 /**
- * The transcripts a conversation's deletion erases: its own, its forks' (copies of its turns), and those of the
- * delegates it spawned.
+ * The transcripts a conversation's deletion erases: its own and its forks' (copies of its turns, a fork's forks too),
+ * and those of the delegates any of them spawned.
  */
 export async function transcriptsOfConversation(db: Queryable, agentId: string, conversationId: string) {
   const key = conversationWorkflowId(agentId, conversationId);
+  const conversations = [key, ...(await forksOf(db, key))];
   // A delegate's workflow id is also the key of its own transcript.
-  return [key, ...(await forksOf(db, key)), ...(await delegateWorkflowsOf(db, agentId, key))];
+  const delegates = await Promise.all(conversations.map((k) => delegateWorkflowsOf(db, agentId, k)));
+  return [...conversations, ...delegates.flat()];
 }
 
-/** The conversations forked from a conversation (each a conversation of its own, whose key is its workflow id). */
+/** The conversations forked from a conversation, and from its forks (each one's key is its workflow id). */
 export async function forksOf(db: Queryable, conversationKey: string): Promise<string[]> {
   const { rows } = await db.query<{ key: string }>(
-    'SELECT conversation_key AS key FROM conversation_forks WHERE source_key = $1 ORDER BY 1',
+    `WITH RECURSIVE forked AS (
+       SELECT conversation_key FROM conversation_forks WHERE source_key = $1
+       UNION SELECT f.conversation_key FROM conversation_forks f JOIN forked ON f.source_key = forked.conversation_key)
+     SELECT conversation_key AS key FROM forked ORDER BY 1`,
     [conversationKey],
   );
   return rows.map((r) => r.key);

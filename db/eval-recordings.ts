@@ -11,6 +11,8 @@ export interface KeptTurn {
   tools: PinnedTool[] | null;
   /** Cost in USD by spend key (a model call's transcript origin). */
   costs: Record<string, number>;
+  /** The model each call asked, by its index, as its answered attempt recorded it. */
+  models: Record<string, string>;
 }
 
 /**
@@ -29,7 +31,9 @@ export async function keptTurns(db: Queryable, conversationKey: string): Promise
             (SELECT l.tools FROM turn_tool_lists p JOIN tool_lists l USING (hash)
               WHERE p.transcript_key = t.conversation_key AND p.turn_id = t.turn_id) AS tools,
             (SELECT coalesce(jsonb_object_agg(s.call_key, s.cost_usd::float8), '{}')
-               FROM model_spend s WHERE s.turn_id = t.turn_id) AS costs
+               FROM model_spend s WHERE s.turn_id = t.turn_id) AS costs,
+            (SELECT coalesce(jsonb_object_agg(c.call_index, c.model), '{}')
+               FROM model_calls c WHERE c.turn_id = t.turn_id AND c.error IS NULL) AS models
        FROM held JOIN turns t USING (turn_id)
       WHERE t.status NOT IN ('queued', 'running')
       ORDER BY held.first`,
@@ -60,7 +64,8 @@ export async function queryConversations(db: Queryable, agentId: string, q: Reco
              AND ($2::text IS NULL OR t.status = $2)
              AND ($3::timestamptz IS NULL OR t.created_at >= $3)
              AND ($4::timestamptz IS NULL OR t.created_at < $4)
-             AND (NOT $5 OR EXISTS (SELECT 1 FROM tool_calls k WHERE k.turn_id = t.turn_id)))
+             AND (NOT $5 OR EXISTS (
+                   SELECT 1 FROM tool_calls k WHERE k.transcript_key = c.key AND k.turn_id = t.turn_id)))
       ORDER BY c.created_at DESC LIMIT $6`,
     [agentId, q.outcome ?? null, q.since ?? null, q.until ?? null, q.withToolCalls ?? false, q.limit],
   );

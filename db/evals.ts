@@ -1,4 +1,12 @@
-import type { Candidate, CaseResult, EvalCase, EvalMode, EvalSummary, EvalTurnResult } from '../domain/evals';
+import type {
+  Candidate,
+  CaseResult,
+  EvalCase,
+  EvalConfigs,
+  EvalMode,
+  EvalSummary,
+  EvalTurnResult,
+} from '../domain/evals';
 import type { ContentBlock } from '../domain/model';
 import type { Queryable } from './pool';
 
@@ -8,6 +16,7 @@ export interface EvalRow {
   agentId: string;
   mode: EvalMode;
   candidate: Candidate;
+  configs: EvalConfigs;
   suite: string | null;
   status: 'running' | 'finished' | 'failed';
   summary: EvalSummary | { error: string } | null;
@@ -23,18 +32,18 @@ export interface EvalCaseRow {
   result: CaseResult | null;
 }
 
-const EVAL_COLUMNS = `id, agent_id AS "agentId", mode, candidate, suite, status, summary, actor,
+const EVAL_COLUMNS = `id, agent_id AS "agentId", mode, candidate, configs, suite, status, summary, actor,
   to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
   to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "finishedAt"`;
 
 export async function insertEval(
   db: Queryable,
-  e: Pick<EvalRow, 'id' | 'agentId' | 'mode' | 'candidate' | 'suite' | 'actor'>,
+  e: Pick<EvalRow, 'id' | 'agentId' | 'mode' | 'candidate' | 'configs' | 'suite' | 'actor'>,
 ): Promise<EvalRow> {
   const { rows } = await db.query<EvalRow>(
-    `INSERT INTO evals (id, agent_id, mode, candidate, suite, status, actor)
-     VALUES ($1, $2, $3, $4, $5, 'running', $6) RETURNING ${EVAL_COLUMNS}`,
-    [e.id, e.agentId, e.mode, JSON.stringify(e.candidate), e.suite, e.actor],
+    `INSERT INTO evals (id, agent_id, mode, candidate, configs, suite, status, actor)
+     VALUES ($1, $2, $3, $4, $5, $6, 'running', $7) RETURNING ${EVAL_COLUMNS}`,
+    [e.id, e.agentId, e.mode, JSON.stringify(e.candidate), JSON.stringify(e.configs), e.suite, e.actor],
   );
   return rows[0]!;
 }
@@ -156,7 +165,7 @@ export async function failEval(db: Queryable, evalId: string, reason: string): P
   );
 }
 
-/** A live-model evaluation's answer to a model call, if an earlier attempt paid for one. */
+/** An evaluation's answer to a model call (a live model's, a judge's), if an earlier attempt paid for one. */
 export async function evalAnswer(db: Queryable, callKey: string): Promise<ContentBlock[] | undefined> {
   const { rows } = await db.query<{ content: ContentBlock[] }>(
     'SELECT content FROM eval_model_answers WHERE call_key = $1',
@@ -165,12 +174,17 @@ export async function evalAnswer(db: Queryable, callKey: string): Promise<Conten
   return rows[0]?.content;
 }
 
-export async function saveEvalAnswer(
+/** Keeps an answer once, and answers the one kept: another attempt's, when it kept one first. */
+export async function keepEvalAnswer(
   db: Queryable,
-  a: { callKey: string; evalId: string; content: ContentBlock[] },
-): Promise<void> {
-  await db.query(
-    'INSERT INTO eval_model_answers (call_key, eval_id, content) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-    [a.callKey, a.evalId, JSON.stringify(a.content)],
+  a: { callKey: string; evalId: string; caseId: string; content: ContentBlock[] },
+): Promise<ContentBlock[]> {
+  const { rows } = await db.query<{ content: ContentBlock[] }>(
+    `WITH kept AS (
+       INSERT INTO eval_model_answers (call_key, eval_id, case_id, content) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING content)
+     SELECT content FROM kept UNION ALL SELECT content FROM eval_model_answers WHERE call_key = $1`,
+    [a.callKey, a.evalId, a.caseId, JSON.stringify(a.content)],
   );
+  return rows[0]!.content;
 }

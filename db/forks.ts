@@ -26,8 +26,9 @@ export async function forkOf(db: Queryable, conversationKey: string): Promise<Fo
 }
 
 /**
- * The fork's conversation made with a copy of the turns' rows, in their order, each under its source seq's origin and
- * still its turn's (a fork of a fork counts them too), and its record; in the caller's transaction.
+ * The fork's conversation made with a copy of the turns' rows, in their order, each under its source seq and origin
+ * (an evaluation finds a copied turn's model answers by it) and still its turn's (a fork of a fork counts them too),
+ * and its record; in the caller's transaction.
  */
 export async function createFork(
   db: Queryable,
@@ -36,7 +37,7 @@ export async function createFork(
 ): Promise<ForkRow> {
   await ensureConversation(db, { key: f.key, agentId: f.agentId, conversationId: f.conversationId });
   for (const turn of turns) {
-    const entries = turn.rows.map((r) => ({ ...r, origin: transcriptOrigin.fork(r.seq) }));
+    const entries = turn.rows.map((r) => ({ ...r, origin: transcriptOrigin.forked(r.seq, r.origin) }));
     await db.query('SELECT 1 FROM keel_append_transcript($1, $2, $3::jsonb)', [
       f.key,
       turn.turnId,

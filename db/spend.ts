@@ -1,9 +1,11 @@
 import type { CallSpend, ModelUsage } from '../domain/model';
 import {
+  overrunOf,
   RESERVATION_HOLD_MS,
   type BudgetLimit,
   type BudgetName,
   type BudgetScope,
+  type Overrun,
   type Budgets,
   type Payer,
 } from '../domain/spend';
@@ -11,13 +13,7 @@ import { inTransaction, type Pool, type Queryable } from './pool';
 import { spendLockKey } from '../domain/ids';
 
 /** A budget that the call's worst case would overrun: which one, its limit, and what is already counted against it. */
-export interface Overrun {
-  name: BudgetName;
-  limitUsd: number;
-  spentUsd: number;
-  heldUsd: number;
-  neededUsd: number;
-}
+export type { Overrun };
 
 const HOLD_SECONDS = RESERVATION_HOLD_MS / 1000;
 
@@ -71,10 +67,8 @@ export async function reserve(
   return inTransaction(pool, async (db) => {
     await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [spendLockKey(r.payer.agentId)]);
     for (const b of r.budgets) {
-      const { spentUsd, heldUsd } = await counted(db, r.payer.agentId, b.scope, r.callKey);
-      if (spentUsd + heldUsd + r.worstUsd > b.limitUsd) {
-        return { name: b.name, limitUsd: b.limitUsd, spentUsd, heldUsd, neededUsd: r.worstUsd };
-      }
+      const overrun = overrunOf(b, await counted(db, r.payer.agentId, b.scope, r.callKey), r.worstUsd);
+      if (overrun) return overrun;
     }
     await hold(db, r);
     return undefined;

@@ -4,6 +4,7 @@
  * did, the checks that score it, and the first place a candidate's model request parts from the recorded one.
  */
 import { canonicalJson } from './canonical-json';
+import type { MemoryFiles } from './memory';
 import type { ContentBlock, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './model';
 import type { Budgets } from './spend';
 import { TOOL } from './tool-names';
@@ -20,8 +21,13 @@ export const EVALS = {
   maxCases: 200,
   /** Turns one case may hold. */
   maxTurns: 200,
-  /** Recorded conversations a query selects at most. */
+  /** Recorded conversations a query selects at most, and when it does not say. */
   maxQueried: 50,
+  queriedByDefault: 20,
+  /** Evaluations a list shows. */
+  listed: 50,
+  /** What a judge may answer, in tokens. */
+  judgeMaxTokens: 300,
   /** The most of a diff a report carries, in characters. */
   diffChars: 4_000,
 } as const;
@@ -39,6 +45,24 @@ export interface Candidate {
   budgets?: Budgets;
 }
 
+/** An agent's configuration as a turn reads it (its own, or under a candidate). */
+export interface AgentConfig {
+  name: string;
+  systemPrompt: string | null;
+  /** Null: the worker's default model. */
+  model: string | null;
+  memory: MemoryFiles;
+  budgets: Budgets;
+  /** The enabled servers' tools as a turn begun then would be offered them (a written case's). */
+  serverTools: PinnedTool[];
+}
+
+/** The configurations an evaluation runs under, fixed as it began: the agent's own and the candidate's. */
+export interface EvalConfigs {
+  recorded: AgentConfig;
+  candidate: AgentConfig;
+}
+
 /** One transcript row as a case carries it. */
 export interface CaseRow {
   role: TranscriptRole;
@@ -51,6 +75,8 @@ export interface RecordedToolResult {
   arguments: Record<string, unknown>;
   content: string;
   isError?: boolean;
+  /** A result Keel keeps whole (the content is its preview): a live model reads it whole, as a turn does. */
+  ref?: string;
 }
 
 /** What a turn did when it really ran. */
@@ -62,6 +88,8 @@ export interface RecordedTurn {
   results: Record<string, ToolResultBlock>;
   /** Each model call's cost in USD, as the spend ledger holds it. */
   costsUsd: number[];
+  /** The model each call asked, as its record says. */
+  models: string[];
   outcome: string;
   reply: string | null;
   /** The tool servers' tools the turn was offered, as they were pinned to it. */
@@ -101,8 +129,7 @@ export interface EvalCase {
 }
 
 /** How a tool call of the candidate's was answered. */
-export type ToolAnswer =
-  'recording' | 'dry-run' | 'denied' | 'needs-approval' | 'guard-blocked' | 'channel' | 'not-run';
+export type ToolAnswer = 'recording' | 'dry-run' | 'denied' | 'needs-approval' | 'channel';
 
 export interface EvalToolCall {
   name: string;
@@ -252,6 +279,16 @@ function recordedToolCalls(recorded: RecordedTurn): string[] {
 }
 
 /**
+ * What a fork's tool call gets instead of its effect, unless a person enabled the tool's effects: Keel's own tools that
+ * would start work outside the fork (a Schedule, a delegate) are never enabled.
+ */
+export function forkDryRun(fork: { enabledTools: readonly string[] }, tool: string): string | undefined {
+  if (fork.enabledTools.includes(tool) && !FORK_NEVER_ENABLED.includes(tool)) return undefined;
+  return `dry run: ${tool} was not called; effects of this fork's calls of it are off`;
+}
+const FORK_NEVER_ENABLED: readonly string[] = [TOOL.schedule, TOOL.spawnDelegate];
+
+/**
  * Tool servers under the candidate (a fork's turns): its servers only, when it names them, with its policies over
  * theirs. The turn then offers and runs them as it would any server's (services/turn-tools.ts).
  */
@@ -293,7 +330,7 @@ function argumentsMatch(args: Record<string, unknown>, wanted: Record<string, un
 export function failedChecks(
   checks: readonly Check[],
   turns: readonly EvalTurnResult[],
-  judged: readonly { passed: boolean; reason: string }[] = [],
+  judged: readonly Pick<Judged, 'passed' | 'reason'>[] = [],
 ): string[] {
   const failures: string[] = [];
   const pick = (turn: number | undefined) => (turn === undefined ? turns : turns.filter((t) => t.turn === turn));
@@ -315,14 +352,17 @@ export function failedChecks(
           `${check.toolCalled} was not called${check.arguments ? ` with ${canonicalJson(check.arguments)}` : ''}`,
         );
     } else if ('toolNotCalled' in check) {
-      if (calls.some((c) => c.name === check.toolNotCalled)) failures.push(`${check.toolNotCalled} was called`);
+      // A denied call was asked for, not made, as toolCalled counts it.
+      if (calls.some((c) => c.name === check.toolNotCalled && c.answeredBy !== 'denied'))
+        failures.push(`${check.toolNotCalled} was called`);
     } else if ('outcome' in check) {
       const ended = pick(check.turn).map((t) => t.outcome);
       if (!ended.includes(check.outcome))
         failures.push(`no turn of ${where(check.turn)} ended ${check.outcome} (${ended.join(', ') || 'none ran'})`);
     } else if ('guard' in check) {
       const verdicts = pick(check.turn).flatMap((t) => t.guard.map((g) => g.verdict));
-      if (!verdicts.includes(check.guard)) failures.push(`the reply guard never ${check.guard} a reply`);
+      if (!verdicts.includes(check.guard))
+        failures.push(`the reply guard ${check.guard} no reply of ${where(check.turn)}`);
     } else if ('costUsdAtMost' in check) {
       const cost = turns.reduce((sum, t) => sum + t.costUsd, 0);
       if (cost > check.costUsdAtMost) failures.push(`it cost $${cost.toFixed(6)}, over $${check.costUsdAtMost}`);
@@ -335,6 +375,13 @@ export function failedChecks(
     }
   }
   return failures;
+}
+
+/** A judge's verdict on a case, and what its call cost. */
+export interface Judged {
+  passed: boolean;
+  reason: string;
+  costUsd: number;
 }
 
 /** The judge's answer read: its first word PASS or FAIL, then its reason. */
@@ -357,20 +404,17 @@ export function judgeQuestion(rubric: string, turns: readonly EvalTurnResult[]):
 }
 
 /** A case's verdict from its turns: the recording's changes (recorded cases), and its checks. */
-export function caseResult(
-  c: EvalCase,
-  turns: readonly EvalTurnResult[],
-  judged: readonly { passed: boolean; reason: string }[] = [],
-): CaseResult {
+export function caseResult(c: EvalCase, turns: readonly EvalTurnResult[], judged: readonly Judged[] = []): CaseResult {
   const changes = recordedChanges(c, turns);
   const reasons = [...changes.reasons, ...failedChecks(c.checks, turns, judged)];
   const firstDivergence = turns.find((t) => t.divergence)?.divergence;
+  // A judge's call is a model call of the case's, paid for like the turns'.
   return {
     passed: reasons.length === 0,
     reasons,
-    costUsd: turns.reduce((sum, t) => sum + t.costUsd, 0),
+    costUsd: [...turns, ...judged].reduce((sum, t) => sum + t.costUsd, 0),
     latencyMs: turns.reduce((sum, t) => sum + t.latencyMs, 0),
-    modelCalls: turns.reduce((sum, t) => sum + t.modelCalls, 0),
+    modelCalls: turns.reduce((sum, t) => sum + t.modelCalls, 0) + judged.length,
     turns: turns.length,
     changedTurns: changes.changedTurns,
     toolCallDiff: changes.toolCallDiff,

@@ -118,6 +118,8 @@ export const transcriptOrigin = {
   /** A forked delegate's copy of its conversation: the note before it, then each row by its seq. */
   forkNote: 'fork:note',
   fork: (seq: number) => `fork:${seq}`,
+  /** A conversation fork's copy of a row of its source: its seq there, then its origin there. */
+  forked: (seq: number, origin: string) => `forked:${seq}:${origin}`,
   delegateFinished: (delegateId: string, outcomeVersion: number) => `delegate-finished:${delegateId}:${outcomeVersion}`,
   backgroundResult: (delegateId: string) => `background:${delegateId}`,
   routineRun: (runId: string, part: 'prompt' | 'digest') => `routine-run:${runId}:${part}`,
@@ -170,6 +172,11 @@ export function evalWorkflowId(agentId: string, evalId: string): string {
 }
 export function evalCaseWorkflowId(agentId: string, evalId: string, position: number): string {
   return `eval:${agentId}:${evalId}:case:${position}`;
+}
+
+/** The key an evaluation's case is charged under (a spend row's conversation). */
+export function evalConversationKey(evalId: string, caseId: string): string {
+  return `eval:${evalId}:${caseId}`;
 }
 
 /** The spend key of an evaluation's model call (a live model's answer, or the judge's). */

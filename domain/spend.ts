@@ -193,3 +193,30 @@ export const formatUsd = (v: number): string => `$${v < 1 ? v.toFixed(4).replace
  * (10 minutes) has then ended the attempt that held it, and its retry reserves again under the same key.
  */
 export const RESERVATION_HOLD_MS = 15 * 60_000;
+
+/** A budget a call would overrun: what it had spent and held, and the call's worst case. */
+export interface Overrun {
+  name: BudgetName;
+  limitUsd: number;
+  spentUsd: number;
+  heldUsd: number;
+  neededUsd: number;
+}
+
+/** The reservation rule: a call may go ahead while what is spent, what is held and its worst case fit the limit. */
+export function overrunOf(
+  budget: { name: BudgetName; limitUsd: number },
+  counted: { spentUsd: number; heldUsd: number },
+  worstUsd: number,
+): Overrun | undefined {
+  if (counted.spentUsd + counted.heldUsd + worstUsd <= budget.limitUsd) return undefined;
+  return { name: budget.name, limitUsd: budget.limitUsd, ...counted, neededUsd: worstUsd };
+}
+
+/** What a person and the model read when a call would overrun a budget. */
+export function overrunMessage(o: Overrun): string {
+  return (
+    `${describeBudget(o.name, o.limitUsd)} is spent: ${formatUsd(o.spentUsd)} spent and ` +
+    `${formatUsd(o.heldUsd)} reserved, and this call could cost up to ${formatUsd(o.neededUsd)}`
+  );
+}

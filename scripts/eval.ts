@@ -11,7 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { evalReport, regressionsOf, type Baseline, type Evaluation } from './eval-report';
 
 const USAGE = `usage: npm run eval -- --suite <dir> [--candidate <file.json>] [--agent <id>] [--mode replay|live-model]
-  [--url <Keel API>] [--token <token>] [--baseline <file>] [--update-baseline] [--out <dir>]`;
+  [--url <Keel API>] [--token <token>] [--baseline <file>] [--update-baseline] [--out <dir>] [--timeout <s>]`;
 
 /** The suite's settings (suite.yaml): its agent, mode, and the recorded conversations it takes. */
 interface SuiteFile {
@@ -33,6 +33,7 @@ async function main(): Promise<number> {
       baseline: { type: 'string' },
       'update-baseline': { type: 'boolean', default: false },
       out: { type: 'string', default: 'eval-report' },
+      timeout: { type: 'string', default: '1800' },
     },
   });
   if (!values.suite) return usage('--suite is required');
@@ -55,7 +56,14 @@ async function main(): Promise<number> {
   const api = apiClient(values.url, values.token);
   const started = await api<Evaluation>('POST', `/v1/agents/${encodeURIComponent(agent)}/evals`, body);
   console.error(`evaluation ${started.id}: ${started.cases.length} cases, ${mode}`);
-  const finished = await waitForEnd(api, agent, started.id);
+  const timeoutS = Number(values.timeout);
+  if (!Number.isFinite(timeoutS) || timeoutS <= 0)
+    return usage(`--timeout is a number of seconds, not ${values.timeout}`);
+  const finished = await waitForEnd(api, agent, started.id, Date.now() + timeoutS * 1_000);
+  if (!finished) {
+    console.error(`evaluation ${started.id} was still running after ${timeoutS} s`);
+    return 1;
+  }
 
   const baselinePath = values.baseline ?? path.join(suiteDir, 'baseline.json');
   const baseline = existsSync(baselinePath)
@@ -115,13 +123,14 @@ function apiClient(base: string, token: string | undefined): Api {
   };
 }
 
-/** The evaluation once it has ended; asked again each second while it runs. */
-async function waitForEnd(api: Api, agent: string, id: string): Promise<Evaluation> {
-  for (;;) {
+/** The evaluation once it has ended, asked again each second while it runs; undefined past the deadline. */
+async function waitForEnd(api: Api, agent: string, id: string, deadline: number): Promise<Evaluation | undefined> {
+  while (Date.now() < deadline) {
     const got = await api<Evaluation>('GET', `/v1/agents/${encodeURIComponent(agent)}/evals/${id}`);
     if (got.status !== 'running') return got;
     await new Promise((r) => setTimeout(r, 1_000));
   }
+  return undefined;
 }
 
 function usage(problem: string): number {

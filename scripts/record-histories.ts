@@ -18,7 +18,14 @@ import { webhookTransport } from '../adapters/delivery/webhook';
 import { buildApi } from '../api/server';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { conversationWorkflowId, delegateWorkflowId, reflectionWorkflowId } from '../domain/ids';
+import {
+  conversationWorkflowId,
+  delegateWorkflowId,
+  deletionWorkflowId,
+  evalCaseWorkflowId,
+  evalWorkflowId,
+  reflectionWorkflowId,
+} from '../domain/ids';
 import { DEFAULT_REFLECTION_SETTINGS } from '../domain/reflection';
 import { DEFAULT_ROUTINE_SETTINGS } from '../domain/routines';
 import { DEFAULT_JOB_SETTINGS } from '../services/job-settings';
@@ -88,7 +95,7 @@ async function main(): Promise<void> {
   const running = worker.run();
   const shop = await startShopHttp();
 
-  const call = async <T>(method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown): Promise<T> => {
+  const call = async <T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<T> => {
     const res = await api.inject({
       method,
       url,
@@ -290,6 +297,27 @@ async function main(): Promise<void> {
       (await call<{ status: string }[]>('GET', '/v1/agents/refl/proposals')).some((p) => p.status === 'admitted'),
     );
     await save('reflection-drain', reflectionWorkflowId('refl'));
+
+    // An evaluation replaying the conversation that continued as new, its case a child.
+    const evaluation = await call<{ id: string }>('POST', '/v1/agents/rec/evals', {
+      mode: 'replay',
+      recorded: { conversationIds: ['c1'] },
+    });
+    await until('the evaluation', async () => {
+      const e = await call<{ status: string }>('GET', `/v1/agents/rec/evals/${evaluation.id}`);
+      return e.status !== 'running';
+    });
+    await save('eval-replay', evalWorkflowId('rec', evaluation.id));
+    await save('eval-case-replay', evalCaseWorkflowId('rec', evaluation.id, 1));
+
+    // A conversation's deletion.
+    await say('rec', 'c9', 'to be deleted');
+    const deletion = await call<{ deletionId: string }>('DELETE', '/v1/agents/rec/conversations/c9');
+    await until('the deletion', async () => {
+      const d = await call<{ status: string }>('GET', `/v1/agents/rec/deletions/${deletion.deletionId}`);
+      return d.status !== 'running';
+    });
+    await save('deletion-conversation', deletionWorkflowId('rec', deletion.deletionId));
   } finally {
     worker.shutdown();
     await running;

@@ -24,6 +24,9 @@ import {
   type SpawnRequest,
 } from '../db/delegates';
 import { isDataError } from '../db/errors';
+import { forkOf } from '../db/forks';
+import { forkDryRun } from '../domain/evals';
+import { TOOL } from '../domain/tool-names';
 import { addTaskComment, findSkill, updateTaskDescription } from '../db/tasks';
 import { publishEvent } from '../db/events';
 import { inTransaction, type Pool } from '../db/pool';
@@ -92,6 +95,9 @@ export type DelegationDeps = { pool: Pool };
  */
 export async function claimDelegate(deps: DelegationDeps, request: SpawnRequest): Promise<SpawnDecision> {
   const { pool } = deps;
+  const fork = await forkOf(pool, request.conversationKey);
+  const dryRun = fork && forkDryRun(fork, TOOL.spawnDelegate);
+  if (dryRun) return { kind: 'refused', reason: dryRun };
   try {
     return await claimDelegateRow(pool, request);
   } catch (err) {

@@ -114,10 +114,8 @@ export async function endRunningWork(
   let schedulesDeleted = 0;
   const ids = new Set<string>();
   if (input.conversationId) {
-    const key = conversationWorkflowId(input.agentId, input.conversationId);
-    ids.add(key);
-    for (const id of await forksOf(pool, key)) ids.add(id);
-    for (const id of await delegateWorkflowsOf(pool, input.agentId, key)) ids.add(id);
+    // Each transcript's key is its workflow's id: the conversation's, its forks', their delegates'.
+    for (const id of await transcriptsOfConversation(pool, input.agentId, input.conversationId)) ids.add(id);
   } else {
     for (const s of await schedulesOfAgent(pool, input.agentId)) {
       const scheduleId = s.id ? jobScheduleId(s.id) : routineScheduleId(input.agentId, s.app_id!, s.slug!);

@@ -13,6 +13,7 @@ import {
 } from '../domain/evals';
 import { conversationWorkflowId, transcriptOrigin } from '../domain/ids';
 import type { TextBlock, ToolResultBlock, ToolUseBlock } from '../domain/model';
+import { TOOL } from '../domain/tool-names';
 import { toolUses } from '../domain/transcript';
 
 /** Recorded conversations, by id or by a query, as an evaluation takes them. */
@@ -57,7 +58,7 @@ export async function takeCases(
   if (sel) {
     const ids = new Set(sel.conversationIds ?? []);
     if (sel.query)
-      for (const id of await queryConversations(pool, agentId, { ...sel.query, limit: sel.query.limit ?? 20 }))
+      for (const id of await queryConversations(pool, agentId, { limit: EVALS.queriedByDefault, ...sel.query }))
         ids.add(id);
     for (const conversationId of ids) {
       const kept = await keptTurns(pool, conversationWorkflowId(agentId, conversationId));
@@ -116,6 +117,7 @@ function caseTurnOf(k: KeptTurn): CaseTurn {
     answers,
     results,
     costsUsd: answers.map((_, i) => k.costs[transcriptOrigin.modelCall(k.turnId, i + 1)] ?? 0),
+    models: answers.map((_, i) => k.models[String(i + 1)] ?? ''),
     outcome: k.status,
     reply: k.status === 'replied' ? replyOf(answers) : null,
     serverTools: k.tools ?? [],
@@ -124,18 +126,25 @@ function caseTurnOf(k: KeptTurn): CaseTurn {
   return { inputs: rows.slice(0, firstAnswer === -1 ? rows.length : firstAnswer), recorded };
 }
 
-/** The model call a row answered, by its origin; none for any other row (a partial answer included). */
+/**
+ * The model call a row answered, by its origin (a fork's copy by its source's); none for any other row (a partial
+ * answer included).
+ */
 function modelCallOf(turnId: string, origin: string): number | undefined {
   const prefix = transcriptOrigin.modelCall(turnId, 0).slice(0, -1);
-  if (!origin.startsWith(prefix)) return undefined;
-  const n = Number(origin.slice(prefix.length));
+  const source = origin.replace(FORKED_COPY, '');
+  if (!source.startsWith(prefix)) return undefined;
+  const n = Number(source.slice(prefix.length));
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
+
+/** The prefixes of a row copied into a fork (and into forks of it). */
+const FORKED_COPY = new RegExp(`^(?:${transcriptOrigin.forked(0, '').replace('0', '\\d+')})+`);
 
 /** What the turn replied: its last reply tool's text, or its last plain text. */
 function replyOf(answers: readonly (TextBlock | ToolUseBlock)[][]): string | null {
   for (const answer of [...answers].reverse()) {
-    const reply = toolUses(answer).find((u) => u.name === 'reply');
+    const reply = toolUses(answer).find((u) => u.name === TOOL.reply);
     if (reply && typeof reply.input.text === 'string') return reply.input.text;
     const text = answer.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text);
     if (text.length && toolUses(answer).length === 0) return text.join('');
@@ -150,7 +159,8 @@ function recordedToolResults(t: RecordedTurn): RecordedToolResult[] {
       .filter((u) => !isTurnEnding(u.name) && t.results[u.id])
       .map((u) => {
         const r = t.results[u.id]!;
-        return { tool: u.name, arguments: u.input, content: r.content, ...(r.is_error ? { isError: true } : {}) };
+        const flags = { ...(r.is_error ? { isError: true } : {}), ...(r.ref ? { ref: r.ref } : {}) };
+        return { tool: u.name, arguments: u.input, content: r.content, ...flags };
       }),
   );
 }

@@ -1,7 +1,8 @@
-import { evalAnswer, evalCase, evalTurns, putEvalTurn, saveEvalAnswer, type EvalRow } from '../db/evals';
+import { evalAnswer, evalCase, evalTurns, keepEvalAnswer, putEvalTurn, type EvalRow } from '../db/evals';
 import { callSpend } from '../db/spend';
 import {
   candidateTools,
+  type AgentConfig,
   isTurnEnding,
   requestDivergence,
   toolResultKey,
@@ -14,11 +15,11 @@ import {
   type RecordedTurn,
   type ToolAnswer,
 } from '../domain/evals';
-import { evalCallKey } from '../domain/ids';
+import { evalCallKey, evalConversationKey } from '../domain/ids';
 import { LIMITS } from '../domain/limits';
 import type { ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock } from '../domain/model';
 import { checkReply, guardErrorForModel, type GuardVerdict } from '../domain/reply-guard';
-import { describeBudget, estimatedInputTokens, formatUsd, priceOf, worstCaseUsd } from '../domain/spend';
+import { estimatedInputTokens, overrunMessage, overrunOf, priceOf, worstCaseUsd } from '../domain/spend';
 import { CHANNEL_TOOL_NAMES, TOOL } from '../domain/tool-names';
 import { isServerToolName, type PinnedTool } from '../domain/tool-servers';
 import { checkToolCalls } from '../domain/tools';
@@ -32,9 +33,9 @@ import {
   trimWindowStart,
 } from '../domain/transcript';
 import { channelRequest } from './conversation-model-call';
-import { agentConfigFor, type AgentConfig } from './eval-config';
 import { BudgetStop, meteredModelCall, type ModelCallDeps } from './model-call';
 import type { Step } from './step';
+import { withWholeResults } from './tool-results';
 
 export interface EvalTurnDeps extends ModelCallDeps {
   defaultModel: string;
@@ -66,15 +67,17 @@ export async function runEvalTurn(deps: EvalTurnDeps, input: EvalTurnInput, step
   const caseTurn = spec.turns[input.turn - 1];
   if (!caseTurn) throw new Error(`case ${input.caseId} has no turn ${input.turn}`);
   const earlier = done.filter((t) => t.turn < input.turn);
-  const candidate = await agentConfigFor(pool, evaluation.agentId, evaluation.candidate, deps.defaultModel);
+  // The worker's default model where the agent names none, as its turns have.
+  const resolved = (c: AgentConfig): AgentConfig => ({ ...c, model: c.model ?? deps.defaultModel });
+  const configs = {
+    recorded: resolved(evaluation.configs.recorded),
+    candidate: resolved(evaluation.configs.candidate),
+  };
   // The recorded request is compared until the case's first divergence.
-  const comparing = caseTurn.recorded && !earlier.some((t) => t.divergence);
-  const recordedConfig = comparing ? await agentConfigFor(pool, evaluation.agentId, {}, deps.defaultModel) : undefined;
-  const run = new EvalTurn(deps, evaluation, spec, input, step, candidate);
+  const recorded = earlier.some((t) => t.divergence) ? undefined : caseTurn.recorded;
+  const run = new EvalTurn(deps, evaluation, spec, input, step, configs.candidate);
   const result = await run.play([...spec.history, ...earlier.flatMap((t) => t.rows)], caseTurn.inputs, (call, req) =>
-    recordedConfig && caseTurn.recorded
-      ? divergenceAt(spec, input.turn, call, req, recordedConfig, caseTurn.recorded)
-      : undefined,
+    recorded ? divergenceAt(spec, input.turn, call, req, configs.recorded, recorded) : undefined,
   );
   await putEvalTurn(pool, input.evalId, input.caseId, result);
   return result;
@@ -97,7 +100,9 @@ function divergenceAt(
     if (row.role === 'assistant' && ++answers === callIndex) break;
     rows.push(row);
   }
-  const request = requestOf(recordedConfig, [...spec.history, ...before, ...rows], recorded.serverTools);
+  // The model as the call recorded it; the rest as the agent's configuration was when the evaluation began.
+  const config = { ...recordedConfig, model: recorded.models[callIndex - 1] ?? recordedConfig.model };
+  const request = requestOf(config, [...spec.history, ...before, ...rows], recorded.serverTools);
   const found = requestDivergence(request, candidate);
   return found && { turn, callIndex, ...found };
 }
@@ -106,7 +111,7 @@ function divergenceAt(
 function requestOf(config: AgentConfig, rows: readonly CaseRow[], serverTools: readonly PinnedTool[]): ModelRequest {
   const numbered = rows.slice(-TRANSCRIPT_WINDOW).map((r, i) => ({ ...r, seq: i + 1 }));
   return channelRequest({
-    model: config.model,
+    model: config.model!,
     name: config.name,
     systemPrompt: config.systemPrompt,
     memory: config.memory,
@@ -132,7 +137,7 @@ class EvalTurn {
   private readonly recorded?: RecordedTurn;
   /** The servers' tools the turn would offer, before and under the candidate's policies. */
   private readonly offered: { before: readonly PinnedTool[]; candidate: PinnedTool[] };
-  private readonly results: Map<string, { content: string; isError: boolean }>;
+  private readonly results: Map<string, { content: string; isError: boolean; ref?: string }>;
 
   constructor(
     private readonly deps: EvalTurnDeps,
@@ -146,7 +151,10 @@ class EvalTurn {
     const before = this.recorded?.serverTools ?? config.serverTools;
     this.offered = { before, candidate: candidateTools(before, evaluation.candidate) };
     this.results = new Map(
-      spec.toolResults.map((r) => [toolResultKey(r.tool, r.arguments), { content: r.content, isError: !!r.isError }]),
+      spec.toolResults.map((r) => [
+        toolResultKey(r.tool, r.arguments),
+        { content: r.content, isError: !!r.isError, ...(r.ref ? { ref: r.ref } : {}) },
+      ]),
     );
   }
 
@@ -237,11 +245,8 @@ class EvalTurn {
       { inputTokens: estimatedInputTokens(request), maxTokens: request.maxTokens },
       priceOf(this.deps.prices, request.model),
     );
-    if (this.costUsd + worst <= limit) return undefined;
-    return (
-      `${describeBudget('perTurnUsd', limit)} is spent: ${formatUsd(this.costUsd)} spent, and the next call could ` +
-      `cost up to ${formatUsd(worst)}`
-    );
+    const overrun = overrunOf({ name: 'perTurnUsd', limitUsd: limit }, { spentUsd: this.costUsd, heldUsd: 0 }, worst);
+    return overrun && overrunMessage(overrun);
   }
 
   /** The model's answer: the recording's (replay), or the candidate model's, metered (live-model). */
@@ -260,11 +265,13 @@ class EvalTurn {
       this.costUsd += (await callSpend(pool, callKey))?.costUsd ?? 0;
       return paid as Answer;
     }
-    const conversationKey = `eval:${evalId}:${caseId}`;
-    const { response, spend } = await meteredModelCall(this.deps, {
+    const conversationKey = evalConversationKey(evalId, caseId);
+    // The model reads a large tool result whole, as a turn's call does; the request compared keeps its preview.
+    const whole = { ...request, messages: await withWholeResults(pool, request.messages) };
+    const { committed, spend } = await meteredModelCall(this.deps, {
       callKey,
       payer: { agentId: this.evaluation.agentId, kind: 'eval', conversationKey },
-      request,
+      request: whole,
       context: {
         attempt: this.step.attempt,
         conversationKey,
@@ -275,10 +282,11 @@ class EvalTurn {
         signal: this.step.signal,
         sleep: (ms) => this.step.sleep(ms),
       },
-      commit: (db, res) => saveEvalAnswer(db, { callKey, evalId, content: res.content }),
+      // Another attempt's answer, when it kept one first: the turn goes on with the answer paid for.
+      commit: (db, res) => keepEvalAnswer(db, { callKey, evalId, caseId, content: res.content }),
     });
-    this.costUsd += spend?.costUsd ?? 0;
-    return response.content;
+    this.costUsd += spend?.costUsd ?? (await callSpend(pool, callKey))?.costUsd ?? 0;
+    return committed as Answer;
   }
 
   /** A reply through the guard; passed, it is the turn's reply. A blocked one counts against the corrections. */
@@ -344,7 +352,7 @@ class EvalTurn {
     }
     const how: ToolAnswer = waits ? 'needs-approval' : 'recording';
     this.note(use, how, found.isError);
-    return toolResult(use.id, found.content, found.isError);
+    return toolResult(use.id, found.content, found.isError, found.ref);
   }
 
   private note(use: ToolUseBlock, answeredBy: ToolAnswer, isError: boolean): void {

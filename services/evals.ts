@@ -3,21 +3,26 @@ import type { Client } from '@temporalio/client';
 import { recordAudit } from '../db/audit';
 import { getAgent } from '../db/agents';
 import { memoryVersion } from '../db/memory';
+import { callSpend } from '../db/spend';
 import * as db from '../db/evals';
 import { inTransaction, type Pool } from '../db/pool';
 import { EVAL_WORKFLOW, type EvalOutcome, type EvalWorkflow } from '../contracts/evals';
 import {
   caseResult,
+  EVALS,
   JUDGE_SYSTEM,
   judgeQuestion,
   judgeVerdict,
   type Candidate,
   type CaseResult,
+  type EvalTurnResult,
+  type Judged,
   type EvalMode,
 } from '../domain/evals';
-import { evalCallKey, evalWorkflowId } from '../domain/ids';
+import { evalCallKey, evalConversationKey, evalWorkflowId } from '../domain/ids';
 import { SA } from '../domain/search-attributes';
 import { textOf } from '../domain/transcript';
+import { evalConfigs } from './eval-config';
 import { CaseError, takeCases, type RecordedSelection, type WrittenCase } from './eval-cases';
 import type { EvalTurnDeps } from './eval-turn';
 import { askQuestion } from './model-call';
@@ -45,6 +50,7 @@ export async function startEval(
   if (!(await getAgent(pool, agentId))) return undefined;
   await candidateKnown(pool, agentId, ask.candidate);
   const cases = await takeCases(pool, agentId, ask);
+  const configs = await evalConfigs(pool, agentId, ask.candidate);
   const id = randomUUID();
   const row = await inTransaction(pool, async (q) => {
     const made = await db.insertEval(q, {
@@ -52,6 +58,7 @@ export async function startEval(
       agentId,
       mode: ask.mode,
       candidate: ask.candidate,
+      configs,
       suite: ask.suite ?? null,
       actor: ask.actor,
     });
@@ -65,16 +72,26 @@ export async function startEval(
     });
     return made;
   });
-  await temporal.workflow.start<EvalWorkflow>(EVAL_WORKFLOW, {
-    taskQueue,
-    workflowId: evalWorkflowId(agentId, id),
-    // Found with the agent's work: an agent's deletion ends it.
-    typedSearchAttributes: [
-      { key: SA.agentId, value: agentId },
-      { key: SA.kind, value: 'eval' },
-    ],
-    args: [{ agentId, evalId: id, cases: cases.map((c) => ({ caseId: c.id, turns: c.turns.length })) }],
-  });
+  try {
+    await temporal.workflow.start<EvalWorkflow>(EVAL_WORKFLOW, {
+      taskQueue,
+      workflowId: evalWorkflowId(agentId, id),
+      // Found with the agent's work: an agent's deletion ends it.
+      typedSearchAttributes: [
+        { key: SA.agentId, value: agentId },
+        { key: SA.kind, value: 'eval' },
+      ],
+      args: [{ agentId, evalId: id, cases: cases.map((c) => ({ caseId: c.id, turns: c.turns.length })) }],
+    });
+  } catch (err) {
+    // Not started: the evaluation says so, rather than run for ever.
+    await db.failEval(
+      pool,
+      id,
+      `its workflow could not be started: ${err instanceof Error ? err.message : String(err)}`,
+    );
+    throw err;
+  }
   return row;
 }
 
@@ -86,7 +103,7 @@ export async function candidateKnown(pool: Pool, agentId: string, candidate: Can
 }
 
 /** The agent's latest evaluations, newest first. */
-export const latestEvals = (pool: Pool, agentId: string) => db.listEvals(pool, agentId, 50);
+export const latestEvals = (pool: Pool, agentId: string) => db.listEvals(pool, agentId, EVALS.listed);
 
 /** An evaluation with its cases' verdicts. */
 export async function evalView(pool: Pool, agentId: string, evalId: string) {
@@ -114,6 +131,51 @@ export async function evalCaseView(pool: Pool, agentId: string, evalId: string, 
   };
 }
 
+/**
+ * A judge's verdict on the case's turns, asked once: its answer is kept with its spending, so a retried step reads it
+ * instead of paying again.
+ */
+async function judge(
+  deps: EvalTurnDeps,
+  evaluation: db.EvalRow,
+  input: { evalId: string; caseId: string },
+  index: number,
+  check: { rubric: string; model?: string },
+  turns: EvalTurnResult[],
+  step: Step,
+): Promise<Judged> {
+  const { pool } = deps;
+  const { evalId, caseId } = input;
+  const callKey = evalCallKey.judge(evalId, caseId, index);
+  const conversationKey = evalConversationKey(evalId, caseId);
+  if (!(await db.evalAnswer(pool, callKey)))
+    await askQuestion(
+      deps,
+      {
+        model: check.model ?? evaluation.configs.candidate.model ?? deps.defaultModel,
+        system: JUDGE_SYSTEM,
+        text: judgeQuestion(check.rubric, turns),
+        maxTokens: EVALS.judgeMaxTokens,
+      },
+      {
+        callKey,
+        payer: { agentId: evaluation.agentId, kind: 'eval', conversationKey },
+        asker: {
+          attempt: step.attempt,
+          conversationKey,
+          turnId: 'judge',
+          callIndex: index + 1,
+          heartbeat: () => step.heartbeat(),
+          signal: step.signal,
+          sleep: (ms) => step.sleep(ms),
+        },
+        keep: (q, res) => db.keepEvalAnswer(q, { callKey, evalId, caseId, content: res.content }),
+      },
+    );
+  const [kept, spend] = await Promise.all([db.evalAnswer(pool, callKey), callSpend(pool, callKey)]);
+  return { ...judgeVerdict(textOf(kept ?? [])), costUsd: spend?.costUsd ?? 0 };
+}
+
 /** A case's verdict from its turns: the recording's changes, its checks, and a judge where it asks for one. */
 export async function scoreEvalCase(
   deps: EvalTurnDeps,
@@ -125,33 +187,9 @@ export async function scoreEvalCase(
     db.evalCase(pool, input.evalId, input.caseId),
     db.evalTurns(pool, input.evalId, input.caseId),
   ]);
-  const judged: { passed: boolean; reason: string }[] = [];
-  for (const [i, check] of spec.checks.entries()) {
-    if (!('judge' in check)) continue;
-    const answer = await askQuestion(
-      deps,
-      {
-        model: check.judge.model ?? evaluation.candidate.model ?? deps.defaultModel,
-        system: JUDGE_SYSTEM,
-        text: judgeQuestion(check.judge.rubric, turns),
-        maxTokens: 300,
-      },
-      {
-        callKey: evalCallKey.judge(input.evalId, input.caseId, i),
-        payer: { agentId: evaluation.agentId, kind: 'eval', conversationKey: `eval:${input.evalId}:${input.caseId}` },
-        asker: {
-          attempt: step.attempt,
-          conversationKey: `eval:${input.evalId}:${input.caseId}`,
-          turnId: 'judge',
-          callIndex: i + 1,
-          heartbeat: () => step.heartbeat(),
-          signal: step.signal,
-          sleep: (ms) => step.sleep(ms),
-        },
-      },
-    );
-    judged.push(judgeVerdict(textOf(answer.content)));
-  }
+  const judged: Judged[] = [];
+  for (const [i, check] of spec.checks.entries())
+    if ('judge' in check) judged.push(await judge(deps, evaluation, input, i, check.judge, turns, step));
   const result: CaseResult = caseResult(spec, turns, judged);
   await db.setCaseResult(pool, input.evalId, input.caseId, result);
   return { passed: result.passed };

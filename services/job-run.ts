@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ScheduleNotFoundError, WorkflowNotFoundError } from '@temporalio/client';
 import { destinationBook } from '../db/agents';
+import { forkOf } from '../db/forks';
 import * as jobsDb from '../db/jobs';
+import { forkDryRun } from '../domain/evals';
+import { TOOL } from '../domain/tool-names';
 import type { Pool } from '../db/pool';
 import { resolveDestination, type Delivery, type DeliveryOutcome } from '../domain/delivery';
 import {
@@ -113,9 +116,14 @@ function jobConversation(deps: JobRunDeps, agentId: string, jobId: string): Conv
 /** The agent's `schedule` tool: the same job functions (and validation) as the API. */
 export async function scheduleJobs(
   deps: JobRunDeps,
-  input: { agentId: string; request: ScheduleToolInput },
+  /** The conversation whose turn asked (absent in steps recorded before it was passed). */
+  input: { agentId: string; request: ScheduleToolInput; conversationKey?: string },
 ): Promise<ToolAnswer> {
   const { pool } = deps;
+  // A fork lists jobs but changes none: a Schedule would act outside it.
+  const fork = input.conversationKey && input.request.action !== 'list' && (await forkOf(pool, input.conversationKey));
+  const dryRun = fork && forkDryRun(fork, TOOL.schedule);
+  if (dryRun) return { text: dryRun, isError: true };
   const ctx = Context.current();
   const settings = { ...deps.jobs, taskQueue: ctx.info.taskQueue };
   return scheduleTool(pool, ctx.client, settings, input.agentId, input.request);

@@ -10,9 +10,8 @@ import {
   budgetPeriodKey,
   budgetsFor,
   costOf,
-  describeBudget,
   estimatedInputTokens,
-  formatUsd,
+  overrunMessage,
   priceOf,
   worstCaseUsd,
   type BudgetLimit,
@@ -40,10 +39,7 @@ export class BudgetStop extends Error {
     /** The budget's period (a day, a month, a run): its owner is told once per period. */
     readonly periodKey: string,
   ) {
-    super(
-      `${describeBudget(overrun.name, overrun.limitUsd)} is spent: ${formatUsd(overrun.spentUsd)} spent and ` +
-        `${formatUsd(overrun.heldUsd)} reserved, and this call could cost up to ${formatUsd(overrun.neededUsd)}`,
-    );
+    super(overrunMessage(overrun));
   }
 }
 
@@ -184,7 +180,13 @@ export type Asker = Omit<ModelCallContext, 'onTextDelta'>;
 export async function askQuestion(
   deps: ModelCallDeps,
   q: Question,
-  call: { callKey: string; payer: Payer; asker: Asker },
+  call: {
+    callKey: string;
+    payer: Payer;
+    asker: Asker;
+    /** Keeps the answer in the transaction its spending settles in, for a caller whose retry must not ask again. */
+    keep?: (db: Queryable, res: ModelResponse) => Promise<unknown>;
+  },
 ): Promise<ModelResponse> {
   const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: q.text }] }];
   const { response } = await meteredModelCall(deps, {
@@ -192,7 +194,7 @@ export async function askQuestion(
     payer: call.payer,
     request: { model: q.model, system: q.system, messages, tools: [], maxTokens: q.maxTokens },
     context: { ...call.asker, onTextDelta: () => undefined },
-    commit: async () => undefined,
+    commit: call.keep ?? (async () => undefined),
   });
   return response;
 }

@@ -18,6 +18,7 @@ import { canonicalJson } from '../domain/canonical-json';
 import { toolApprovalNoticeEffectKey, toolCallKey } from '../domain/ids';
 import { redactSecrets } from '../domain/secret-scan';
 import { resultPreview, TOOL_CALLS, type PreparedToolCall } from '../domain/tool-calls';
+import { forkDryRun } from '../domain/evals';
 import { retriesSafely } from '../domain/tool-servers';
 import { noticeToOwner } from './owner-notice';
 import { heartbeatWhile, type Step } from './step';
@@ -67,7 +68,13 @@ async function recordPreparedCall(
   { prepared: PreparedToolCall & { kind: 'answer' } } | { prepared: PreparedToolCall; row: calls.ToolCallRow }
 > {
   const { toolUse } = input;
-  const pinned = await pinnedTurnTools(deps.pool, input.transcriptKey, input.turnId);
+  const [pinned, fork] = await Promise.all([
+    pinnedTurnTools(deps.pool, input.transcriptKey, input.turnId),
+    forkOf(deps.pool, input.conversationKey),
+  ]);
+  // A fork's call of a tool whose effects are off is answered at once: no record, no wait for a person, no notice.
+  const dryRun = fork && forkDryRun(fork, toolUse.name);
+  if (dryRun) return { prepared: { kind: 'answer', content: dryRun, isError: true } };
   const tool = pinned?.tools.find((t) => t.modelName === toolUse.name);
   if (!pinned || !tool)
     return {
@@ -169,12 +176,9 @@ async function runRecordedToolCall(deps: ToolCallDeps, row: calls.ToolCallRow, s
     forkOf(deps.pool, row.conversationKey),
   ]);
   if (!before) throw ApplicationFailure.nonRetryable(`tool call ${row.id} is ${row.status}: it may not be sent`);
-  // A fork's calls are dry runs unless a person enabled the tool's effects: nothing is sent.
-  if (fork && !fork.enabledTools.includes(row.modelName))
-    return finish(deps, row, {
-      status: 'error',
-      failure: `dry run: ${row.modelName} was not called; effects of this fork's calls of it are off`,
-    });
+  // A fork's tool whose effects a person turned off after the call was prepared: nothing is sent.
+  const dryRun = fork && forkDryRun(fork, row.modelName);
+  if (dryRun) return finish(deps, row, { status: 'error', failure: dryRun });
   await beginEffect(deps.pool, row.key, 'tool_call', { server: row.server, tool: row.tool, args: row.argsDigest });
   if (before === 'running' && !row.retriesSafely)
     return finish(deps, row, {

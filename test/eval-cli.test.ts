@@ -58,22 +58,15 @@ afterAll(async () => {
   await shop?.close();
 });
 
-async function evalCommand(candidate: unknown, out: string): Promise<{ code: number; stdout: string }> {
+async function evalCommand(
+  candidate: unknown,
+  out: string,
+  more: string[] = [],
+): Promise<{ code: number; stdout: string }> {
   const file = path.join(suite, `candidate-${path.basename(out)}.json`);
   await writeFile(file, JSON.stringify(candidate));
-  const args = [
-    '--import',
-    'tsx',
-    'scripts/eval.ts',
-    '--suite',
-    suite,
-    '--candidate',
-    file,
-    '--url',
-    url,
-    '--out',
-    out,
-  ];
+  const args = ['--import', 'tsx', 'scripts/eval.ts', '--suite', suite, '--candidate', file, '--url', url];
+  args.push('--out', out, ...more);
   try {
     const { stdout } = await run(process.execPath, args, { cwd: REPO });
     return { code: 0, stdout };
@@ -110,4 +103,25 @@ describe('npm run eval', () => {
     expect(markdown).toContain('| order-status | failed (regressed) |');
     expect(markdown).toContain('no reply of any turn contains "order W1: shipped (recorded)"');
   }, 60_000);
+
+  it('counts as a regression only a case its stored baseline saw pass', async () => {
+    const deny = { toolPolicies: { shop__lookup_order: 'deny' } };
+    const baseline = path.join(await mkdtemp(path.join(os.tmpdir(), 'keel-baseline-')), 'baseline.json');
+    const out = () => mkdtemp(path.join(os.tmpdir(), 'keel-eval-baseline-'));
+    // The baseline keeps this candidate's verdicts: order-status failing, greeting passing.
+    const stored = await evalCommand(deny, await out(), ['--baseline', baseline, '--update-baseline']);
+    expect(stored.code).toBe(0);
+    expect(JSON.parse(await readFile(baseline, 'utf8'))).toMatchObject({
+      cases: { greeting: 'passed', 'order-status': 'failed' },
+    });
+    // The same failure again is no regression.
+    const again = await evalCommand(deny, await out(), ['--baseline', baseline]);
+    expect(again.stdout).toContain('1 of 2 cases passed; 0 regressed');
+    expect(again.code).toBe(0);
+    // A case the baseline saw pass, failing now, is one: every turn stopped by a budget it cannot fit.
+    const tight = { ...deny, budgets: { perTurnUsd: 0.000001 } };
+    const broke = await evalCommand(tight, await out(), ['--baseline', baseline]);
+    expect(broke.stdout).toContain('0 of 2 cases passed; 1 regressed');
+    expect(broke.code).toBe(1);
+  }, 90_000);
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conversationWorkflowId } from '../domain/ids';
+import { conversationWorkflowId, jobScheduleId } from '../domain/ids';
 import type { ModelMessage, ModelProvider, ModelRequest } from '../domain/model';
 import { scriptedProvider } from '../worker/wiring';
 import { connectShop, evaluate as evaluateAs } from './support/evals';
@@ -33,9 +33,23 @@ function askedModel(real: ModelProvider): ModelProvider {
   };
 }
 
-/** Odd turns look an order up with the shop's tool; even turns are plain questions. */
+/** A job the agent schedules itself, an hour ahead: a Schedule in Temporal that a replay must not make again. */
+const hourly = { action: 'create', name: 'hourly', schedule: { kind: 'every', intervalMs: 3_600_000 }, task: 'tick' };
+/** Odd turns look an order up with the shop's tool; turn 10 schedules a job; the other even turns are plain. */
 const messageOf = (turn: number) =>
-  turn % 2 === 1 ? `/tool shop__lookup_order {"orderId":"A${turn}"}` : `hello ${turn}`;
+  turn % 2 === 1
+    ? `/tool shop__lookup_order {"orderId":"A${turn}"}`
+    : turn === 10
+      ? `/tool schedule ${JSON.stringify(hourly)}`
+      : `hello ${turn}`;
+/** The agent's jobs, and the Schedules Temporal holds for it. */
+async function jobsAndSchedules(): Promise<{ jobs: number; schedules: number }> {
+  const { rows } = await keel.pool.query<{ id: string }>('SELECT id FROM jobs WHERE agent_id = $1', [agent]);
+  const ids = new Set(rows.map((r) => jobScheduleId(r.id)));
+  let schedules = 0;
+  for await (const s of keel.client.schedule.list()) if (ids.has(s.scheduleId)) schedules++;
+  return { jobs: rows.length, schedules };
+}
 
 beforeAll(async () => {
   keel = await startTestKeel({ provider: (pool) => askedModel(scriptedProvider(pool)) });
@@ -48,6 +62,7 @@ beforeAll(async () => {
     expect(res.body.status, JSON.stringify(res.body)).toBe('replied');
   }
   await receiver.waitFor((r) => r.length === TURNS, 30_000);
+  expect(await jobsAndSchedules()).toEqual({ jobs: 1, schedules: 1 });
 }, 180_000);
 afterAll(async () => {
   await keel?.stop();
@@ -115,6 +130,33 @@ describe('replay: a recorded conversation against a candidate, with no model cal
     expect(result.firstDivergence!.diff).toContain('+ Answer in French.');
     // The recorded answers still do what they did.
     expect(result.passed).toBe(true);
+  });
+
+  it('selects recorded conversations by a query', async () => {
+    const done = await evaluate({ mode: 'replay', recorded: { query: { withToolCalls: true, outcome: 'replied' } } });
+    expect(done.cases.map((c) => [c.caseId, c.status])).toEqual([[`conversation:${conversation}`, 'passed']]);
+    const none = await keel.call<{ error: { message: string } }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'replay',
+      recorded: { query: { outcome: 'budget_exhausted' } },
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.error.message).toBe('the evaluation selects no case');
+  });
+
+  it("stops each turn at the candidate's per-turn budget, as Keel reserves against it", async () => {
+    const done = await evaluate({ mode: 'replay', ...recorded, candidate: { budgets: { perTurnUsd: 0.000001 } } });
+    const result = done.cases[0]!.result!;
+    expect(result.changedTurns).toHaveLength(TURNS);
+    expect(result.reasons[0]).toBe('turn 1: ended budget_exhausted where the recording replied');
+    expect(result.costUsd).toBe(0);
+  });
+
+  it('replays a turn range with the turns before it as context', async () => {
+    const done = await evaluate({ mode: 'replay', recorded: { conversationIds: [conversation], turns: { from: 19 } } });
+    expect(done.cases[0]).toMatchObject({ caseId: `conversation:${conversation}:19-20`, status: 'passed' });
+    // Turns 1–18 are read as they were recorded: the requests are the recorded ones.
+    expect(done.cases[0]!.result).toMatchObject({ turns: 2, reasons: [] });
+    expect(done.cases[0]!.result!.firstDivergence).toBeUndefined();
   });
 
   it('refuses a selection it cannot take, saying why', async () => {
@@ -197,6 +239,22 @@ describe('fork: a conversation goes on from turn 5 under a candidate', () => {
     const dry = await keel.post(agent, fork, { text: '/tool shop__lookup_order {"orderId":"F1"}' }, { wait: 30 });
     expect(dry.body.reply?.text).toContain('dry run: shop__lookup_order was not called');
     expect(shop.calls.filter((c) => c.args.orderId === 'F1')).toEqual([]);
+    // Keel's own tools that would act outside the fork stay dry runs, even when a person enables them.
+    await keel.call('PUT', `/v1/agents/${agent}/conversations/${fork}/fork/effects`, { tools: ['schedule'] });
+    const scheduled = await keel.post(agent, fork, { text: `/tool schedule ${JSON.stringify(hourly)}` }, { wait: 30 });
+    expect(scheduled.body.reply?.text).toContain('dry run: schedule was not called');
+    const spawned = await keel.post(
+      agent,
+      fork,
+      { text: '/tool spawn_delegate {"text":"count","historyMode":"clean"}' },
+      { wait: 30 },
+    );
+    expect(spawned.body.reply?.text).toContain('dry run: spawn_delegate was not called');
+    expect(await jobsAndSchedules()).toEqual({ jobs: 1, schedules: 1 });
+    const { rows: delegates } = await keel.pool.query('SELECT 1 FROM delegates WHERE conversation_key = $1', [
+      conversationWorkflowId(agent, fork),
+    ]);
+    expect(delegates).toEqual([]);
 
     const enabled = await keel.call('PUT', `/v1/agents/${agent}/conversations/${fork}/fork/effects`, {
       tools: ['shop__lookup_order'],
@@ -222,9 +280,8 @@ describe('nothing escapes an evaluation', () => {
   it('left the webhook receiver and the tool server silent through every evaluation', async () => {
     // Each recorded turn delivered once; no evaluation delivered anything, now that each has finished.
     expect(receiver.received).toHaveLength(TURNS);
-    const schedules: string[] = [];
-    for await (const s of keel.client.schedule.list()) schedules.push(s.scheduleId);
-    expect(schedules.filter((id) => id.includes(agent))).toEqual([]);
+    // The recording's own job and Schedule, and no other: the replays answered turn 10's schedule call from it.
+    expect(await jobsAndSchedules()).toEqual({ jobs: 1, schedules: 1 });
     expect(shop.calls.filter((c) => String(c.args.orderId).startsWith('A'))).toHaveLength(TURNS / 2);
   });
 });

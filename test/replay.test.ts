@@ -31,7 +31,7 @@ function replayCli(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 describe('the recorded-history corpus', () => {
-  it('holds every workflow type: conversation across continue-as-new, delegate, job, routine, reflection', () => {
+  it('holds every workflow type: conversation across continue-as-new, delegate, job, routine, reflection, …', () => {
     const types = recorded.map(
       (r) => r.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name,
     );
@@ -42,6 +42,9 @@ describe('the recorded-history corpus', () => {
         'jobRunWorkflow',
         'routineRunWorkflow',
         'reflectionWorkflow',
+        'evalWorkflow',
+        'evalCaseWorkflow',
+        'deletionWorkflow',
       ]),
     );
     const ended = recorded.map((r) => r.history.events?.at(-1)?.eventType);

@@ -216,7 +216,11 @@ async function cancelDelegateCall(
 
 /** The agent manages its scheduled jobs through the same functions and rules as the API. */
 async function scheduleCall(call: ToolUseBlock, input: ScheduleToolInput, turn: TurnContext): Promise<ToolOutcome> {
-  const { text, isError } = await turn.steps.store.scheduleJobs({ agentId: turn.agentId, request: input });
+  const { text, isError } = await turn.steps.store.scheduleJobs({
+    agentId: turn.agentId,
+    request: input,
+    conversationKey: turn.conversationKey,
+  });
   return { result: toolResult(call.id, text, isError) };
 }
 

@@ -157,7 +157,7 @@ const Row = z.object({ role: z.enum(['user', 'assistant', 'system', 'tool']), co
 const ToolCall = z.object({
   name: z.string(),
   arguments: Args,
-  answeredBy: z.enum(['recording', 'dry-run', 'denied', 'needs-approval', 'guard-blocked', 'channel', 'not-run']),
+  answeredBy: z.enum(['recording', 'dry-run', 'denied', 'needs-approval', 'channel']),
   isError: z.boolean(),
 });
 const CandidateTurn = z.object({

@@ -7,6 +7,8 @@ CREATE TABLE evals (
   agent_id    text NOT NULL REFERENCES agents(id),
   mode        text NOT NULL CHECK (mode IN ('replay', 'live-model')),
   candidate   jsonb NOT NULL,
+  -- The agent's configuration as the evaluation began, alone and under the candidate: every turn reads these.
+  configs     jsonb NOT NULL,
   suite       text,
   status      text NOT NULL CHECK (status IN ('running', 'finished', 'failed')),
   summary     jsonb,
@@ -38,12 +40,14 @@ CREATE TABLE eval_turns (
   FOREIGN KEY (eval_id, case_id) REFERENCES eval_cases (eval_id, case_id) ON DELETE CASCADE
 );
 
--- A live-model evaluation's answers, under their spend key: a retried step reads the answer it paid for.
+-- A live-model evaluation's answers and a judge's, under their spend key: a retried step reads the answer it paid for.
 CREATE TABLE eval_model_answers (
   call_key   text PRIMARY KEY,
-  eval_id    uuid NOT NULL REFERENCES evals(id) ON DELETE CASCADE,
+  eval_id    uuid NOT NULL,
+  case_id    text NOT NULL,
   content    jsonb NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now()
+  created_at timestamptz NOT NULL DEFAULT now(),
+  FOREIGN KEY (eval_id, case_id) REFERENCES eval_cases (eval_id, case_id) ON DELETE CASCADE
 );
 
 -- A conversation forked from turn k of another, run under a candidate; its tools' effects are dry runs unless a
