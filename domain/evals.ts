@@ -219,8 +219,10 @@ export function requestDivergence(
  * what remains shows as removed (`-`) and added (`+`) lines.
  */
 export function lineDiff(before: string, after: string): string {
-  const a = before.split('\n');
-  const b = after.split('\n');
+  // An empty text has no lines (not one empty line).
+  const lines = (text: string) => (text === '' ? [] : text.split('\n'));
+  const a = lines(before);
+  const b = lines(after);
   let start = 0;
   while (start < a.length && start < b.length && a[start] === b[start]) start++;
   let endA = a.length;

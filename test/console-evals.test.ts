@@ -8,8 +8,8 @@ import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 /**
  * Evaluations and forks in the console, in Chromium against a real Keel (issue 30): a replay of a recorded
  * conversation finishes in the Evals view with its case passed, its case shows the recorded and candidate turns side
- * by side, and "Fork from here" on a turn of the transcript makes a fork, opens it under its banner, and enables a
- * tool's real effects from there.
+ * by side, and "Fork from here" on a turn of the transcript makes a fork, opens it under its banner, enables a
+ * tool's real effects from there, and goes on talking to the fork (the original untouched).
  */
 const CHROMIUM = process.env.KEEL_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -64,6 +64,19 @@ interface Evaluation {
 /** Dollars as the console writes them. */
 const usd = (n: number) =>
   new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 4 }).format(n);
+/** The note a turn leaves when its reply has nowhere to go (a test's message names no channel). */
+const NO_CHANNEL = 'reply skipped:channel_none';
+
+/** A conversation's messages, as the API reads them. */
+async function messagesOf(agentId: string, conversationId: string): Promise<{ role: string; text: string }[]> {
+  const got = await keel.call<{ messages: { role: string; text: string }[] }>(
+    'GET',
+    `/v1/agents/${agentId}/conversations/${conversationId}?limit=200`,
+  );
+  expect(got.status, got.raw).toBe(200);
+  return got.body.messages;
+}
+
 interface Fork {
   conversationId: string;
   forkedFrom: string;
@@ -72,7 +85,7 @@ interface Fork {
 }
 
 describe('evaluations and forks in the console', () => {
-  it('shows a replay passing, its case side by side, and forks a conversation at turn 2', async () => {
+  it('shows a replay passing, its case side by side, forks at turn 2 and talks to the fork', async () => {
     const agent = uniqueId('evals-ui');
     const conversation = uniqueId('recorded');
     expect((await keel.call('PUT', `/v1/agents/${agent}/tool-servers/shop`, { url: shop.url })).status).toBe(201);
@@ -162,11 +175,19 @@ describe('evaluations and forks in the console', () => {
     }
     expect(await page.locator('.turn.changed').count()).toBe(0);
 
-    // The conversation: a "Fork from here" on each of its three turns; turn 2's makes a fork and opens it.
+    // The conversation: a "Fork from here" on each of its three turns; turn 2's makes a fork and opens it. It is no
+    // fork (its fork read answers 404): no composer, an operator never writes into a person's conversation.
+    const forkRead = page.waitForResponse((r) => r.url().endsWith(`/conversations/${conversation}/fork`));
     await page.goto(`${base}/console/#/conversations/${conversation}`);
     await page.getByRole('heading', { name: `Conversation ${conversation}` }).waitFor();
+    expect((await forkRead).status()).toBe(404);
     const forkButtons = page.getByRole('button', { name: /^Fork from here/ });
     await expect.poll(() => forkButtons.count(), { timeout: 15_000 }).toBe(3);
+    expect(await page.getByLabel('Message', { exact: true }).count()).toBe(0);
+    const originalMessages = await messagesOf(agent, conversation);
+    expect(originalMessages.map((m) => m.text)).toEqual(
+      messages.flatMap((text) => [text, `echo: ${text}`, NO_CHANNEL]),
+    );
     await page.getByRole('button', { name: 'Fork from here, at turn 2' }).click();
     await page.waitForURL(/#\/conversations\/fork-/);
     const forkId = decodeURIComponent(page.url().split('#/conversations/')[1]!);
@@ -203,6 +224,27 @@ describe('evaluations and forks in the console', () => {
     expect(await banner.textContent()).toContain(
       'tool calls are dry runs, except those of the tools with real effects below.',
     );
+
+    // Talking to the fork: the message's turn, 3, joins its transcript with the scripted model's reply (delivered
+    // nowhere: a fork has no channel); the box empties; the original conversation gets nothing.
+    const box = page.getByLabel('Message', { exact: true });
+    await box.fill('hello fork');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const lastTurn = page.getByRole('region', { name: 'Transcript' }).locator('.turn').last();
+    await expect
+      .poll(() => lastTurn.locator('.text').allTextContents(), { timeout: 30_000 })
+      .toEqual(['hello fork', 'echo: hello fork', NO_CHANNEL]);
+    expect(await lastTurn.locator('.turn-head').textContent()).toMatch(/^Turn 3 /);
+    await expect.poll(() => box.inputValue()).toBe('');
+    expect((await messagesOf(agent, forkId)).map((m) => m.text)).toEqual([
+      ...originalMessages.slice(0, 6).map((m) => m.text),
+      'hello fork',
+      'echo: hello fork',
+      NO_CHANNEL,
+    ]);
+    expect(await messagesOf(agent, conversation)).toEqual(originalMessages);
+    expect(originalMessages).toHaveLength(9);
+
     expect(await page.getByRole('alert').count()).toBe(0);
     // The switches and the forms ran under the page's policy: no inline style, no error.
     expect(problems).toEqual([]);

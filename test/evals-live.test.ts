@@ -73,7 +73,8 @@ describe('live-model: the candidate model, no effects', () => {
     expect(results(2)).toContain('dry run: shop__lookup_order was not called');
 
     const result = done.cases[0]!.result!;
-    expect(result.modelCalls).toBe(3);
+    // The candidate's three calls and the judge's.
+    expect(result.modelCalls).toBe(4);
     expect(result.reasons).toEqual([
       'turn 1: replied otherwise than the recording; ' +
         'shop__lookup_order was called with arguments the recording never saw',

@@ -15,7 +15,12 @@ import { AgentParams, ConversationParams, ErrorResponse, Id } from '../schemas';
 const Candidate = z
   .object({
     systemPrompt: z.string().max(100_000).nullable().optional().describe("Replaces the agent's own instructions"),
-    memoryVersion: z.int().positive().optional().describe("A version of the agent's memory instead of its current one"),
+    memoryVersion: z
+      .int()
+      .positive()
+      .max(2_147_483_647)
+      .optional()
+      .describe("A version of the agent's memory instead of its current one"),
     model: z.string().min(1).max(200).optional(),
     toolPolicies: z
       .record(z.string().min(1).max(200), z.enum(TOOL_POLICIES as unknown as [ToolPolicy, ...ToolPolicy[]]))

@@ -5242,8 +5242,7 @@ export interface operations {
                     [key: string]: unknown;
                   };
                   /** @enum {string} */
-                  answeredBy:
-                    'recording' | 'dry-run' | 'denied' | 'needs-approval' | 'guard-blocked' | 'channel' | 'not-run';
+                  answeredBy: 'recording' | 'dry-run' | 'denied' | 'needs-approval' | 'channel';
                   isError: boolean;
                 }[];
                 modelCalls: number;

@@ -3,6 +3,7 @@ import type { ReactNode } from 'react';
 import type { TranscriptMessage, TranscriptToolCall } from '../api-types';
 import { conversationWorkflowId, temporalUiLink } from '../console-config';
 import { ErrorAlert } from '../error-alert';
+import { forkQuery } from '../fork-query';
 import { href } from '../routes';
 import { instant } from '../time';
 import { groupTurns, type TurnGroup, type TurnState } from '../transcript';
@@ -12,6 +13,7 @@ import { useLiveTurns } from '../use-live-turns';
 import type { ViewProps } from '../view-props';
 import { ForkBanner } from './fork-banner';
 import { ForkButton } from './fork-button';
+import { ForkComposer } from './fork-composer';
 
 const groupKey = (g: TurnGroup) => `${g.turnId ?? 'note'}:${g.messages[0]!.seq}`;
 
@@ -26,6 +28,8 @@ export function ConversationDetail({
   headingRef,
 }: ViewProps & { conversationId: string }) {
   const transcript = useQuery(transcriptQuery(agentId, conversationId));
+  // The banner's query, shared: a fork (and only a fork) gets a composer.
+  const fork = useQuery(forkQuery(agentId, conversationId));
   // Followed once the transcript was first read, also when that read failed.
   const t = useLiveTurns({ agentId, conversationId }, !transcript.isPending, transcript.dataUpdatedAt);
   const state = transcript.data?.state;
@@ -120,6 +124,7 @@ export function ConversationDetail({
           ) : null}
         </div>
       </section>
+      {fork.data ? <ForkComposer agentId={agentId} conversationId={conversationId} /> : null}
     </section>
   );
 }

@@ -15,9 +15,7 @@ const ANSWERED: Record<EvalToolCall['answeredBy'], string> = {
   'dry-run': 'dry run',
   denied: 'denied by policy',
   'needs-approval': 'needs approval (not run)',
-  'guard-blocked': 'blocked by the guard',
   channel: 'by the channel',
-  'not-run': 'not run',
 };
 
 /**
