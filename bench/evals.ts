@@ -25,6 +25,7 @@ import { REPO_ROOT } from '../scripts/processes';
 import { startShopHttp } from '../test/support/mcp-shop';
 import { AGENT, eventsOf, sleep, submit, text } from './drive';
 import { fetchEvents, round } from './measure';
+import { replaceReportSection } from './report';
 
 const ROUNDS = Number(process.env.EVALS_ROUNDS ?? 3);
 const TURNS = Number(process.env.EVALS_TURNS ?? 100);
@@ -429,14 +430,7 @@ async function writeSection(r: Results): Promise<void> {
     ...where,
     END,
   ].join('\n');
-  const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');
-  const report = await readFile(file, 'utf8');
-  const start = report.indexOf(BEGIN);
-  const next =
-    start < 0
-      ? `${report.trimEnd()}\n\n${section}\n`
-      : `${report.slice(0, start)}${section}${report.slice(report.indexOf(END) + END.length)}`;
-  await writeFile(file, next);
+  await replaceReportSection({ begin: BEGIN, end: END }, section);
 }
 
 /** `--report`: the section written again from the last results (bench/evals-results.json), without a run. */

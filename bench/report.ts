@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { REPO_ROOT } from '../scripts/processes';
 import type { ActionsPer, PgPer } from './actions';
 import type { burstRun } from './burst';
 import type { sealedOverhead } from './sealed';
@@ -739,4 +740,16 @@ export async function writeReport(r: BenchResults, dir: string): Promise<void> {
     '',
   ];
   await writeFile(path.join(dir, 'REPORT.md'), lines.join('\n'));
+}
+
+/** A bench's own section of bench/REPORT.md, replaced in place between its markers (appended the first time). */
+export async function replaceReportSection(markers: { begin: string; end: string }, section: string): Promise<void> {
+  const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');
+  const report = await readFile(file, 'utf8');
+  const at = report.indexOf(markers.begin);
+  const next =
+    at < 0
+      ? `${report.trimEnd()}\n\n${section}\n`
+      : `${report.slice(0, at)}${section}${report.slice(report.indexOf(markers.end) + markers.end.length)}`;
+  await writeFile(file, next);
 }

@@ -26,6 +26,7 @@ import { startShopHttp } from '../test/support/mcp-shop';
 import pg from 'pg';
 import { AGENT, BENCH_QUEUE, eventsOf, submit } from './drive';
 import { fetchEvents, percentile, round } from './measure';
+import { replaceReportSection } from './report';
 
 const ROUNDS = Number(process.env.TOOLS_ROUNDS ?? 200);
 const GOAL_RATIO = 1.3;
@@ -287,14 +288,7 @@ async function writeSection(r: Results): Promise<void> {
       'design, with about ±0.04 between runs on this machine.',
     END,
   ].join('\n');
-  const file = path.join(REPO_ROOT, 'bench', 'REPORT.md');
-  const report = await readFile(file, 'utf8');
-  const at = report.indexOf(BEGIN);
-  const next =
-    at < 0
-      ? `${report.trimEnd()}\n\n${section}\n`
-      : `${report.slice(0, at)}${section}${report.slice(report.indexOf(END) + END.length)}`;
-  await writeFile(file, next);
+  await replaceReportSection({ begin: BEGIN, end: END }, section);
 }
 
 /** `--report`: the section written again from the last results (bench/tools-results.json), without a run. */
