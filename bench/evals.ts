@@ -360,7 +360,7 @@ function verdict(r: Results): string {
     `**Verdict: ${r.met ? 'met' : 'missed'}** (${r.medianRatio}× against ≤ ${r.goalRatio}×). A live turn took ` +
     `${m((x) => x.livePerTurnMs)} ms, a replayed one ${m((x) => x.replayPerTurnMs)} ms (medians over the rounds). ` +
     `Per replayed turn: runEvalTurn ran ${turnRun} ms (${play} ms of it the replay of the answers itself; the rest ` +
-    "around it: the case, its earlier turns and the agent's configuration read from PostgreSQL, the turn written), " +
+    'around it: the case with the configurations fixed at its start and its earlier turns read, the turn written), ' +
     `waited ${queue} ms for a worker, and ${between} ms passed between one ` +
     "turn's activity and the next (the case workflow's task that schedules it): the replay makes no model call, but " +
     'each of its turns is an ordinary activity with a workflow task between two of them.'
