@@ -88,8 +88,8 @@ export interface RecordedTurn {
   results: Record<string, ToolResultBlock>;
   /** Each model call's cost in USD, as the spend ledger holds it. */
   costsUsd: number[];
-  /** The model each call asked, as its record says. */
-  models: string[];
+  /** The model each call asked, as its record says (null where no record says). */
+  models: (string | null)[];
   outcome: string;
   reply: string | null;
   /** The tool servers' tools the turn was offered, as they were pinned to it. */

@@ -117,7 +117,7 @@ function caseTurnOf(k: KeptTurn): CaseTurn {
     answers,
     results,
     costsUsd: answers.map((_, i) => k.costs[transcriptOrigin.modelCall(k.turnId, i + 1)] ?? 0),
-    models: answers.map((_, i) => k.models[String(i + 1)] ?? ''),
+    models: answers.map((_, i) => k.models[String(i + 1)] ?? null),
     outcome: k.status,
     reply: k.status === 'replied' ? replyOf(answers) : null,
     serverTools: k.tools ?? [],
