@@ -21,6 +21,7 @@ import {
 } from '../domain/evals';
 import { evalCallKey, evalConversationKey, evalWorkflowId } from '../domain/ids';
 import { SA } from '../domain/search-attributes';
+import { containsNul, scrub } from '../domain/text';
 import { textOf } from '../domain/transcript';
 import { evalConfigs } from './eval-config';
 import { CaseError, takeCases, type RecordedSelection, type WrittenCase } from './eval-cases';
@@ -44,8 +45,11 @@ export async function startEval(
   pool: Pool,
   temporal: Client,
   taskQueue: string,
-  ask: EvalRequest & { agentId: string; actor: string },
+  asked: EvalRequest & { agentId: string; actor: string },
 ): Promise<db.EvalRow | undefined> {
+  // jsonb refuses NUL and lone surrogates: NUL is refused, a lone surrogate kept as U+FFFD, as Keel keeps outside text.
+  if (containsNul(asked)) throw new CaseError('an evaluation must not contain the NUL character (U+0000)', 400);
+  const ask = scrub(asked);
   const { agentId } = ask;
   if (!(await getAgent(pool, agentId))) return undefined;
   await candidateKnown(pool, agentId, ask.candidate);

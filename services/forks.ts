@@ -5,6 +5,7 @@ import { createFork, forkOf, setForkTools, type ForkRow } from '../db/forks';
 import { inTransaction, type Pool } from '../db/pool';
 import type { Candidate } from '../domain/evals';
 import { conversationWorkflowId, forkConversationId } from '../domain/ids';
+import { containsNul, scrub } from '../domain/text';
 import { CaseError } from './eval-cases';
 import { candidateKnown } from './evals';
 
@@ -26,8 +27,10 @@ export function forkView(agentId: string, f: ForkRow) {
  */
 export async function forkConversation(
   pool: Pool,
-  f: { agentId: string; conversationId: string; atTurn: number; candidate: Candidate; actor: string },
+  asked: { agentId: string; conversationId: string; atTurn: number; candidate: Candidate; actor: string },
 ) {
+  if (containsNul(asked.candidate)) throw new CaseError('a candidate must not contain the NUL character (U+0000)', 400);
+  const f = { ...asked, candidate: scrub(asked.candidate) };
   await candidateKnown(pool, f.agentId, f.candidate);
   const sourceKey = conversationWorkflowId(f.agentId, f.conversationId);
   const kept = await keptTurns(pool, sourceKey);
@@ -60,8 +63,10 @@ export async function forkConversation(
 /** Which of a fork's tools may have real effects; undefined when the conversation is not a fork. */
 export async function enableForkTools(
   pool: Pool,
-  f: { agentId: string; conversationId: string; tools: string[]; actor: string },
+  asked: { agentId: string; conversationId: string; tools: string[]; actor: string },
 ) {
+  if (containsNul(asked.tools)) throw new CaseError('a tool name must not contain the NUL character (U+0000)', 400);
+  const f = { ...asked, tools: scrub(asked.tools) };
   const key = conversationWorkflowId(f.agentId, f.conversationId);
   const row = await inTransaction(pool, async (db) => {
     const set = await setForkTools(db, key, f.tools);

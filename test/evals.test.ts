@@ -179,6 +179,20 @@ describe('replay: a recorded conversation against a candidate, with no model cal
     expect(written.body.error.message).toBe(
       'written cases have no recorded model answers to replay: run them in live-model mode',
     );
+    const nul = await keel.call<{ error: { message: string } }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'live-model',
+      written: [{ name: 'nul', messages: ['a\u0000b'] }],
+    });
+    expect(nul.status).toBe(400);
+    expect(nul.body.error.message).toBe('an evaluation must not contain the NUL character (U+0000)');
+    // A lone surrogate is kept as U+FFFD, as Keel keeps text from outside: the case is taken.
+    const lone = await keel.call<{ cases: { caseId: string }[] }>('POST', `/v1/agents/${agent}/evals`, {
+      mode: 'live-model',
+      suite: 'x\ud800',
+      written: [{ name: 'lone', messages: ['a\udc00b'] }],
+    });
+    expect(lone.status, lone.raw).toBe(202);
+    expect(lone.body.cases.map((c) => c.caseId)).toEqual(['lone']);
     const memory = await keel.call<{ error: { message: string } }>('POST', `/v1/agents/${agent}/evals`, {
       mode: 'replay',
       candidate: { memoryVersion: 99 },

@@ -332,12 +332,19 @@ export function evalRoutes(deps: { pool: Pool; temporal: Client; taskQueue: stri
           summary: "Which of a fork's tools have real effects (model-facing names); the others stay dry runs",
           params: ConversationParams,
           body: z.object({ tools: z.array(z.string().min(1).max(200)).max(200) }).strict(),
-          response: { 200: Fork, 404: ErrorResponse },
+          response: { 200: Fork, 400: ErrorResponse, 404: ErrorResponse },
         },
       },
       async (req) => {
         const { agentId, conversationId } = req.params;
-        const fork = await enableForkTools(pool, { agentId, conversationId, tools: req.body.tools, actor: req.actor });
+        const fork = await enableForkTools(pool, {
+          agentId,
+          conversationId,
+          tools: req.body.tools,
+          actor: req.actor,
+        }).catch((err: unknown) => {
+          throw caseError(err);
+        });
         if (!fork) throw notFound(`fork ${conversationId}`);
         return fork;
       },
