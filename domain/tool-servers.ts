@@ -57,6 +57,15 @@ export function isServerToolName(name: string): boolean {
   return name.includes(MODEL_NAME_SEPARATOR);
 }
 
+/** The server and tool of a model-facing name, when it is one Keel would give a server's tool (`<server>__<tool>`). */
+export function serverToolOf(modelName: string): { server: string; name: string } | undefined {
+  const at = modelName.indexOf(MODEL_NAME_SEPARATOR);
+  const server = modelName.slice(0, at);
+  const name = modelName.slice(at + MODEL_NAME_SEPARATOR.length);
+  const named = at > 0 && name !== '' && TOOL_SERVER_NAME.test(server) && modelToolName(server, name) === modelName;
+  return named ? { server, name } : undefined;
+}
+
 /**
  * The policy in force: a person's policy for the tool, else their default for the server, else the annotations'
  * default: read-only tools run at once, anything that may change the world waits for a person.

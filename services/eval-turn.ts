@@ -12,6 +12,7 @@ import {
   type EvalToolCall,
   type EvalTurnResult,
   type GuardFinding,
+  type RecordedToolResult,
   type RecordedTurn,
   type ToolAnswer,
 } from '../domain/evals';
@@ -21,7 +22,7 @@ import type { ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock } from '../
 import { checkReply, guardErrorForModel, type GuardVerdict } from '../domain/reply-guard';
 import { estimatedInputTokens, overrunMessage, overrunOf, priceOf, worstCaseUsd } from '../domain/spend';
 import { CHANNEL_TOOL_NAMES, TOOL } from '../domain/tool-names';
-import { isServerToolName, type PinnedTool } from '../domain/tool-servers';
+import { isServerToolName, serverToolOf, type PinnedTool } from '../domain/tool-servers';
 import { checkToolCalls } from '../domain/tools';
 import {
   replyResult,
@@ -121,6 +122,35 @@ function requestOf(config: AgentConfig, rows: readonly CaseRow[], serverTools: r
   });
 }
 
+/**
+ * A written case's `tools` stand in for servers the agent offers no tool of (none configured by that name, or
+ * disabled): each tool they answer is offered as such a server would list it, with the arguments its results name, so
+ * the case runs offline with no tool server configured. A server the agent offers tools of keeps its own listing and
+ * policies: a case adds no tool to it.
+ */
+function standInTools(results: readonly RecordedToolResult[], offered: readonly PinnedTool[]): PinnedTool[] {
+  const servers = new Set(offered.map((t) => t.server));
+  const tools = new Map<string, { server: string; name: string; args: Set<string> }>();
+  for (const r of results) {
+    const named = serverToolOf(r.tool);
+    if (!named || servers.has(named.server)) continue;
+    const tool = tools.get(r.tool) ?? { ...named, args: new Set<string>() };
+    for (const arg of Object.keys(r.arguments)) tool.args.add(arg);
+    tools.set(r.tool, tool);
+  }
+  return [...tools].map(([modelName, { server, name, args }]) => ({
+    name,
+    description: `${name} of ${server}, answered from the evaluation case's recorded results`,
+    // Argument names only: a recorded result says nothing of their types.
+    inputSchema: { type: 'object', properties: Object.fromEntries([...args].map((a) => [a, {}])) },
+    annotations: {},
+    modelName,
+    policy: 'auto',
+    server,
+    serverVersion: 0,
+  }));
+}
+
 type Answer = (TextBlock | ToolUseBlock)[];
 
 /** A turn of a case in progress: its rows, what it ended with, and what it found on the way. */
@@ -148,7 +178,11 @@ class EvalTurn {
     private readonly config: AgentConfig,
   ) {
     this.recorded = spec.turns[input.turn - 1]?.recorded;
-    const before = this.recorded?.serverTools ?? config.serverTools;
+    const before =
+      this.recorded?.serverTools ??
+      (spec.source === 'written'
+        ? [...config.serverTools, ...standInTools(spec.toolResults, config.serverTools)]
+        : config.serverTools);
     this.offered = { before, candidate: candidateTools(before, evaluation.candidate) };
     this.results = new Map(
       spec.toolResults.map((r) => [

@@ -11,7 +11,8 @@ import { startShopHttp, type ShopHttp } from './support/mcp-shop';
 
 /**
  * `npm run eval` as a team's CI runs it (issue 30): a suite of written YAML cases against a real Keel's API, with a
- * candidate file; it writes its reports and exits 1 when a case regresses, 0 when every case passes.
+ * candidate file; it writes its reports and exits 1 when a case regresses, 0 when every case passes. Run as
+ * `npm run eval`, the command the README gives.
  */
 const run = promisify(execFile);
 const REPO = path.resolve(__dirname, '..');
@@ -58,6 +59,17 @@ afterAll(async () => {
   await shop?.close();
 });
 
+/** `npm run eval -- <args>` against the test's Keel: its exit code, and what it printed (stdout, then stderr). */
+async function npmRunEval(args: string[]): Promise<{ code: number; stdout: string }> {
+  try {
+    const { stdout, stderr } = await run('npm', ['run', 'eval', '--', ...args, '--url', url], { cwd: REPO });
+    return { code: 0, stdout: stdout + stderr };
+  } catch (err) {
+    const failed = err as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout + failed.stderr };
+  }
+}
+
 async function evalCommand(
   candidate: unknown,
   out: string,
@@ -65,15 +77,7 @@ async function evalCommand(
 ): Promise<{ code: number; stdout: string }> {
   const file = path.join(suite, `candidate-${path.basename(out)}.json`);
   await writeFile(file, JSON.stringify(candidate));
-  const args = ['--import', 'tsx', 'scripts/eval.ts', '--suite', suite, '--candidate', file, '--url', url];
-  args.push('--out', out, ...more);
-  try {
-    const { stdout } = await run(process.execPath, args, { cwd: REPO });
-    return { code: 0, stdout };
-  } catch (err) {
-    const failed = err as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout + failed.stderr };
-  }
+  return npmRunEval(['--suite', suite, '--candidate', file, '--out', out, ...more]);
 }
 
 describe('npm run eval', () => {
@@ -124,4 +128,69 @@ describe('npm run eval', () => {
     expect(broke.stdout).toContain('0 of 2 cases passed; 1 regressed');
     expect(broke.code).toBe(1);
   }, 90_000);
+});
+
+/**
+ * The example suite this repository ships (evals/, as the README runs it; issue 50): offline, with the scripted model
+ * and no tool server configured, the passing candidate passes and the one that denies the order lookup regresses.
+ */
+describe('the shipped example suite', () => {
+  // An agent of its own (the suite names a1; the test database is shared) with no tool server, as after the README's
+  // first request.
+  const fresh = uniqueId('example');
+  const lines = (stdout: string) => stdout.split('\n');
+  beforeAll(async () => {
+    const first = await keel.post(fresh, 'c1', { text: 'hello' }, { wait: 30 });
+    expect(first.body.status).toBe('replied');
+    const servers = await keel.call<{ items: unknown[] }>('GET', `/v1/agents/${fresh}/tool-servers`);
+    expect(servers.body.items).toEqual([]);
+  }, 60_000);
+  const example = (candidate: string, out: string) =>
+    npmRunEval(['--suite', 'evals/', '--candidate', `evals/${candidate}`, '--agent', fresh, '--out', out]);
+
+  it('passes under evals/candidate.example.json, its tool call answered from the case', async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'keel-example-pass-'));
+    const { code, stdout } = await example('candidate.example.json', out);
+    expect(lines(stdout), stdout).toContain(`2 of 2 cases passed; 0 regressed (${out}/eval-report.md)`);
+    expect(code).toBe(0);
+    const report = JSON.parse(await readFile(path.join(out, 'eval-report.json'), 'utf8')) as { evalId: string };
+    const detail = await keel.call<{
+      turns: {
+        candidate: {
+          reply: string;
+          toolCalls: { name: string; arguments: unknown; answeredBy: string; isError: boolean }[];
+        };
+      }[];
+    }>('GET', `/v1/agents/${fresh}/evals/${report.evalId}/cases/order-status`);
+    expect(detail.body.turns.map((t) => t.candidate.reply)).toEqual([
+      'tool result: order A-1001: shipped on 2 May, arriving 6 May',
+    ]);
+    expect(detail.body.turns[0]?.candidate.toolCalls).toEqual([
+      { name: 'shop__lookup_order', arguments: { orderId: 'A-1001' }, answeredBy: 'recording', isError: false },
+    ]);
+  }, 60_000);
+
+  it('regresses under evals/candidate.deny-lookup.json, and exits 1', async () => {
+    const out = await mkdtemp(path.join(os.tmpdir(), 'keel-example-deny-'));
+    const { code, stdout } = await example('candidate.deny-lookup.json', out);
+    expect(lines(stdout), stdout).toContain(`1 of 2 cases passed; 1 regressed (${out}/eval-report.md)`);
+    expect(code).toBe(1);
+    expect(await readFile(path.join(out, 'eval-report.md'), 'utf8')).toContain(
+      '| order-status | failed (regressed) | — | ',
+    );
+    const report = JSON.parse(await readFile(path.join(out, 'eval-report.json'), 'utf8')) as {
+      cases: { caseId: string; status: string; reasons: string[] }[];
+    };
+    expect(report.cases.map((c) => [c.caseId, c.status, c.reasons])).toEqual([
+      ['greeting', 'passed', []],
+      [
+        'order-status',
+        'failed',
+        [
+          'no reply of any turn contains "shipped on 2 May"',
+          'shop__lookup_order was not called with {"orderId":"A-1001"}',
+        ],
+      ],
+    ]);
+  }, 60_000);
 });
