@@ -2,11 +2,11 @@ import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { openSync } from 'node:fs';
 import path from 'node:path';
 import { migrate } from '../db/migrate';
-import type { WorkerDeployment } from '../domain/config';
+import { loadConfig, type WorkerDeployment } from '../domain/config';
 import { withLoopback } from '../domain/egress';
 import type { DataConverter } from '@temporalio/common';
 import { payloadEncryptionOfEnv } from '../services/payload-encryption';
-import { newSecretKey } from '../services/secrets';
+import { devKey } from './dev-keys';
 import { ensureGoTool } from './go-tools';
 import { freePort, freePortBlock, portOpen } from './ports';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
@@ -34,7 +34,7 @@ import {
 export interface ClusterOptions {
   workers: number;
   apis: number;
-  /** Where the embedded PostgreSQL keeps its data (unless databaseUrl is given). */
+  /** Where the embedded PostgreSQL keeps its data (unless databaseUrl is given), and the stack its development keys. */
   dataDir: string;
   temporal: TemporalServerPorts;
   /** The first API's port; the next ones follow. */
@@ -48,7 +48,7 @@ export interface ClusterOptions {
   taskQueue?: string;
   /** Run the workers as this Worker Deployment version (the first build makes itself current: docs/deploy.md). */
   deployment?: WorkerDeployment;
-  /** More environment for Keel's workers and APIs. */
+  /** More environment for Keel's workers and APIs (KEEL_SECRETS_KEY and KEEL_PAYLOAD_KEYS given here win). */
   env?: Record<string, string>;
   /** Where every process's output goes (appended); the terminal otherwise. */
   logFile?: string;
@@ -68,6 +68,8 @@ export interface ClusterStack {
   taskQueue: string;
   /** The payload codecs of the stack's workers and APIs, for a client of its caller's. */
   dataConverter: DataConverter;
+  /** Where the keys every worker and API has come from: a setting's name or a file; no payload key when clear. */
+  keys: { secrets: string; payloads?: string };
   workers(): ChildProcess[];
   apiProcesses(): ChildProcess[];
   /** The Temporal server's process (a new one after restartTemporal). */
@@ -120,6 +122,30 @@ export async function freeClusterPorts(apis: number): Promise<Pick<ClusterOption
   }
 }
 
+/**
+ * The stack's keys for secrets at rest and for Temporal's payloads, as npm start has them: the caller's (its env,
+ * then the environment), else development keys made into the data folder, so a restart on the same data reads what
+ * was sealed, and a throwaway folder takes its keys with it. Without a secrets key every webhook secret and tool
+ * server header would be refused (issue 50).
+ */
+function stackKeys(
+  o: Pick<ClusterOptions, 'dataDir' | 'env'>,
+  log: (line: string) => void,
+): { env: Record<string, string>; where: ClusterStack['keys'] } {
+  const given = loadConfig({ ...process.env, ...o.env });
+  const keyOf = (value: string | undefined, setting: string, file: string, what: string) =>
+    value ? { key: value, where: setting } : devKey(o.dataDir, file, setting, what, log);
+  const secrets = keyOf(given.secretsKey, 'KEEL_SECRETS_KEY', 'secrets.key', 'secrets at rest');
+  const payloads =
+    given.payloads.encryption === 'off'
+      ? undefined
+      : keyOf(given.payloads.keys, 'KEEL_PAYLOAD_KEYS', 'payloads.key', "Temporal's payloads");
+  return {
+    env: { KEEL_SECRETS_KEY: secrets.key, ...(payloads ? { KEEL_PAYLOAD_KEYS: payloads.key } : {}) },
+    where: { secrets: secrets.where, ...(payloads ? { payloads: payloads.where } : {}) },
+  };
+}
+
 export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack> {
   const log = o.log ?? ((line: string) => console.log(line));
   const stdio: StdioOptions = o.logFile ? ['ignore', openSync(o.logFile, 'a'), openSync(o.logFile, 'a')] : 'inherit';
@@ -127,6 +153,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
   const taskQueue = o.taskQueue ?? 'keel';
   const serverBinary = ensureGoTool(TEMPORAL_SERVER, log);
   const sqlTool = path.join(path.dirname(serverBinary), TEMPORAL_SQL_TOOL);
+  const keys = stackKeys(o, log);
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
@@ -178,8 +205,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       KEEL_TASK_QUEUE: taskQueue,
       // As npm start: local receivers and fakes listen on loopback, allowed explicitly.
       KEEL_EGRESS_ALLOW: withLoopback(process.env.KEEL_EGRESS_ALLOW),
-      // Payloads sealed, as in production: with a key of this stack's own unless the caller gave one.
-      KEEL_PAYLOAD_KEYS: process.env.KEEL_PAYLOAD_KEYS ?? newSecretKey('cluster'),
+      ...keys.env,
       // The codec server lets a browser call it from the UI's origin alone.
       ...('url' in ui && !process.env.KEEL_TEMPORAL_UI_URL ? { KEEL_TEMPORAL_UI_URL: ui.url } : {}),
       ...(o.deployment ? { KEEL_BUILD_ID: o.deployment.buildId, KEEL_DEPLOYMENT_NAME: o.deployment.name } : {}),
@@ -219,6 +245,7 @@ export async function startClusterStack(o: ClusterOptions): Promise<ClusterStack
       temporalAddress: server.address,
       databaseUrl,
       dataConverter: payloadEncryptionOfEnv(env, 'cluster').dataConverter,
+      keys: keys.where,
       apis,
       ui,
       postgres: () => pg,

@@ -2,7 +2,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../domain/config';
 import { describeEgress, parseEgressAllow, withLoopback } from '../domain/egress';
-import { devKey } from './dev-keys';
 import { startClusterStack } from './cluster-stack';
 import { Supervisor } from './supervisor';
 import { defaultTemporalServerPorts, TEMPORAL_SERVER_VERSION } from './temporal-server';
@@ -34,16 +33,11 @@ async function main(): Promise<void> {
   try {
     const temporalPort = Number(config.temporal.address.split(':').pop() ?? 7233);
     const dataDir = path.join(path.resolve(config.dataDir), 'cluster');
-    // Its histories outlive a restart: their key is kept in the data folder, as npm start keeps its own.
-    const payloads = config.payloads.keys
-      ? { key: config.payloads.keys, where: 'KEEL_PAYLOAD_KEYS' }
-      : devKey(dataDir, 'payloads.key', 'KEEL_PAYLOAD_KEYS', "Temporal's payloads");
-    const sealed = config.payloads.encryption !== 'off';
+    // Its secrets and histories outlive a restart: the stack keeps their keys in the data folder, as npm start does.
     const cluster = await startClusterStack({
       workers,
       apis,
       dataDir,
-      env: sealed ? { KEEL_PAYLOAD_KEYS: payloads.key } : {},
       temporal: defaultTemporalServerPorts(temporalPort),
       apiPort: config.api.port,
       uiPort: temporalPort + 1000,
@@ -58,6 +52,7 @@ async function main(): Promise<void> {
     cluster.apiProcesses().forEach((a, i) => supervisor.watch(a, `API ${i + 1}`));
     if ('process' in cluster.ui) supervisor.watch(cluster.ui.process, 'the Web UI');
     const pg = cluster.postgres();
+    const payloads = cluster.keys.payloads;
     const ui = 'url' in cluster.ui ? cluster.ui.url : `not running: ${cluster.ui.unavailable}`;
     console.log(
       [
@@ -67,7 +62,8 @@ async function main(): Promise<void> {
         ...cluster.apis.map((api, i) => `  API ${i + 1}        ${api}/v1   (OpenAPI ${api}/docs)`),
         `  Temporal     ${cluster.temporalAddress} (namespace ${cluster.namespace})`,
         `  Temporal UI  ${ui}`,
-        `  Payloads     ${sealed ? `sealed with the key in ${payloads.where}` : 'clear (encryption off)'}; ` +
+        `  Secrets      sealed with the key in ${cluster.keys.secrets}`,
+        `  Payloads     ${payloads ? `sealed with the key in ${payloads}` : 'clear (encryption off)'}; ` +
           `the UI decodes through ${cluster.apis[0]}/codec`,
         `  PostgreSQL   ${pg ? `embedded, ${pg.dataDir}` : 'DATABASE_URL'} ` +
           '(Keel: keel; Temporal: temporal, temporal_visibility)',

@@ -15,10 +15,16 @@ import { author, CONTACT_ADA, finished, routineApiAt, type RoutineApi } from '..
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 /**
- * Deploying a new Keel while agents run, on a real Temporal server v1.29.1 on PostgreSQL: build A runs a
- * conversation, a delegate and a routine run waiting for approval; build B, whose conversation, delegate and routine
- * run would not replay A's histories, becomes current. What was in flight finishes on A, new work (and a conversation
- * after its idle close) runs on B, and no history has a failed workflow task.
+ * Keel's production topology, one cluster for the whole file (it is slow to start), on a real Temporal server v1.29.1
+ * on PostgreSQL.
+ *
+ * Secrets at rest first: the cluster has a key for them, as npm start has, so a signed webhook and a job with a signed
+ * delivery are taken and delivered signed (issue 50: the cluster refused every secret, and nothing ran one there).
+ *
+ * Then deploying a new Keel while agents run: build A runs a conversation, a delegate and a routine run waiting for
+ * approval; build B, whose conversation, delegate and routine run would not replay A's histories, becomes current.
+ * What was in flight finishes on A, new work (and a conversation after its idle close) runs on B, and no history has
+ * a failed workflow task.
  */
 const IDLE_MS = 8_000;
 const DEPLOYMENT = 'keel';
@@ -109,6 +115,51 @@ async function runsOf(workflowId: string) {
     })),
   );
 }
+
+// First, on build A alone: the deploy below leaves build B current, with its worker stopped.
+describe('secrets on the cluster', () => {
+  // The issue's reproduction's secret; the job's is another, so each receiver verifies with its own.
+  const MESSAGE_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const JOB_SECRET = 'whsec_2p2Jm7aQ0cYVtH5Zk3uQWf1bXo9Rl4sN';
+
+  it('a message and a job with a webhook secret are accepted; each delivery is signed and verifies', async () => {
+    const a = uniqueId('sec');
+    const toMessage = await startWebhookReceiver({ secret: MESSAGE_SECRET, rejectUnverified: true });
+    const toJob = await startWebhookReceiver({ secret: JOB_SECRET, rejectUnverified: true });
+    try {
+      const sent = await r.call('POST', `/v1/agents/${a}/conversations/sec/messages`, {
+        text: 'signed',
+        delivery: { channel: 'webhook', url: toMessage.url, secret: MESSAGE_SECRET },
+      });
+      expect(sent, JSON.stringify(sent.body)).toMatchObject({ status: 202 });
+      expect(JSON.stringify(sent.body)).not.toContain(MESSAGE_SECRET);
+
+      // A one-shot due soon, but after its Schedule exists even on a busy machine: it fires from the cluster server's
+      // Schedule, as a job in production does.
+      const job = await r.call('POST', `/v1/agents/${a}/jobs`, {
+        name: 'signed report',
+        schedule: { kind: 'at', at: new Date(Date.now() + 10_000).toISOString() },
+        task: 'report',
+        delivery: { channel: 'webhook', url: toJob.url, secret: JOB_SECRET },
+      });
+      expect(job, JSON.stringify(job.body)).toMatchObject({ status: 201 });
+      expect(JSON.stringify(job.body)).not.toContain(JOB_SECRET);
+
+      await toMessage.waitFor((got) => got.length >= 1, 60_000);
+      await toJob.waitFor((got) => got.length >= 1, 90_000);
+      const seen = (hook: WebhookReceiver) =>
+        hook.received.map((x) => ({
+          status: x.status,
+          validSignature: x.validSignature,
+          text: (x.body as { text?: string } | undefined)?.text,
+        }));
+      expect(seen(toMessage)).toEqual([{ status: 200, validSignature: true, text: 'echo: signed' }]);
+      expect(seen(toJob)).toEqual([{ status: 200, validSignature: true, text: 'echo: report' }]);
+    } finally {
+      await Promise.all([toMessage.close(), toJob.close()]);
+    }
+  });
+});
 
 describe('a deploy while agents run (Worker Deployment versioning)', () => {
   it('in-flight work finishes on build A, new work runs on build B, no non-determinism', async () => {
