@@ -5,7 +5,7 @@ import { Connection } from '@temporalio/client';
 import { parse } from 'yaml';
 import { ALL_SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { exitedEarly, REPO_ROOT, spawnKeepingTail, stopProcess } from './processes';
-import { ensureTemporalCli } from './temporal-cli';
+import { ensureTemporalCli, type TemporalCli } from './temporal-cli';
 
 export interface DevServerOptions {
   port: number;
@@ -27,6 +27,8 @@ export interface DevServerOptions {
 export interface DevServer {
   address: string;
   process: ChildProcess;
+  /** The CLI it runs, and which way Keel got it (npm start's banner says). */
+  cli: TemporalCli;
   stop(): Promise<void>;
 }
 
@@ -90,9 +92,9 @@ export function dynamicConfigArgs(file: string): string[] {
 }
 
 export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
-  const cli = ensureTemporalCli();
+  const cli = await ensureTemporalCli();
   if (o.dbFile) mkdirSync(path.dirname(o.dbFile), { recursive: true });
-  const { child, tail } = spawnKeepingTail(cli, devServerArgs(o), { stdio: o.stdio ?? 'inherit' });
+  const { child, tail } = spawnKeepingTail(cli.path, devServerArgs(o), { stdio: o.stdio ?? 'inherit' });
   const address = `127.0.0.1:${o.port}`;
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code, signal) => reject(exitedEarly('the Temporal dev server', code, signal, tail))),
@@ -105,7 +107,7 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServer> {
     await stop(); // never leave a half-started server behind
     throw err;
   }
-  return { address, process: child, stop };
+  return { address, process: child, cli, stop };
 }
 
 /** Resolves once the frontend answers and the namespace exists (`null`: the frontend alone, before any namespace). */

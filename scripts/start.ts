@@ -4,6 +4,7 @@ import { isLoopbackHost, loadConfig } from '../domain/config';
 import { describeEgress, parseEgressAllow, withLoopback } from '../domain/egress';
 import { ensureConsoleBuilt } from './console-build';
 import { startDevServer, waitForTemporal, type DevServer } from './dev-server';
+import { describeTemporalCli } from './temporal-cli';
 import { startPostgresProcess, type PostgresProcess } from './postgres-process';
 import { freePort } from './ports';
 import { REPO_ROOT, spawnTs, spawnWorker, stopProcess } from './processes';
@@ -110,6 +111,7 @@ async function main(): Promise<void> {
         `  OpenAPI      ${api}/docs`,
         `  Console      ${api}/console/`,
         `  Temporal UI  ${uiUrl}`,
+        `  Temporal CLI ${temporal ? describeTemporalCli(temporal.cli) : `not used (Temporal at ${address} answered)`}`,
         `  PostgreSQL   ${pg ? describeEmbeddedPg(pg) : 'DATABASE_URL'}`,
         `  Egress       ${describeEgress(parseEgressAllow(egressAllow))} — loopback allowed by npm start`,
         `  Secrets      sealed with the key in ${secrets.where}`,

@@ -10,7 +10,6 @@ import { payloadEncryption } from '../services/payload-encryption';
 import { fetchHistory, historyJson } from '../services/run-history';
 import { startDevServer, type DevServer } from '../scripts/dev-server';
 import { freePort } from '../scripts/ports';
-import { ensureTemporalCli } from '../scripts/temporal-cli';
 import { startTestKeel, uniqueId, type TestKeel } from './support/keel';
 
 const run = promisify(execFile);
@@ -47,7 +46,7 @@ const sealedKeel = (keys: string, o: { taskQueue?: string; conversationIdleMs?: 
 async function show(workflowId: string, codec?: { endpoint: string; auth: string }): Promise<string> {
   const args = ['workflow', 'show', '--address', temporal.address, '-w', workflowId, '-o', 'json'];
   if (codec) args.push('--codec-endpoint', codec.endpoint, '--codec-auth', codec.auth);
-  const { stdout } = await run(ensureTemporalCli(), args, { maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run(temporal.cli.path, args, { maxBuffer: 64 * 1024 * 1024 });
   return stdout;
 }
 

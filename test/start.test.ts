@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../scripts/processes';
 import { freePort, portOpen } from '../scripts/ports';
 import { eventually } from './support/keel';
+import { describeTemporalCli, ensureTemporalCli } from '../scripts/temporal-cli';
 
 describe('npm start', () => {
   it('starts Temporal, PostgreSQL, worker and API at once; the README request answers; Ctrl-C stops all', async () => {
@@ -67,6 +68,8 @@ describe('npm start', () => {
         expect(pgLine).toContain(`embedded, ${dataDir}/postgres`);
       }
       expect(output.join('\n')).toContain(`http://127.0.0.1:${temporalPort + 1000}`);
+      // Which CLI runs the dev server, and which way Keel got it (here: the one this test run found already).
+      expect(output).toContain(`  Temporal CLI ${describeTemporalCli(await ensureTemporalCli())}`);
       // The banner is the last thing printed while starting: nothing after its last line until a request comes.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const bannerEnd = output.indexOf('Ctrl-C stops everything.');
