@@ -76,12 +76,12 @@ describe('agents in the console', () => {
     const option = page.getByRole('option', { name: bob });
     await option.click();
     await expect.poll(() => field.inputValue()).toBe(bob);
-    await expect.poll(() => row(bob).getByRole('button').getAttribute('aria-current')).toBe('true');
+    await expect.poll(() => row(bob).getByRole('link').getAttribute('aria-current')).toBe('true');
 
-    // Choosing in the list goes to the agent's conversations.
-    await row(ada).getByRole('button', { name: ada }).click();
+    // Each agent of the list links to its conversations, and choosing it there makes it the agent.
+    await row(ada).getByRole('link', { name: ada }).click();
     await page.getByRole('heading', { name: 'Conversations', exact: true }).waitFor();
-    expect(page.url()).toMatch(/#\/conversations$/);
+    expect(page.url()).toBe(`${base}/console/#/agents/${ada}/conversations`);
     await expect.poll(() => field.inputValue()).toBe(ada);
     const link = (c: string) => page.getByRole('link', { name: c });
     await link(kept).waitFor({ timeout: 15_000 });

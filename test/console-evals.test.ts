@@ -147,7 +147,7 @@ describe('evaluations and forks in the console', () => {
     // The evaluation's suite: its one case passed, nothing changed, no divergence.
     await evalRow.getByRole('link', { name: evalId.slice(0, 8) }).click();
     await page.getByRole('heading', { name: `Evaluation ${evalId.slice(0, 8)}` }).waitFor();
-    expect(page.url()).toMatch(new RegExp(`#/evals/${evalId}$`));
+    expect(page.url()).toBe(`${base}/console/#/agents/${agent}/evals/${evalId}`);
     const caseRow = page.getByRole('region', { name: 'Cases table' }).getByRole('row').filter({ hasText: caseId });
     await caseRow.waitFor();
     expect(await caseRow.getByRole('cell').allTextContents()).toEqual([
@@ -178,8 +178,10 @@ describe('evaluations and forks in the console', () => {
     // The conversation: a "Fork from here" on each of its three turns; turn 2's makes a fork and opens it. It is no
     // fork (its fork read answers 404): no composer, an operator never writes into a person's conversation.
     const forkRead = page.waitForResponse((r) => r.url().endsWith(`/conversations/${conversation}/fork`));
+    // An old address (no agent in it), opened in this tab, is said again with the tab's agent.
     await page.goto(`${base}/console/#/conversations/${conversation}`);
     await page.getByRole('heading', { name: `Conversation ${conversation}` }).waitFor();
+    await expect.poll(() => page.url()).toBe(`${base}/console/#/agents/${agent}/conversations/${conversation}`);
     expect((await forkRead).status()).toBe(404);
     const forkButtons = page.getByRole('button', { name: /^Fork from here/ });
     await expect.poll(() => forkButtons.count(), { timeout: 15_000 }).toBe(3);
@@ -189,8 +191,9 @@ describe('evaluations and forks in the console', () => {
       messages.flatMap((text) => [text, `echo: ${text}`, NO_CHANNEL]),
     );
     await page.getByRole('button', { name: 'Fork from here, at turn 2' }).click();
-    await page.waitForURL(/#\/conversations\/fork-/);
-    const forkId = decodeURIComponent(page.url().split('#/conversations/')[1]!);
+    const forks = `${base}/console/#/agents/${agent}/conversations/`;
+    await page.waitForURL((url) => url.href.startsWith(`${forks}fork-`));
+    const forkId = decodeURIComponent(page.url().slice(forks.length));
     await page.getByRole('heading', { name: `Conversation ${forkId}` }).waitFor();
     const banner = page.locator('.fork-banner');
     await expect

@@ -1,12 +1,12 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { api, ApiError, setUnauthorizedHandler } from './api';
 import { AgentPicker } from './agent-picker';
 import { useConsoleConfig } from './console-config';
 import { ConsoleNav } from './console-nav';
 import { CurrentView } from './current-view';
 import { FailingRunsWarning } from './failing-runs';
-import { href, useRoute, type Landing } from './routes';
+import { go, href, listOf, useRoute, type Landing, type Route } from './routes';
 import { readAgent, readToken, saveAgent, saveToken } from './session';
 import { SignIn } from './sign-in';
 import { ViewBoundary } from './view-boundary';
@@ -31,10 +31,18 @@ export function App() {
   const [auth, setAuth] = useState<Auth>({ state: 'checking' });
   const signedIn = useRef(false);
   signedIn.current = auth.state === 'signed-in';
-  const [agentId, setAgentId] = useState(readAgent);
+  // The agent this tab looks at (sessionStorage), for the places of every agent and the old addresses.
+  const [tabAgent, setTabAgent] = useState(readAgent);
   // Decided once, as the page opens: choosing an agent later does not move the person away from the view they see.
-  const [landing] = useState<Landing>(() => (readAgent() ? 'approvals' : 'agents'));
-  const route = useRoute(landing);
+  const [landing] = useState<Landing>(() => (readAgent() ? 'inbox' : 'agents'));
+  const addressed = useRoute(landing);
+  // An old address names no agent: the tab's is the place's, and the address is said again with it (below).
+  const named = !('agentId' in addressed) || addressed.agentId !== '';
+  const route = useMemo<Route>(
+    () => ('agentId' in addressed && !addressed.agentId ? { ...addressed, agentId: tabAgent } : addressed),
+    [addressed, tabAgent],
+  );
+  const agentId = 'agentId' in route ? route.agentId : tabAgent;
   const config = useConsoleConfig();
   const queryClient = useQueryClient();
   const heading = useRef<HTMLHeadingElement>(null);
@@ -56,7 +64,21 @@ export function App() {
     });
   }, [queryClient]);
 
-  // A new place takes the focus to its heading, so keyboard and screen reader users start there.
+  // The agent an address names becomes the tab's: Agent shows it, and the places of every agent keep it.
+  useEffect(() => {
+    if (agentId === tabAgent) return;
+    saveAgent(agentId);
+    setTabAgent(agentId);
+  }, [agentId, tabAgent]);
+
+  // An old address, or one said otherwise (an agent alone, an id not encoded), becomes the place's address, in place.
+  useEffect(() => {
+    if ('agentId' in route && route.agentId) go(route, 'replace');
+  }, [route]);
+
+  // A new place takes the focus to its heading, so keyboard and screen reader users start there. The same place of
+  // another agent (an address said again, an agent chosen in Agent) leaves the focus where it is.
+  const place = href('agentId' in route ? { ...route, agentId: '' } : route);
   const firstRoute = useRef(true);
   useEffect(() => {
     if (firstRoute.current) {
@@ -64,7 +86,7 @@ export function App() {
       return;
     }
     heading.current?.focus();
-  }, [route]);
+  }, [place]);
 
   const signIn = useCallback(async (token: string) => {
     saveToken(token || null);
@@ -82,7 +104,10 @@ export function App() {
   };
   const chooseAgent = (next: string) => {
     saveAgent(next);
-    setAgentId(next);
+    setTabAgent(next);
+    // The address follows: an old one takes the agent as it is; another agent's conversation or evaluation is not
+    // this one's, so its list opens. The places of every agent stay.
+    if ('agentId' in route) go({ ...(named ? listOf(route) : route), agentId: next });
   };
 
   return (
@@ -100,17 +125,11 @@ export function App() {
       </header>
       {auth.state === 'signed-in' ? (
         <div className="layout">
-          <ConsoleNav route={route} />
+          <ConsoleNav route={route} agentId={agentId} />
           <main className="content">
             <FailingRunsWarning agentId={agentId} config={config} />
             <ViewBoundary resetKey={`${href(route)}\n${agentId}`}>
-              <CurrentView
-                route={route}
-                agentId={agentId}
-                config={config}
-                headingRef={heading}
-                onChooseAgent={chooseAgent}
-              />
+              <CurrentView route={route} agentId={agentId} config={config} headingRef={heading} />
             </ViewBoundary>
           </main>
         </div>

@@ -14,17 +14,18 @@ import { MemoryView } from './views/memory';
 import { ToolsView } from './views/tools';
 import { UsageView } from './views/usage';
 
-/** The view a route names; the agents' list chooses the agent with `onChooseAgent`. */
-export function CurrentView({
-  route,
-  onChooseAgent,
-  ...props
-}: ViewProps & { route: Route; onChooseAgent: (agentId: string) => void }) {
+/**
+ * The view a route names, for `agentId`: the route's agent, or the tab's in the places of every agent. A conversation
+ * or an evaluation with no agent chosen shows its list, which asks for one.
+ */
+export function CurrentView({ route, ...props }: ViewProps & { route: Route }) {
   switch (route.view) {
     case 'agents':
-      return <AgentsView {...props} onChoose={onChooseAgent} />;
+      return <AgentsView {...props} />;
+    case 'inbox':
+      return <ApprovalsView {...props} everyAgent />;
     case 'approvals':
-      return <ApprovalsView {...props} />;
+      return <ApprovalsView {...props} everyAgent={false} />;
     case 'audit':
       return <AuditView {...props} />;
     case 'conversations':

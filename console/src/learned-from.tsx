@@ -1,7 +1,7 @@
 import { href } from './routes';
 
-/** The conversations a memory change was learned from, each a link to its transcript. */
-export function LearnedFrom({ conversationIds }: { conversationIds: readonly string[] }) {
+/** The conversations of the agent's a memory change was learned from, each a link to its transcript. */
+export function LearnedFrom({ agentId, conversationIds }: { agentId: string; conversationIds: readonly string[] }) {
   if (conversationIds.length === 0) return null;
   return (
     <p className="learned">
@@ -9,7 +9,7 @@ export function LearnedFrom({ conversationIds }: { conversationIds: readonly str
       {conversationIds.map((c, i) => (
         <span key={c}>
           {i > 0 ? ', ' : ''}
-          <a href={href({ view: 'conversation', conversationId: c })}>{c}</a>
+          <a href={href({ view: 'conversation', agentId, conversationId: c })}>{c}</a>
         </span>
       ))}
     </p>

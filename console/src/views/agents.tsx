@@ -13,19 +13,15 @@ import { ViewHead } from '../view-head';
 
 /**
  * Where the console opens: every agent the token may see, by id, searched by id or name, with what each holds and
- * waits for. Choosing one shows its conversations.
+ * waits for. Each links to its conversations, which makes it the agent chosen.
  */
-export function AgentsView({ agentId, headingRef, onChoose }: ViewProps & { onChoose: (agentId: string) => void }) {
+export function AgentsView({ agentId, headingRef }: ViewProps) {
   const approvalsId = useId();
   const [typed, setTyped] = useState('');
   const q = useDebounced(typed.trim());
   const list = useInfiniteQuery(agentsQuery(q));
   const items = list.data ?? [];
   const waiting = items.reduce((sum, a) => sum + a.waitingApprovals, 0);
-  const choose = (next: string) => {
-    onChoose(next);
-    window.location.hash = href({ view: 'conversations' });
-  };
 
   return (
     <section aria-labelledby="view-heading">
@@ -41,7 +37,7 @@ export function AgentsView({ agentId, headingRef, onChoose }: ViewProps & { onCh
           {list.isSuccess
             ? `${waiting === 0 ? 'Nothing' : waiting} waiting for a decision among the agents listed. `
             : null}
-          <a href={href({ view: 'approvals' })}>Open the approvals inbox</a>
+          <a href={href({ view: 'inbox' })}>Open the approvals inbox</a>
         </p>
       </section>
       <SearchBox label="Search agents" placeholder="id or name contains…" value={typed} onChange={setTyped} />
@@ -70,14 +66,13 @@ export function AgentsView({ agentId, headingRef, onChoose }: ViewProps & { onCh
               {items.map((a) => (
                 <tr key={a.agentId}>
                   <td>
-                    <button
-                      type="button"
-                      className="link-button"
+                    <a
+                      href={href({ view: 'conversations', agentId: a.agentId })}
+                      className="agent-link"
                       aria-current={a.agentId === agentId ? 'true' : undefined}
-                      onClick={() => choose(a.agentId)}
                     >
                       {a.agentId}
-                    </button>
+                    </a>
                   </td>
                   <td className="text">{a.name}</td>
                   <td>{a.model ?? 'default'}</td>

@@ -194,7 +194,7 @@ function ProposalDetails({ item }: { item: ProposalApproval }) {
         <FileDiff key={f.path} path={f.path} before={f.before} after={f.after} />
       ))}
       <ProposalChecks checks={item.checks} />
-      <LearnedFrom conversationIds={item.conversationIds} />
+      <LearnedFrom agentId={item.agentId} conversationIds={item.conversationIds} />
     </>
   );
 }

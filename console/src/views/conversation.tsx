@@ -53,7 +53,7 @@ export function ConversationDetail({
         <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
           Conversation {conversationId}
         </h2>
-        <a href={href({ view: 'conversations' })}>Back to the list</a>
+        <a href={href({ view: 'conversations', agentId })}>Back to the list</a>
       </div>
       <p className="meta">
         <span>

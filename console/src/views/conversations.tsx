@@ -57,7 +57,10 @@ export function ConversationsView({ agentId, headingRef }: ViewProps) {
           <ul className="rows">
             {items.map((c) => (
               <li key={c.conversationId} className="row">
-                <a className="row-title" href={href({ view: 'conversation', conversationId: c.conversationId })}>
+                <a
+                  className="row-title"
+                  href={href({ view: 'conversation', agentId, conversationId: c.conversationId })}
+                >
                   {c.conversationId}
                 </a>
                 <span className="meta">

@@ -50,7 +50,7 @@ export function DelegateItem({ agentId, delegate }: { agentId: string; delegate:
         <div>
           <dt>Conversation</dt>
           <dd>
-            <a href={href({ view: 'conversation', conversationId: d.conversationId })}>{d.conversationId}</a>
+            <a href={href({ view: 'conversation', agentId, conversationId: d.conversationId })}>{d.conversationId}</a>
           </dd>
         </div>
         {d.taskNumber !== undefined ? (

@@ -33,7 +33,7 @@ export function EvalCaseView({ agentId, evalId, caseId, headingRef }: ViewProps 
         <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
           Case {caseId}
         </h2>
-        <a href={href({ view: 'eval', evalId })}>Back to the evaluation</a>
+        <a href={href({ view: 'eval', agentId, evalId })}>Back to the evaluation</a>
       </div>
       <ErrorAlert error={found.error} />
       {found.isLoading ? <p className="muted">Loading…</p> : null}

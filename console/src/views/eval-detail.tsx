@@ -21,7 +21,7 @@ export function EvalDetail({ agentId, evalId, headingRef }: ViewProps & { evalId
         <h2 id="view-heading" ref={headingRef} tabIndex={-1}>
           Evaluation <span title={evalId}>{evalId.slice(0, 8)}</span>
         </h2>
-        <a href={href({ view: 'evals' })}>Back to the evaluations</a>
+        <a href={href({ view: 'evals', agentId })}>Back to the evaluations</a>
       </div>
       <ErrorAlert error={evaluation.error} />
       {evaluation.isLoading ? <p className="muted">Loading…</p> : null}
@@ -30,8 +30,8 @@ export function EvalDetail({ agentId, evalId, headingRef }: ViewProps & { evalId
           <EvalFacts evaluation={e} />
           {e.cases.length === 0 ? <p className="notice">This evaluation has no case.</p> : null}
           {e.cases.length ? (
-            <TableWrap label="Cases table">
-              <table>
+            <TableWrap label="Cases table" keepFirstColumn>
+              <table className="cases">
                 <thead>
                   <tr>
                     <th scope="col">Case</th>
@@ -48,7 +48,7 @@ export function EvalDetail({ agentId, evalId, headingRef }: ViewProps & { evalId
                 </thead>
                 <tbody>
                   {e.cases.map((c) => (
-                    <CaseRow key={c.caseId} evalId={evalId} c={c} />
+                    <CaseRow key={c.caseId} agentId={agentId} evalId={evalId} c={c} />
                   ))}
                 </tbody>
               </table>
@@ -110,22 +110,27 @@ function toolCallDiff(r: EvalCaseResult): string[] {
   );
 }
 
-function CaseRow({ evalId, c }: { evalId: string; c: EvalCase }) {
+function CaseRow({ agentId, evalId, c }: { agentId: string; evalId: string; c: EvalCase }) {
   const r = c.result;
   return (
     <tr>
       <th scope="row">
-        <a href={href({ view: 'eval-case', evalId, caseId: c.caseId })}>{c.caseId}</a>
+        <a href={href({ view: 'eval-case', agentId, evalId, caseId: c.caseId })}>{c.caseId}</a>
       </th>
       <td>{c.source}</td>
       <td className={`verdict ${c.status}`}>{c.status}</td>
-      <td className="text">{r?.reasons.length ? r.reasons.join('\n') : '—'}</td>
+      {/* A text column is given room when it holds text, and no more than its dash or "none" when not. */}
+      <td className={r?.reasons.length ? 'text' : undefined}>{r?.reasons.length ? r.reasons.join('\n') : '—'}</td>
       <td className="num">{r ? usd(r.costUsd) : '—'}</td>
       <td className="num">{r ? duration(r.latencyMs) : '—'}</td>
       <td className="num">{r ? r.modelCalls : '—'}</td>
       <td>{r?.changedTurns.length ? r.changedTurns.join(', ') : r ? 'none' : '—'}</td>
-      <td className="text">{r?.toolCallDiff.length ? toolCallDiff(r).join('\n') : r ? 'none' : '—'}</td>
-      <td>{r?.firstDivergence ? <DivergenceView divergence={r.firstDivergence} /> : r ? 'none' : '—'}</td>
+      <td className={r?.toolCallDiff.length ? 'text' : undefined}>
+        {r?.toolCallDiff.length ? toolCallDiff(r).join('\n') : r ? 'none' : '—'}
+      </td>
+      <td className="divergence-cell">
+        {r?.firstDivergence ? <DivergenceView divergence={r.firstDivergence} /> : r ? 'none' : '—'}
+      </td>
     </tr>
   );
 }

@@ -5,7 +5,7 @@ import { answer, api } from '../api';
 import { idsOf, parseCandidate } from '../candidate-json';
 import { ErrorAlert } from '../error-alert';
 import { evalsKey } from '../evals-query';
-import { href } from '../routes';
+import { go } from '../routes';
 import { useChange } from '../use-change';
 
 const MODES: { mode: EvalRequest['mode']; label: string }[] = [
@@ -30,7 +30,7 @@ export function EvalStart({ agentId }: { agentId: string }) {
       answer(api.POST('/v1/agents/{agentId}/evals', { params: { path: { agentId } }, body })),
     onSuccess: (started) => {
       void queryClient.invalidateQueries({ queryKey: evalsKey(agentId) });
-      window.location.hash = href({ view: 'eval', evalId: started.id });
+      go({ view: 'eval', agentId, evalId: started.id });
     },
   });
 

@@ -36,7 +36,7 @@ export function EvalsView({ agentId, headingRef }: ViewProps) {
           <ErrorAlert error={list.error} />
           {items.length === 0 && list.isSuccess ? <p className="notice">No evaluation yet.</p> : null}
           {items.length ? (
-            <TableWrap label="Evaluations table">
+            <TableWrap label="Evaluations table" keepFirstColumn>
               <table>
                 <thead>
                   <tr>
@@ -57,7 +57,7 @@ export function EvalsView({ agentId, headingRef }: ViewProps) {
                     return (
                       <tr key={e.id}>
                         <td>
-                          <a href={href({ view: 'eval', evalId: e.id })} title={e.id}>
+                          <a href={href({ view: 'eval', agentId, evalId: e.id })} title={e.id}>
                             {e.id.slice(0, 8)}
                           </a>
                         </td>

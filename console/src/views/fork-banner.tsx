@@ -45,7 +45,8 @@ function ForkDetails({ agentId, fork }: { agentId: string; fork: Fork }) {
     <section className="fork-banner" aria-labelledby={headingId}>
       <p id={headingId}>
         <strong>
-          Fork of <a href={href({ view: 'conversation', conversationId: fork.forkedFrom })}>{fork.forkedFrom}</a> at
+          Fork of{' '}
+          <a href={href({ view: 'conversation', agentId, conversationId: fork.forkedFrom })}>{fork.forkedFrom}</a> at
           turn {fork.atTurn}: tool calls are dry runs
         </strong>
         {enabled.size ? ', except those of the tools with real effects below' : ''}.

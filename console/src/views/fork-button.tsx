@@ -1,6 +1,6 @@
 import { answer, api } from '../api';
 import { ErrorAlert } from '../error-alert';
-import { href } from '../routes';
+import { go } from '../routes';
 import { useChange } from '../use-change';
 
 /**
@@ -18,7 +18,7 @@ export function ForkButton(props: { agentId: string; conversationId: string; atT
         }),
       ),
     onSuccess: (made) => {
-      window.location.hash = href({ view: 'conversation', conversationId: made.conversationId });
+      go({ view: 'conversation', agentId, conversationId: made.conversationId });
     },
   });
   return (

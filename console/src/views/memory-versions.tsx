@@ -51,7 +51,7 @@ export function MemoryVersions({
                 ))}
               </ul>
             ) : null}
-            <LearnedFrom conversationIds={v.learnedFrom} />
+            <LearnedFrom agentId={agentId} conversationIds={v.learnedFrom} />
             {v.version !== current ? (
               <button
                 type="button"

@@ -22,10 +22,13 @@ const text = (e: Entry, field: string): string => {
   return typeof v === 'string' || typeof v === 'number' ? String(v) : '';
 };
 
-const conversation = (id: string) => <a href={href({ view: 'conversation', conversationId: id })}>{id}</a>;
+const conversationOf = (agentId: string) => (id: string) => (
+  <a href={href({ view: 'conversation', agentId, conversationId: id })}>{id}</a>
+);
 
 /** Reflection's own state: its queue, the last drain, the poison list and the gate's decisions. */
 export function ReflectionStateView({ agentId }: { agentId: string }) {
+  const conversation = conversationOf(agentId);
   const state = useQuery({
     queryKey: ['agents', agentId, 'reflection'],
     queryFn: ({ signal }) =>

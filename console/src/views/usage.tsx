@@ -110,7 +110,9 @@ function useUsage(agentId: string, groupBy: UsageGroupBy) {
 /** A conversation key of this agent (`conv:<agentId>:<conversationId>`) as a link to the conversation. */
 function conversationOf(agentId: string, key: string): string | null {
   const prefix = `conv:${agentId}:`;
-  return key.startsWith(prefix) ? href({ view: 'conversation', conversationId: key.slice(prefix.length) }) : null;
+  return key.startsWith(prefix)
+    ? href({ view: 'conversation', agentId, conversationId: key.slice(prefix.length) })
+    : null;
 }
 
 function UsageTable(props: {
