@@ -17,6 +17,11 @@ export const wholeNumber = (min: number, max: number) =>
     (v) => (v === '' ? Number.NaN : v),
     z.coerce.number({ error: 'expected a whole number' }).int('expected a whole number').min(min).max(max),
   );
+/**
+ * A date-time in a query string or a body (OpenAPI: `format: date-time`): RFC 3339 with any offset, given on in UTC
+ * as PostgreSQL reads it. Its home is domain/text.ts, since a job's `at` (domain/jobs.ts) is one too.
+ */
+export { dateTime } from '../domain/text';
 export const AgentParams = z.object({ agentId: Id });
 export const ConversationParams = z.object({ agentId: Id, conversationId: Id });
 /** A conversation to read, which may be one Keel runs for a job or a routine (`sched:…`, `routine:…:…`). */

@@ -9,16 +9,19 @@ import {
   type DestinationBook,
 } from './delivery';
 import { utf8Bytes } from './messages';
-import { storableString } from './text';
+import { dateTime, instantOf, storableString } from './text';
 import { BudgetUsd } from './spend';
 import { JOBS } from './job-runs';
 export { afterDelivery, failsAfterErrors, JOBS, retryDelayMs } from './job-runs';
 
-export const JobSchedule = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('at'), at: z.string() }).strict(),
-  z.object({ kind: z.literal('every'), intervalMs: z.number() }).strict(),
-  z.object({ kind: z.literal('cron'), expr: z.string(), tz: z.string().optional() }).strict(),
-]);
+const scheduleWith = <At extends z.ZodType<string, unknown>>(at: At) =>
+  z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('at'), at }).strict(),
+    z.object({ kind: z.literal('every'), intervalMs: z.number() }).strict(),
+    z.object({ kind: z.literal('cron'), expr: z.string(), tz: z.string().optional() }).strict(),
+  ]);
+/** A schedule as a job keeps it, and as the agent's `schedule` tool describes it to the model. */
+export const JobSchedule = scheduleWith(z.string());
 export type JobSchedule = z.infer<typeof JobSchedule>;
 
 /** The shape of a new job, from the API or the agent's `schedule` tool; the rules are in `validateNewJob`. */
@@ -26,7 +29,8 @@ export const NewJob = z
   .object({
     name: storableString(),
     description: storableString().optional(),
-    schedule: JobSchedule,
+    /** An `at` is a date-time (RFC 3339, any offset), given on in UTC; validateNewJob checks the rest. */
+    schedule: scheduleWith(dateTime()),
     task: storableString(),
     /** A Delivery (from a person, through the API) or the name of one of the agent's destinations. */
     delivery: z.union([Delivery, DestinationName]).optional(),
@@ -120,11 +124,9 @@ function checkSchedule(
 ): { next: Date; normalized: JobSchedule } | { field: string; error: string } {
   switch (s.kind) {
     case 'at': {
-      const m = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.exec(s.at);
-      const at = m ? new Date(s.at) : undefined;
-      // A date that does not exist (February 30) is refused, not rolled over into the next month.
-      const exists = m ? new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!)).getUTCDate() === +m[3]! : false;
-      if (!at || !exists || Number.isNaN(at.getTime()))
+      // An RFC 3339 date-time, or NewJob's UTC text of one; a date that does not exist (February 30) is neither.
+      const at = instantOf(s.at);
+      if (!at)
         return { field: 'schedule.at', error: 'at must be an ISO-8601 time with a zone (e.g. 2027-01-01T09:00:00Z)' };
       if (at.getUTCFullYear() > MAX_YEAR)
         return { field: 'schedule.at', error: `at must be before the year ${MAX_YEAR + 1}` };

@@ -18,6 +18,8 @@ export const LIMITS = {
   workflowIdChars: 1000,
   /** Longest path segment the router hands to the schemas (above every id's own limit); longer ones are 414. */
   pathParamChars: 4096,
+  /** A JSON value a request gives as it is (a record's column, a tool call's arguments) nests at most this deep. */
+  jsonDepth: 100,
 } as const;
 
 /** Ids in paths: agentId, conversationId, appId, routine slug. */

@@ -184,7 +184,9 @@ describe('replay: a recorded conversation against a candidate, with no model cal
       written: [{ name: 'nul', messages: ['a\u0000b'] }],
     });
     expect(nul.status).toBe(400);
-    expect(nul.body.error.message).toBe('an evaluation must not contain the NUL character (U+0000)');
+    expect(nul.body.error.message).toBe(
+      'invalid body: /written/0/messages/0 must not contain the NUL character (U+0000)',
+    );
     // A lone surrogate is kept as U+FFFD, as Keel keeps text from outside: the case is taken.
     const lone = await keel.call<{ cases: { caseId: string }[] }>('POST', `/v1/agents/${agent}/evals`, {
       mode: 'live-model',

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { AppDefinition, RecordId } from '../../domain/apps';
+import { storableJson } from '../../domain/text';
 import { listAppRecords, putApp, upsertAppRecord, type AppResult } from '../../services/apps';
 import { ApiError } from '../errors';
 import { ErrorResponse, Id } from '../schemas';
@@ -48,7 +49,7 @@ export function appRoutes(pool: Pool): FastifyPluginAsyncZod {
           tags: ['apps'],
           summary: 'Upsert a record by id (a new id when none is given)',
           params: TableParams,
-          body: z.object({ id: RecordId.optional() }).catchall(z.unknown()),
+          body: z.object({ id: RecordId.optional() }).catchall(storableJson()),
           response: { 200: AppRecord, 201: AppRecord, 400: ErrorResponse, 404: ErrorResponse },
         },
       },

@@ -10,30 +10,30 @@ import { CaseError } from '../../services/eval-cases';
 import { evalCaseView, evalView, latestEvals, startEval } from '../../services/evals';
 import { enableForkTools, forkConversation, forkDetails } from '../../services/forks';
 import { ApiError, notFound } from '../errors';
-import { AgentParams, ConversationParams, ErrorResponse, Id } from '../schemas';
+import { storableJson, storableString } from '../../domain/text';
+import { AgentParams, ConversationParams, dateTime, ErrorResponse, Id } from '../schemas';
 
 const Candidate = z
   .object({
-    systemPrompt: z.string().max(100_000).nullable().optional().describe("Replaces the agent's own instructions"),
+    systemPrompt: storableString().max(100_000).nullable().optional().describe("Replaces the agent's own instructions"),
     memoryVersion: z
       .int()
       .positive()
       .max(2_147_483_647)
       .optional()
       .describe("A version of the agent's memory instead of its current one"),
-    model: z.string().min(1).max(200).optional(),
+    model: storableString().min(1).max(200).optional(),
     toolPolicies: z
-      .record(z.string().min(1).max(200), z.enum(TOOL_POLICIES as unknown as [ToolPolicy, ...ToolPolicy[]]))
+      .record(storableString().min(1).max(200), z.enum(TOOL_POLICIES as unknown as [ToolPolicy, ...ToolPolicy[]]))
       .optional()
       .describe('Policies by tool (its model-facing name, server__tool); a denied tool is not offered'),
-    toolServers: z.array(z.string().min(1).max(32)).max(50).optional().describe('The servers offered, by name'),
+    toolServers: z.array(storableString().min(1).max(32)).max(50).optional().describe('The servers offered, by name'),
     budgets: BudgetsSchema.optional(),
   })
   .strict()
   .describe("An overlay of the agent's configuration; it is never applied to the agent");
 
-const regex = z
-  .string()
+const regex = storableString()
   .max(200)
   .refine(
     (s) => {
@@ -48,27 +48,34 @@ const regex = z
   );
 const Outcome = z.enum(TURN_STATUSES.filter((s) => s !== 'queued' && s !== 'running') as [string, ...string[]]);
 const Turn = z.int().positive().optional().describe('The turn (1-based) the check looks at; any turn when absent');
-const Args = z.record(z.string(), z.unknown());
+const Args = z.record(storableString(), storableJson());
 const Check = z.union([
-  z.object({ replyContains: z.string().min(1), turn: Turn }).strict(),
+  z.object({ replyContains: storableString().min(1), turn: Turn }).strict(),
   z.object({ replyMatches: regex, turn: Turn }).strict(),
-  z.object({ toolCalled: z.string().min(1), arguments: Args.optional() }).strict(),
-  z.object({ toolNotCalled: z.string().min(1) }).strict(),
+  z.object({ toolCalled: storableString().min(1), arguments: Args.optional() }).strict(),
+  z.object({ toolNotCalled: storableString().min(1) }).strict(),
   z.object({ outcome: Outcome, turn: Turn }).strict(),
   z.object({ guard: z.enum(['passed', 'blocked']), turn: Turn }).strict(),
   z.object({ costUsdAtMost: z.number().nonnegative() }).strict(),
   z.object({ turnsAtMost: z.int().positive() }).strict(),
   z
-    .object({ judge: z.object({ rubric: z.string().min(1).max(10_000), model: z.string().optional() }).strict() })
+    .object({
+      judge: z.object({ rubric: storableString().min(1).max(10_000), model: storableString().optional() }).strict(),
+    })
     .strict(),
 ]);
 const ToolResult = z
-  .object({ tool: z.string().min(1), arguments: Args, content: z.string(), isError: z.boolean().optional() })
+  .object({
+    tool: storableString().min(1),
+    arguments: Args,
+    content: storableString(),
+    isError: z.boolean().optional(),
+  })
   .strict();
 const WrittenCase = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, '1–100 characters of [A-Za-z0-9._-]'),
-    messages: z.array(z.string().min(1).max(32_768)).min(1).max(EVALS.maxTurns).describe('Each message one turn'),
+    messages: z.array(storableString().min(1).max(32_768)).min(1).max(EVALS.maxTurns).describe('Each message one turn'),
     tools: z.array(ToolResult).max(500).optional().describe("Answers for the candidate's tool calls"),
     expect: z.array(Check).max(50).optional(),
   })
@@ -79,8 +86,8 @@ const RecordedSelection = z
     query: z
       .object({
         outcome: Outcome.optional(),
-        since: z.iso.datetime({ offset: true }).optional(),
-        until: z.iso.datetime({ offset: true }).optional(),
+        since: dateTime().optional(),
+        until: dateTime().optional(),
         withToolCalls: z.boolean().optional().describe('Only conversations with a turn that called a tool'),
         limit: z.int().min(1).max(EVALS.maxQueried).optional(),
       })
@@ -98,7 +105,7 @@ const EvalBody = z
         'replay: model answers come from the recording (no model call); live-model: the candidate model is called',
       ),
     candidate: Candidate.default({}),
-    suite: z.string().min(1).max(200).optional(),
+    suite: storableString().min(1).max(200).optional(),
     recorded: RecordedSelection.optional(),
     written: z.array(WrittenCase).max(EVALS.maxCases).optional(),
   })
@@ -331,7 +338,7 @@ export function evalRoutes(deps: { pool: Pool; temporal: Client; taskQueue: stri
           tags: ['evals'],
           summary: "Which of a fork's tools have real effects (model-facing names); the others stay dry runs",
           params: ConversationParams,
-          body: z.object({ tools: z.array(z.string().min(1).max(200)).max(200) }).strict(),
+          body: z.object({ tools: z.array(storableString().min(1).max(200)).max(200) }).strict(),
           response: { 200: Fork, 400: ErrorResponse, 404: ErrorResponse },
         },
       },

@@ -9,6 +9,7 @@ import { fetchHistory, historyJson, recordRunAction, replayOnWorker } from '../.
 import { ApiError, notFound } from '../errors';
 import { ErrorResponse } from '../schemas';
 import { LIMITS } from '../../domain/limits';
+import { storableString } from '../../domain/text';
 
 const RunParams = z.object({ workflowId: z.string().min(1).max(LIMITS.workflowIdChars) });
 const RunQuery = z.object({ runId: z.string().uuid().optional() });
@@ -86,7 +87,11 @@ export function runRoutes(deps: {
           params: RunParams,
           querystring: RunQuery,
           body: z
-            .object({ to: z.enum(['last-workflow-task', 'first-workflow-task']), reason: z.string().min(1).max(1000) })
+            .object({
+              to: z.enum(['last-workflow-task', 'first-workflow-task']),
+              // Temporal takes it, then the audit trail's jsonb: a NUL there failed after the reset was done.
+              reason: storableString().min(1).max(1000),
+            })
             .strict(),
           response: { 200: z.object({ newRunId: z.string(), resetToEventId: z.number() }), ...errors },
         },

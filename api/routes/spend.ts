@@ -2,13 +2,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool';
 import { BUDGET_NAMES, startOfMonth, type BudgetName } from '../../domain/spend';
+import { instantOf } from '../../domain/text';
 import { budgetStanding, usage, USAGE_GROUPS } from '../../services/spend';
-import { AgentParams, ErrorResponse } from '../schemas';
+import { AgentParams, dateTime, ErrorResponse } from '../schemas';
 
 const UsageQuery = z
   .object({
-    from: z.iso.datetime({ offset: true }).optional().describe('Inclusive; the start of this month (UTC) by default'),
-    to: z.iso.datetime({ offset: true }).optional().describe('Exclusive; now by default'),
+    from: dateTime().optional().describe('Inclusive; the start of this month (UTC) by default'),
+    to: dateTime().optional().describe('Exclusive; now by default'),
     groupBy: z.enum(USAGE_GROUPS).default('day'),
   })
   .strict();
@@ -72,8 +73,9 @@ export function spendRoutes(pool: Pool): FastifyPluginAsyncZod {
       },
       async (req) => {
         const { agentId } = req.params;
-        const to = req.query.to ? new Date(req.query.to) : new Date();
-        const from = req.query.from ? new Date(req.query.from) : startOfMonth(to);
+        // The schema gave each in UTC, as PostgreSQL reads it (a year before 1 with BC, which Date cannot read).
+        const to = req.query.to === undefined ? new Date() : instantOf(req.query.to)!;
+        const from = req.query.from === undefined ? startOfMonth(to) : instantOf(req.query.from)!;
         // A range that ends before it starts holds no calls: an empty answer, not an error.
         const groups = await usage(pool, { agentId, from, to, groupBy: req.query.groupBy });
         const total = {
