@@ -18,6 +18,7 @@ import { registerAuth } from './auth';
 import { RequestLog } from './request-log';
 import { operationIdOf } from './operation-id';
 import { registerSecretSealing } from './secret-sealing';
+import { registerDeletionGuard } from './deletion-guard';
 import { CONSOLE_DIST, consoleRoutes } from './console';
 import { ErrorResponse } from './schemas';
 import { errorBody, handleError, handleRouterError, shuttingDown } from './errors';
@@ -173,6 +174,7 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(cookie);
   registerAuth(app, deps.tokens);
   registerSecretSealing(app, secretBoxOf(deps.secretsKey));
+  registerDeletionGuard(app, deps.pool);
   // An unknown route is answered before its body is read: a method with a body (QUERY) would otherwise be refused
   // for its content type instead of being told which methods the path has.
   app.addHook('onRequest', async (req, reply) => {

@@ -15,6 +15,8 @@ export interface DeletionOutcome {
   conversations: number;
   workflowsEnded: number;
   schedulesDeleted: number;
+  /** Rows erased from PostgreSQL (a ledger entry emptied of its request counts); absent for an older deletion's. */
+  rowsErased?: number;
 }
 
 export type DeletionWorkflow = (input: DeletionInput) => Promise<DeletionOutcome>;

@@ -42,8 +42,14 @@ export const toAgent = (r: AgentRecord): AgentRow => ({
   updatedAt: r.updated_at.toISOString(),
 });
 
-/** Agents come into being on first use, with defaults: the agent's id is $1 (also a statement's first part). */
-export const ENSURE_AGENT_SQL = 'INSERT INTO agents (id, name) VALUES ($1, $1) ON CONFLICT (id) DO NOTHING';
+/**
+ * Agents come into being on first use, with defaults: the agent's id is $1 (also a statement's first part). Not while
+ * the agent's deletion runs: a step still under way when it began (a model call's, a read's) cannot bring back the
+ * row it erased, and whatever hangs on the row has nothing to hang on.
+ */
+export const ENSURE_AGENT_SQL = `INSERT INTO agents (id, name) SELECT $1::text, $1::text
+  WHERE NOT EXISTS (SELECT 1 FROM running_deletions WHERE agent_id = $1 AND conversation_id IS NULL)
+  ON CONFLICT (id) DO NOTHING`;
 
 export async function ensureAgent(db: Queryable, agentId: string): Promise<void> {
   await db.query(ENSURE_AGENT_SQL, [agentId]);

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { conversationWorkflowId, delegateWorkflowId } from '../domain/ids';
 import { inTransaction, type Pool, type Queryable } from './pool';
 
@@ -58,6 +59,13 @@ export async function schedulesOfAgent(db: Queryable, agentId: string) {
 }
 
 const DELEGATES_OF = 'SELECT delegate_id FROM delegates WHERE conversation_key = ANY($1)';
+/** An evaluation's cases that copied the turns of one of the conversations. */
+const CASES_OF = `SELECT ec.eval_id, ec.case_id FROM eval_cases ec JOIN evals e ON e.id = ec.eval_id
+  JOIN conversations c ON c.agent_id = e.agent_id AND ec.spec->>'conversationId' = c.conversation_id
+  WHERE c.key = ANY($1)`;
+/** The agent's evaluations' cases ($1: the agent's id). */
+const AGENT_CASES =
+  'SELECT ec.eval_id, ec.case_id FROM eval_cases ec JOIN evals e ON e.id = ec.eval_id WHERE e.agent_id = $1';
 
 /** Statements that erase transcripts ($1: their keys), children before parents. */
 const ERASE_TRANSCRIPTS = [
@@ -83,7 +91,10 @@ const ERASE_TRANSCRIPTS = [
   `DELETE FROM reflection_poison p USING conversations c
     WHERE c.key = ANY($1) AND p.agent_id = c.agent_id AND p.conversation_id = c.conversation_id`,
   'DELETE FROM workflow_task_failures WHERE workflow_id = ANY($1)',
-  // An evaluation's cases copied the conversation's turns: they go with it (the evaluation's counts stay).
+  // An evaluation's cases copied the conversation's turns: they go with it (the evaluation's counts stay). What hangs
+  // on a case is erased first, as each statement counts its own rows (a cascade's would go uncounted).
+  `DELETE FROM eval_model_answers WHERE (eval_id, case_id) IN (${CASES_OF})`,
+  `DELETE FROM eval_turns WHERE (eval_id, case_id) IN (${CASES_OF})`,
   `DELETE FROM eval_cases ec USING evals e, conversations c
     WHERE c.key = ANY($1) AND e.id = ec.eval_id AND e.agent_id = c.agent_id
       AND ec.spec->>'conversationId' = c.conversation_id`,
@@ -91,15 +102,24 @@ const ERASE_TRANSCRIPTS = [
   'DELETE FROM conversations WHERE key = ANY($1)',
 ];
 
-/** Erases transcripts (a conversation's, a delegate's) and all that hangs on them, in one transaction. */
-export async function eraseTranscripts(pool: Pool, keys: readonly string[]): Promise<void> {
-  if (!keys.length) return;
-  await inTransaction(pool, async (db) => {
-    for (const sql of ERASE_TRANSCRIPTS) await db.query(sql, [keys]);
+/** Runs erasing statements in one transaction; answers how many rows they erased (or emptied, in the ledger). */
+async function erase(pool: Pool, statements: readonly string[], param: unknown): Promise<number> {
+  return inTransaction(pool, async (db) => {
+    let rows = 0;
+    for (const sql of statements) rows += (await db.query(sql, [param])).rowCount ?? 0;
+    return rows;
   });
 }
 
-/** Statements that erase what an agent owns once its transcripts are gone ($1: the agent's id). */
+/** Erases transcripts (a conversation's, a delegate's) and all that hangs on them; answers how many rows. */
+export async function eraseTranscripts(pool: Pool, keys: readonly string[]): Promise<number> {
+  return keys.length ? erase(pool, ERASE_TRANSCRIPTS, keys) : 0;
+}
+
+/**
+ * Statements that erase what an agent owns once its transcripts are gone ($1: the agent's id), children before
+ * parents, also where a foreign key would cascade: each statement counts its own rows.
+ */
 const ERASE_AGENT = [
   `UPDATE effects SET request = '{}'::jsonb,
           result = CASE WHEN kind = 'delivery' THEN result ELSE jsonb_build_object('erased', true) END
@@ -111,12 +131,14 @@ const ERASE_AGENT = [
      SELECT d.effect_key FROM deliveries d JOIN job_runs r ON starts_with(d.effect_key, r.run_id || '/')
        JOIN jobs j ON j.id = r.job_id WHERE j.agent_id = $1)`,
   'DELETE FROM routine_artifacts WHERE agent_id = $1',
+  'DELETE FROM routine_calls WHERE run_id IN (SELECT run_id FROM routine_runs WHERE agent_id = $1)',
   'DELETE FROM routine_runs WHERE agent_id = $1',
   'DELETE FROM routine_tools WHERE agent_id = $1',
   'DELETE FROM routines WHERE agent_id = $1',
   'DELETE FROM app_records WHERE agent_id = $1',
   'DELETE FROM apps WHERE agent_id = $1',
   'DELETE FROM job_audit WHERE agent_id = $1',
+  'DELETE FROM job_runs WHERE job_id IN (SELECT id FROM jobs WHERE agent_id = $1)',
   'DELETE FROM jobs WHERE agent_id = $1',
   'DELETE FROM delegate_admissions WHERE delegate_id IN (SELECT delegate_id FROM delegates WHERE agent_id = $1)',
   'DELETE FROM task_attempts WHERE agent_id = $1',
@@ -129,6 +151,9 @@ const ERASE_AGENT = [
   'DELETE FROM reflection_poison WHERE agent_id = $1',
   'DELETE FROM reflection_gate_log WHERE agent_id = $1',
   'DELETE FROM reflection_costs WHERE agent_id = $1',
+  `DELETE FROM eval_model_answers WHERE (eval_id, case_id) IN (${AGENT_CASES})`,
+  `DELETE FROM eval_turns WHERE (eval_id, case_id) IN (${AGENT_CASES})`,
+  'DELETE FROM eval_cases WHERE eval_id IN (SELECT id FROM evals WHERE agent_id = $1)',
   'DELETE FROM evals WHERE agent_id = $1',
   'DELETE FROM model_spend WHERE agent_id = $1',
   'DELETE FROM spend_totals WHERE agent_id = $1',
@@ -138,11 +163,9 @@ const ERASE_AGENT = [
   'DELETE FROM agents WHERE id = $1',
 ];
 
-/** Erases the agent's own rows (its transcripts erased first), in one transaction. */
-export async function eraseAgentRows(pool: Pool, agentId: string): Promise<void> {
-  await inTransaction(pool, async (db) => {
-    for (const sql of ERASE_AGENT) await db.query(sql, [agentId]);
-  });
+/** Erases the agent's own rows (its transcripts erased first), in one transaction; answers how many. */
+export async function eraseAgentRows(pool: Pool, agentId: string): Promise<number> {
+  return erase(pool, ERASE_AGENT, agentId);
 }
 
 /** Whether the agent (or its conversation) is there to delete. */
@@ -151,4 +174,92 @@ export async function existsToDelete(db: Queryable, agentId: string, conversatio
     ? await db.query('SELECT 1 FROM conversations WHERE key = $1', [conversationWorkflowId(agentId, conversationId)])
     : await db.query('SELECT 1 FROM agents WHERE id = $1', [agentId]);
   return rowCount !== 0;
+}
+
+/** A deletion from its request until its last step (running_deletions): what it deletes refuses every write. */
+export interface RunningDeletion {
+  deletionId: string;
+  agentId: string;
+  /** The conversation deleted; null when the whole agent is. */
+  conversationId: string | null;
+  actor: string;
+}
+
+const RUNNING_DELETION =
+  'deletion_id AS "deletionId", agent_id AS "agentId", conversation_id AS "conversationId", actor';
+
+/**
+ * The deletion running for the agent, or (given a conversation) for the agent or that conversation, the agent's first:
+ * the one query the API's guard asks before every write (api/deletion-guard.ts).
+ */
+export async function runningDeletion(
+  db: Queryable,
+  agentId: string,
+  conversationId?: string,
+): Promise<RunningDeletion | undefined> {
+  const { rows } = await db.query<RunningDeletion>(
+    `SELECT ${RUNNING_DELETION} FROM running_deletions
+      WHERE agent_id = $1 AND (conversation_id IS NULL OR conversation_id = $2)
+      ORDER BY conversation_id NULLS FIRST LIMIT 1`,
+    [agentId, conversationId ?? null],
+  );
+  return rows[0];
+}
+
+/**
+ * Marks a deletion as running (again, idempotent for its own id); answers the deletion that runs for what it deletes:
+ * this one, or one asked for just before (one runs at a time for each agent and each conversation).
+ */
+export async function markDeletion(
+  db: Queryable,
+  d: { deletionId: string; agentId: string; conversationId?: string; actor: string },
+): Promise<RunningDeletion> {
+  for (;;) {
+    const { rows } = await db.query<RunningDeletion>(
+      `INSERT INTO running_deletions (deletion_id, agent_id, conversation_id, actor) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING ${RUNNING_DELETION}`,
+      [d.deletionId, d.agentId, d.conversationId ?? null, d.actor],
+    );
+    if (rows[0]) return rows[0];
+    // The conflicting row has committed (the insert waited for it), so this statement's snapshot has it, unless that
+    // deletion has finished since: then mark again.
+    const { rows: running } = await db.query<RunningDeletion>(
+      `SELECT ${RUNNING_DELETION} FROM running_deletions
+        WHERE deletion_id = $1 OR (agent_id = $2 AND COALESCE(conversation_id, '') = COALESCE($3, ''))
+        ORDER BY deletion_id = $1 DESC LIMIT 1`,
+      [d.deletionId, d.agentId, d.conversationId ?? null],
+    );
+    if (running[0]) return running[0];
+  }
+}
+
+/** The deletion is over: what it deleted takes writes again (and the agent may be created anew). */
+export async function unmarkDeletion(db: Queryable, deletionId: string): Promise<void> {
+  await db.query('DELETE FROM running_deletions WHERE deletion_id = $1', [deletionId]);
+}
+
+/**
+ * The advisory lock that writes to the agent (or to one of its conversations) hold, shared, while they run, and that
+ * its deletion takes, exclusive, to wait them out. Agent ids hold no ':', so the two kinds never share a name.
+ */
+export const writeLockName = (agentId: string, conversationId?: string) =>
+  `deletion:${conversationId === undefined ? agentId : conversationWorkflowId(agentId, conversationId)}`;
+
+/** Takes the lock, shared, for the session; false, without waiting, when a deletion holds it or waits for it. */
+export async function tryShareWriteLock(db: pg.ClientBase, name: string): Promise<boolean> {
+  const { rows } = await db.query<{ held: boolean }>(
+    'SELECT pg_try_advisory_lock_shared(hashtextextended($1, 0)) AS held',
+    [name],
+  );
+  return rows[0]!.held;
+}
+
+/** Gives back one of the session's shared holds of the lock. */
+export async function unshareWriteLock(db: pg.ClientBase, name: string): Promise<void> {
+  await db.query('SELECT pg_advisory_unlock_shared(hashtextextended($1, 0))', [name]);
+}
+
+/** Waits until no write holds the lock: every write that began before the deletion was marked has ended. */
+export async function waitOutWrites(pool: Pool, name: string): Promise<void> {
+  await inTransaction(pool, (db) => db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [name]));
 }

@@ -1,6 +1,5 @@
 import { initialMemory, type MemoryFiles } from '../domain/memory';
 import type { ProposalEdit } from '../domain/reflection';
-import { ensureAgent } from './agents';
 import type { Queryable } from './pool';
 
 export interface MemoryVersion {
@@ -36,21 +35,35 @@ export const versionOf = (r: VersionRow): MemoryVersion => ({
   createdAt: r.created_at.toISOString(),
 });
 
-/** The current memory of an agent; version 1 (the defaults) comes into being on first use. */
+/**
+ * The current memory of an agent; version 1 (the defaults) is stored on the agent's first use. An agent not yet in
+ * being (never used, or deleted) reads its defaults unstored: reading never brings an agent into being.
+ */
 export async function currentMemory(db: Queryable, agentId: string): Promise<MemoryVersion> {
   const { rows } = await db.query<VersionRow>(
     'SELECT * FROM memory_versions WHERE agent_id = $1 ORDER BY version DESC LIMIT 1',
     [agentId],
   );
   if (rows[0]) return versionOf(rows[0]);
-  await ensureAgent(db, agentId);
   const { rows: agent } = await db.query<{ name: string }>('SELECT name FROM agents WHERE id = $1', [agentId]);
+  if (!agent[0]) return defaultMemory(agentId);
   await db.query(
     `INSERT INTO memory_versions (agent_id, version, files, kind) VALUES ($1, 1, $2, 'initial') ON CONFLICT DO NOTHING`,
-    [agentId, JSON.stringify(initialMemory({ name: agent[0]?.name ?? agentId }))],
+    [agentId, JSON.stringify(initialMemory({ name: agent[0].name }))],
   );
   return currentMemory(db, agentId);
 }
+
+const defaultMemory = (agentId: string): MemoryVersion => ({
+  version: 1,
+  files: initialMemory({ name: agentId }),
+  kind: 'initial',
+  proposalId: null,
+  changes: [],
+  learnedFrom: [],
+  rollbackOf: null,
+  createdAt: new Date().toISOString(),
+});
 
 export async function memoryVersion(
   db: Queryable,
@@ -61,15 +74,17 @@ export async function memoryVersion(
     agentId,
     version,
   ]);
-  return rows[0] && versionOf(rows[0]);
+  if (rows[0]) return versionOf(rows[0]);
+  // Versions are gapless: no version 1 stored means none is, and version 1 is the defaults.
+  return version === 1 ? currentMemory(db, agentId) : undefined;
 }
 
 export async function listVersions(db: Queryable, agentId: string): Promise<Omit<MemoryVersion, 'files'>[]> {
-  await currentMemory(db, agentId);
+  const current = await currentMemory(db, agentId);
   const { rows } = await db.query<VersionRow>('SELECT * FROM memory_versions WHERE agent_id = $1 ORDER BY version', [
     agentId,
   ]);
-  return rows.map(versionOf).map(({ files: _files, ...v }) => v);
+  return (rows.length ? rows.map(versionOf) : [current]).map(({ files: _files, ...v }) => v);
 }
 
 /**

@@ -1,6 +1,6 @@
 /** An agent's settings as a person configures and reads them; agents come into being on first use, with defaults. */
 import type { Client } from '@temporalio/client';
-import { ensureAgent, getAgent, lockAgent, upsertAgent, type AgentRow, type AgentSettings } from '../db/agents';
+import { getAgent, lockAgent, upsertAgent, type AgentRow, type AgentSettings } from '../db/agents';
 import { listAgents, type AgentSummary } from '../db/agent-list';
 import { recordAudit } from '../db/audit';
 import { inTransaction, type Pool } from '../db/pool';
@@ -43,8 +43,10 @@ export async function configureAgent(
   return saved;
 }
 
-/** The agent, created with defaults if new. */
-export async function agentCreatedIfNew(pool: Pool, agentId: string): Promise<AgentRow | undefined> {
-  await ensureAgent(pool, agentId);
+/**
+ * The agent as it is; undefined until it is first used (configured, or written to: a message, a task, …), and again
+ * once it is deleted. Reading it creates nothing, so a deleted agent stays deleted until someone uses it again.
+ */
+export async function agentOf(pool: Pool, agentId: string): Promise<AgentRow | undefined> {
   return getAgent(pool, agentId);
 }

@@ -1,5 +1,4 @@
 /** What an agent's model calls spent, and where its budgets stand: the spend ledger as a person reads it. */
-import { ensureAgent } from '../db/agents';
 import type { Pool } from '../db/pool';
 import { agentBudgets, budgetStatus } from '../db/spend';
 import { BUDGET_NAMES, budgetsFor, type BudgetName, type Budgets } from '../domain/spend';
@@ -17,11 +16,11 @@ export interface BudgetStanding {
 }
 
 /**
- * The agent's budgets, in BUDGET_NAMES order (a new agent is created with defaults: none). A per-turn, per-tree or
+ * The agent's budgets, in BUDGET_NAMES order (an agent not yet in being has the defaults: none; reading it never
+ * brings it into being). A per-turn, per-tree or
  * per-run budget counts each turn, tree or run separately, so it has no one standing to show.
  */
 export async function budgetStanding(pool: Pool, agentId: string): Promise<BudgetStanding[]> {
-  await ensureAgent(pool, agentId);
   const budgets = await agentBudgets(pool, agentId);
   const standing = await calendarStanding(pool, agentId, budgets);
   return BUDGET_NAMES.flatMap((name) => {

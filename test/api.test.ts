@@ -186,7 +186,7 @@ describe('auth', () => {
     });
     expect(own.status).toBe(200);
     expect((own.body as unknown as { reply: { text: string } }).reply.text).toBe('echo: mine');
-    expect((await send(secured, 'GET', '/v1/agents/agent-two', { token: ADMIN })).status).toBe(200);
+    expect((await send(secured, 'GET', '/v1/agents/agent-two/conversations', { token: ADMIN })).status).toBe(200);
   });
 
   it('/healthz and the OpenAPI document need no token', async () => {
@@ -228,8 +228,14 @@ describe('agents', () => {
     });
   });
 
-  it('an agent comes into being on first use, with defaults', async () => {
+  it('an agent comes into being on first use, with defaults; reading it first does not make it', async () => {
     const a = uniqueId('agent');
+    expect((await send(keel, 'GET', `/v1/agents/${a}`)).status).toBe(404);
+    expect((await send(keel, 'GET', `/v1/agents/${a}/memory`)).status).toBe(200);
+    expect((await send(keel, 'GET', `/v1/agents/${a}/budgets`)).status).toBe(200);
+    expect((await send(keel, 'GET', `/v1/agents/${a}`)).status).toBe(404);
+    const task = await send(keel, 'POST', `/v1/agents/${a}/tasks`, { payload: '{"title":"t"}' });
+    expect(task.status).toBe(201);
     const got = await send(keel, 'GET', `/v1/agents/${a}`);
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ agentId: a, name: a, model: null, reflection: { enabled: false } });

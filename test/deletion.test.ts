@@ -11,20 +11,13 @@ import { eventually, startTestKeel, uniqueId, type TestKeel } from './support/ke
 import { author, CONTACT_ADA, routineApi } from './support/routines';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver';
 import { endedEval } from './support/evals';
+import { finishedDeletion, rowsMentioning, type Deletion } from './support/deletions';
 import { startWorkerProcess, waitForPollers } from './support/workers';
 
 /**
  * Deleting a conversation or an agent: a workflow ends what runs, erases what was kept and records who did it. Nothing
  * of the content remains in PostgreSQL but the effects ledger's keys (without their requests) and the audit trail.
  */
-interface Deletion {
-  deletionId: string;
-  agentId: string;
-  conversationId: string | null;
-  status: 'running' | 'finished' | 'failed';
-  outcome: { conversations: number; workflowsEnded: number; schedulesDeleted: number } | null;
-}
-
 const receivers: WebhookReceiver[] = [];
 afterAll(async () => Promise.all(receivers.map((r) => r.close())));
 
@@ -32,34 +25,6 @@ async function receiver(opts: Parameters<typeof startWebhookReceiver>[0] = {}): 
   const r = await startWebhookReceiver(opts);
   receivers.push(r);
   return r;
-}
-
-async function finishedDeletion(keel: TestKeel, agentId: string, deletionId: string): Promise<Deletion> {
-  return eventually(
-    async () => {
-      const res = await keel.call<Deletion>('GET', `/v1/agents/${agentId}/deletions/${deletionId}`);
-      return res.body.status === 'running' ? undefined : res.body;
-    },
-    120_000,
-    'the deletion to finish',
-  );
-}
-
-/** Every table of Keel's schema whose rows mention `text`, with how many rows. */
-async function rowsMentioning(keel: TestKeel, text: string): Promise<Record<string, number>> {
-  const { rows: tables } = await keel.pool.query<{ name: string }>(
-    `SELECT table_name AS name FROM information_schema.tables
-      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`,
-  );
-  const found: Record<string, number> = {};
-  for (const { name } of tables) {
-    const { rows } = await keel.pool.query<{ n: string }>(
-      `SELECT count(*) AS n FROM "${name}" x WHERE strpos(x::text, $1) > 0`,
-      [text],
-    );
-    if (rows[0]!.n !== '0') found[name] = Number(rows[0]!.n);
-  }
-  return found;
 }
 
 async function openWorkflowsOf(keel: TestKeel, agentId: string): Promise<string[]> {
@@ -99,7 +64,7 @@ describe('deleting a conversation', () => {
     expect((await endedEval(keel, agent, evaluation.body.id)).status).toBe('finished');
     const fork = await keel.call('POST', `/v1/agents/${agent}/conversations/${gone}/forks`, { atTurn: 1 });
     expect(fork.status, fork.raw).toBe(201);
-    expect(Object.keys(await rowsMentioning(keel, marker))).toEqual(
+    expect(Object.keys(await rowsMentioning(keel.pool, marker))).toEqual(
       expect.arrayContaining(['messages', 'inbound_messages', 'effects', 'deliveries', 'eval_cases']),
     );
 
@@ -113,7 +78,7 @@ describe('deleting a conversation', () => {
     expect((await keel.call('GET', `/v1/agents/${agent}/conversations/${gone}`)).status).toBe(404);
     const list = await keel.call<{ items: { conversationId: string }[] }>('GET', `/v1/agents/${agent}/conversations`);
     expect(list.body.items.map((c) => c.conversationId)).toEqual([kept]);
-    expect(await rowsMentioning(keel, marker)).toEqual({});
+    expect(await rowsMentioning(keel.pool, marker)).toEqual({});
     const key = conversationWorkflowId(agent, gone);
     const { rows: ledger } = await keel.pool.query<{ status: string; request: unknown }>(
       'SELECT status, request FROM effects WHERE starts_with(key, $1) ORDER BY key',
@@ -231,7 +196,7 @@ describe('deleting an agent', () => {
     const refusedBy = refusing.received.length;
 
     // Nothing of the agent's in PostgreSQL but its audit trail and its ledger keys, which hold no request.
-    const left = await rowsMentioning(keel, agent);
+    const left = await rowsMentioning(keel.pool, agent);
     expect(Object.keys(left).sort()).toEqual(['audit_trail', 'effects']);
     const { rows: requests } = await keel.pool.query<{ request: unknown }>(
       `SELECT DISTINCT request FROM effects x WHERE strpos(x::text, $1) > 0`,
@@ -241,12 +206,13 @@ describe('deleting an agent', () => {
     // Nor in Temporal: no Schedule, no open workflow.
     await expect(keel.client.schedule.getHandle(jobScheduleId(job.body.id)).describe()).rejects.toThrow(/not found/i);
     await eventually(async () => (await openWorkflowsOf(keel, agent)).length === 0, 30_000, 'no open workflow');
-    // The trail records the deletion; the agent reads as new again (agents come into being on first use).
+    // The trail records the deletion; the agent is not there, as one never used is not.
     const trail = await keel.call<{ entries: { action: string; detail: unknown }[] }>(
       'GET',
       `/v1/agents/${agent}/audit`,
     );
     expect(trail.body.entries.filter((e) => e.action === 'agent.delete')).toHaveLength(2);
+    expect((await keel.call('GET', `/v1/agents/${agent}`)).status).toBe(404);
 
     // The refused reply's delivery, retried after the deletion as a late attempt would be, with its own key and
     // input: nothing is sent, and it says why.

@@ -13,9 +13,10 @@ const deletion = proxyActivities<KeelActivities>({
 });
 
 /**
- * A person deletes a conversation, or an agent with everything it owns. First nothing of it runs any more (its
- * Schedules and open workflows end), then what it kept is erased, then the audit trail says it is done. A worker
- * killed halfway leaves the workflow to go on from the step it was in.
+ * A person deletes a conversation, or an agent with everything it owns. It was marked as it was asked for, so the API
+ * refuses writes to it. First nothing of it runs any more (the writes that began before the mark are waited out, its
+ * Schedules and open workflows end), then what it kept is erased, then the audit trail says it is done and it takes
+ * writes again. A worker killed halfway leaves the workflow to go on from the step it was in.
  */
 export async function deletionWorkflow(input: DeletionInput): Promise<DeletionOutcome> {
   const ended = await deletion.endDeletedWork(input);
@@ -26,6 +27,8 @@ export async function deletionWorkflow(input: DeletionInput): Promise<DeletionOu
     conversations: erased.conversations,
     workflowsEnded: ended.workflowsEnded + late.workflowsEnded,
     schedulesDeleted: ended.schedulesDeleted + late.schedulesDeleted,
+    // Undefined when replaying a deletion whose erase counted no rows yet.
+    rowsErased: erased.rowsErased,
   };
   await deletion.recordDeletionFinished(input, outcome);
   return outcome;

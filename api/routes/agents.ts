@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Pool } from '../../db/pool';
 import type { EgressAllow } from '../../domain/egress';
 import { z } from 'zod';
-import { agentCreatedIfNew, configureAgent, listAgents, type AgentRow } from '../../services/agents';
+import { agentOf, configureAgent, listAgents, type AgentRow } from '../../services/agents';
 import { storableString } from '../../domain/text';
 import { CursorText, decodeCursor, Page, PageQuery, pageOf } from '../pagination';
 import { failingRuns } from '../../services/workflow-task-failures';
@@ -94,13 +94,13 @@ export function agentRoutes(pool: Pool, temporal: Client, egressAllow: EgressAll
       {
         schema: {
           tags: ['agents'],
-          summary: 'An agent (created with defaults on first use)',
+          summary: 'An agent; 404 until it is first used (a PUT, a message, any write), and from its deletion on',
           params: AgentParams,
           response: { 200: Agent, 404: ErrorResponse },
         },
       },
       async (req) => {
-        const agent = await agentCreatedIfNew(pool, req.params.agentId);
+        const agent = await agentOf(pool, req.params.agentId);
         if (!agent) throw notFound(`agent ${req.params.agentId}`);
         return view(agent);
       },

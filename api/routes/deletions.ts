@@ -12,12 +12,23 @@ const Deletion = z.object({
   conversationId: z.string().nullable().describe('The conversation deleted; null when the whole agent is'),
   status: z.enum(['running', 'finished', 'failed']),
   outcome: z
-    .object({ conversations: z.number(), workflowsEnded: z.number(), schedulesDeleted: z.number() })
+    .object({
+      conversations: z.number(),
+      workflowsEnded: z.number(),
+      schedulesDeleted: z.number(),
+      rowsErased: z
+        .number()
+        .optional()
+        .describe('Rows erased from PostgreSQL (a ledger entry emptied of its request counts); absent for one before'),
+    })
     .nullable()
     .describe('What the deletion did, once finished: counts, never content'),
 });
 const DeletionParams = AgentParams.extend({ deletionId: z.uuid() });
-const POLL = 'Answers 202 with the deletion, whose status GET /v1/agents/{agentId}/deletions/{deletionId} tells. ';
+const POLL =
+  'Answers 202 with the deletion, whose status GET /v1/agents/{agentId}/deletions/{deletionId} tells; asked again ' +
+  "while it runs (or while the agent's runs), the same one. Until it has finished, every write to what it deletes " +
+  'answers 409 being_deleted, naming it. ';
 
 /** Deleting a conversation or an agent: a workflow does it (services/deletion.ts); the API starts and reports it. */
 export function deletionRoutes(deps: { pool: Pool; temporal: Client; taskQueue: string }): FastifyPluginAsyncZod {

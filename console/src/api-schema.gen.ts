@@ -62,14 +62,14 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** An agent (created with defaults on first use) */
+    /** An agent; 404 until it is first used (a PUT, a message, any write), and from its deletion on */
     get: operations['getAgent'];
     /** Create or configure an agent */
     put: operations['putAgent'];
     post?: never;
     /**
      * Delete an agent and everything it owns
-     * @description Answers 202 with the deletion, whose status GET /v1/agents/{agentId}/deletions/{deletionId} tells. Its Schedules, conversations, delegates, jobs, routines, apps, memory versions, tool servers, budgets and secrets are removed, and its open workflows end; its audit trail and effects ledger keys remain.
+     * @description Answers 202 with the deletion, whose status GET /v1/agents/{agentId}/deletions/{deletionId} tells; asked again while it runs (or while the agent's runs), the same one. Until it has finished, every write to what it deletes answers 409 being_deleted, naming it. Its Schedules, conversations, delegates, jobs, routines, apps, memory versions, tool servers, budgets and secrets are removed, and its open workflows end; its audit trail and effects ledger keys remain.
      */
     delete: operations['deleteAgent'];
     options?: never;
@@ -229,7 +229,7 @@ export interface paths {
     post?: never;
     /**
      * Delete a conversation: its workflow ends, its transcript, messages, results and text are erased
-     * @description Answers 202 with the deletion, whose status GET /v1/agents/{agentId}/deletions/{deletionId} tells. Its delegates and their waiting approvals are cancelled, naming the deletion. The effects ledger keeps its keys, so a late retry cannot send again; the audit trail records who deleted it and when.
+     * @description Answers 202 with the deletion, whose status GET /v1/agents/{agentId}/deletions/{deletionId} tells; asked again while it runs (or while the agent's runs), the same one. Until it has finished, every write to what it deletes answers 409 being_deleted, naming it. Its delegates and their waiting approvals are cancelled, naming the deletion. The effects ledger keeps its keys, so a late retry cannot send again; the audit trail records who deleted it and when.
      */
     delete: operations['deleteConversation'];
     options?: never;
@@ -2057,6 +2057,21 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
       413: {
         headers: {
           [name: string]: unknown;
@@ -2132,6 +2147,8 @@ export interface operations {
               conversations: number;
               workflowsEnded: number;
               schedulesDeleted: number;
+              /** @description Rows erased from PostgreSQL (a ledger entry emptied of its request counts); absent for one before */
+              rowsErased?: number;
             } | null;
           };
         };
@@ -3623,6 +3640,21 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
       413: {
         headers: {
           [name: string]: unknown;
@@ -4053,6 +4085,8 @@ export interface operations {
               conversations: number;
               workflowsEnded: number;
               schedulesDeleted: number;
+              /** @description Rows erased from PostgreSQL (a ledger entry emptied of its request counts); absent for one before */
+              rowsErased?: number;
             } | null;
           };
         };
@@ -4209,6 +4243,8 @@ export interface operations {
               conversations: number;
               workflowsEnded: number;
               schedulesDeleted: number;
+              /** @description Rows erased from PostgreSQL (a ledger entry emptied of its request counts); absent for one before */
+              rowsErased?: number;
             } | null;
           };
         };
@@ -4841,6 +4877,21 @@ export interface operations {
       };
       /** @description Default Response */
       405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -5538,6 +5589,21 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
       413: {
         headers: {
           [name: string]: unknown;
@@ -5886,6 +5952,21 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
       413: {
         headers: {
           [name: string]: unknown;
@@ -6219,6 +6300,21 @@ export interface operations {
       };
       /** @description Default Response */
       405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -6716,6 +6812,21 @@ export interface operations {
       };
       /** @description Default Response */
       405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -7400,6 +7511,21 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
       413: {
         headers: {
           [name: string]: unknown;
@@ -7703,6 +7829,21 @@ export interface operations {
       };
       /** @description Default Response */
       405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -13146,6 +13287,21 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
       413: {
         headers: {
           [name: string]: unknown;
@@ -13294,6 +13450,21 @@ export interface operations {
       };
       /** @description Default Response */
       405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -13515,6 +13686,21 @@ export interface operations {
       };
       /** @description Default Response */
       405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -13934,6 +14120,21 @@ export interface operations {
       };
       /** @description Default Response */
       405: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: unknown;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -15049,6 +15250,7 @@ export interface operations {
             | {
                 /** @enum {string} */
                 kind: 'at';
+                /** Format: date-time */
                 at: string;
               }
             | {
