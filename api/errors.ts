@@ -1,8 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import pg from 'pg';
 import { LIMITS } from '../domain/limits';
 import { TEXT_TOO_LARGE } from '../domain/messages';
-import { SECRET_PATTERNS } from '../domain/reply-guard';
+import { redactSecrets } from '../domain/secret-scan';
 import {
   isTemporalUnavailable,
   namespaceNotFound,
@@ -69,21 +70,42 @@ export function handleError(
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
     return reply.status(fe.statusCode).send(errorBody('bad_request', fe.message));
   }
-  req.log.error({ err }, 'request failed');
+  const answer = dependencyAnswer(err, req);
+  const route = routeOf(req);
+  const cause = describeError(err);
+  // One line that says why, for every answer that is not the client's fault: the request id (in a 500's answer
+  // too), the route and the cause, never a body or a header (webhook and tool-server secrets travel there).
+  req.log.error(
+    { route, status: answer.status, cause },
+    `${route} answered ${answer.status}: ${cause.type}: ${cause.message.slice(0, 200)}`,
+  );
+  return reply.status(answer.status).send(answer.body);
+}
+
+type Answer = { status: number; body: ReturnType<typeof errorBody> };
+
+/** The answer to an error that is neither the client's nor one Keel raised on purpose: a dependency's or a bug. */
+function dependencyAnswer(err: Error, req: FastifyRequest): Answer {
   // The namespace was there at start (the API checks it): a Temporal server whose own database is restarting
   // answers that it does not know it (seen in the cluster soak, bench/SOAK-cluster.md). A 503 is retried; a 500 is not.
   const missing = namespaceNotFound(err);
   if (missing !== undefined) {
     const why = `Temporal does not find namespace ${missing} now (its database may be restarting); try again`;
-    return reply.status(503).send(errorBody('unavailable', why));
+    return { status: 503, body: errorBody('unavailable', why) };
   }
   const temporal = temporalStatus(err);
-  if (temporal) return temporalError(reply, temporal);
-  if (isUnavailable(err))
-    return reply
-      .status(503)
-      .send(errorBody('unavailable', 'a dependency (Temporal or PostgreSQL) is not reachable; try again'));
-  return reply.status(500).send(errorBody('internal', 'internal error'));
+  if (temporal) return temporalError(temporal, req);
+  if (isUnavailable(err)) {
+    const why = 'a dependency (Temporal or PostgreSQL) is not reachable; try again';
+    return { status: 503, body: errorBody('unavailable', why) };
+  }
+  return internal('internal', 'internal error', req);
+}
+
+/** A 500 names its request id, under which the API's log has the cause, so that whoever met it can point to it. */
+function internal(code: string, message: string, req: FastifyRequest): Answer {
+  const body = errorBody(code, `${message} (request ${req.id}; the API's log says why)`, { requestId: req.id });
+  return { status: 500, body };
 }
 
 /**
@@ -91,19 +113,81 @@ export function handleError(
  * status is Temporal refusing a request the API let through (e.g. a namespace without Keel's search attributes), which
  * retrying will not fix, so it is a 500 that says what Temporal said.
  */
-function temporalError(reply: FastifyReply, t: TemporalStatus): FastifyReply {
+function temporalError(t: TemporalStatus, req: FastifyRequest): Answer {
   if (isTemporalUnavailable(t)) {
     const why = `Temporal is not reachable, overloaded or did not answer in time (${t.name}); try again`;
-    return reply.status(503).send(errorBody('unavailable', why));
+    return { status: 503, body: errorBody('unavailable', why) };
   }
-  const refused = `Temporal refused the request (${t.name}): ${redact(t.details)}`;
-  return reply.status(500).send(errorBody('temporal_refused', refused));
+  return internal('temporal_refused', `Temporal refused the request (${t.name}): ${redact(t.details)}`, req);
 }
 
-/** Temporal's message may echo what it was sent; it is cut short and any secret-looking text is masked. */
-function redact(text: string): string {
-  const masked = SECRET_PATTERNS.reduce((t, { pattern }) => t.replace(new RegExp(pattern, 'g'), '[redacted]'), text);
-  return masked.length > 500 ? `${masked.slice(0, 500)}…` : masked;
+/**
+ * Text a dependency's error may have echoed from what it was sent (Temporal's details, PostgreSQL's message, a
+ * stack's first line): any secret-looking text is masked, as the reply guard masks it, and it is cut short.
+ */
+function redact(text: string, max = 500): string {
+  const masked = redactSecrets(text).text;
+  return masked.length > max ? `${masked.slice(0, max)}…` : masked;
+}
+
+/** The route a request matched, as its pattern (`POST /v1/agents/:agentId/evals`): never its values or query. */
+export function routeOf(req: FastifyRequest): string {
+  return `${req.method} ${req.routeOptions.url ?? '(no route)'}`;
+}
+
+/** What the log keeps of an error: what it is and where it came from, masked, never what it was sent. */
+export interface ErrorCause {
+  /** Its class, e.g. DatabaseError, ServiceError. */
+  type: string;
+  message: string;
+  /** PostgreSQL's SQLSTATE (e.g. 22007), Node's (ECONNREFUSED), a gRPC status number or fastify's code. */
+  code?: string | number;
+  stack?: string;
+  /** PostgreSQL's own fields (pg's DatabaseError): which rule, table, column and part of the statement refused. */
+  postgres?: Record<string, string>;
+  /** What it wraps (the SDK's ServiceError wraps Temporal's gRPC answer). */
+  cause?: ErrorCause;
+}
+
+/** PostgreSQL's fields that say where and why; its source file and line and the internal query are left out. */
+const POSTGRES_FIELDS = [
+  'severity',
+  'detail',
+  'hint',
+  'position',
+  'where',
+  'schema',
+  'table',
+  'column',
+  'dataType',
+  'constraint',
+  'routine',
+] as const;
+
+/**
+ * An error as the log keeps it. Only named fields are read (a gRPC error's metadata may carry credentials), every
+ * text is masked, and what PostgreSQL quotes of the statement's values is cut: a row it prints whole ("Failing row
+ * contains (…)", a NOT NULL or CHECK violation) and a bound parameter's value ("portal parameter $2 = '…'"); the
+ * message keeps the one value it names (`invalid input syntax for type integer: "…"`), masked.
+ */
+export function describeError(err: unknown, depth = 0): ErrorCause {
+  if (!(err instanceof Error)) return { type: typeof err, message: redact(String(err)) };
+  const { code, cause } = err as { code?: unknown; cause?: unknown };
+  const described: ErrorCause = { type: err.constructor.name || err.name, message: redact(err.message, 2_000) };
+  if (typeof code === 'string' || typeof code === 'number') described.code = code;
+  if (err.stack) described.stack = redact(err.stack, 4_000);
+  if (err instanceof pg.DatabaseError) {
+    const postgres: Record<string, string> = {};
+    for (const field of POSTGRES_FIELDS) {
+      const value = err[field];
+      if (value) postgres[field] = redact(value);
+    }
+    if (postgres.detail?.startsWith('Failing row contains')) postgres.detail = 'Failing row contains (…)';
+    if (postgres.where) postgres.where = postgres.where.replace(/(portal parameter \$\d+) = '[\s\S]*'/g, '$1 = …');
+    described.postgres = postgres;
+  }
+  if (cause !== undefined && depth < 3) described.cause = describeError(cause, depth + 1);
+  return described;
 }
 
 /** The router's own refusals (a malformed or overlong path), in the API's error shape too. */

@@ -1,14 +1,20 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { describeError, routeOf } from './errors';
 
 /**
  * How the API logs its requests: one line per request at debug (a terminal at info shows warnings, errors and what
- * Keel did, not traffic), none for /healthz (polled by health checks all day long), errors as fastify logs them.
+ * Keel did, not traffic), none for /healthz (polled by health checks all day long). An answer that failed is an error
+ * line described as the error handler describes one (api/errors.ts): its route and cause, masked, never its body.
  */
 export class RequestLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) return super.requestCompleted(error, request, reply);
+    if (error) {
+      const route = routeOf(request);
+      reply.log.error({ route, res: reply, cause: describeError(error) }, `${route}: the answer failed`);
+      return;
+    }
     if (request.routeOptions.url === '/healthz') return;
     reply.log.debug({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }

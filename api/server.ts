@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -107,6 +108,8 @@ export async function buildApi(deps: ApiDeps): Promise<FastifyInstance> {
     // While the API closes, a request is refused by the hook below in Keel's error shape, not by fastify's own body.
     return503OnClosing: false,
     logController: new RequestLog(),
+    // A 500 names its request id: a UUID, so that the id is one line of one API's log, whichever of a cluster's.
+    genReqId: () => randomUUID(),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

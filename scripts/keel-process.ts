@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,11 +30,12 @@ export async function startKeel(
   await chmod(dataDir, 0o755);
   const temporalPort = await freePort();
   const [apiPort, pgPort] = [await freePort(), await freePort()];
+  // The processes' own logs go to the terminal, or to a file when the caller's output should stay readable.
+  const log = opts.logFile ? openSync(opts.logFile, 'a') : undefined;
   const child = spawn('npm', ['start'], {
     cwd: REPO_ROOT,
     detached: true,
-    // The processes' own logs go to the terminal, or to a file when the caller's output should stay readable.
-    stdio: ['ignore', 'pipe', opts.logFile ? openSync(opts.logFile, 'a') : 'inherit'],
+    stdio: ['ignore', 'pipe', log ?? 'inherit'],
     env: {
       ...process.env,
       KEEL_DATA_DIR: dataDir,
@@ -54,9 +55,14 @@ export async function startKeel(
     }
     await rm(dataDir, { recursive: true, force: true });
   };
+  // stdout is read for the banner and passed on, line by line (whole lines, between the stderr lines of the same
+  // file): the worker's and the API's logs are written there, pino's JSON lines with a 500's cause among them.
+  const lines = createInterface({ input: child.stdout! });
+  lines.on('line', (line) => (log === undefined ? process.stderr.write(`${line}\n`) : writeSync(log, `${line}\n`)));
+  lines.once('close', () => log !== undefined && closeSync(log));
   try {
     await new Promise<void>((resolve, reject) => {
-      createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('Keel is running.') && resolve());
+      lines.on('line', (line) => line.startsWith('Keel is running.') && resolve());
       child.once('exit', (code) => reject(new Error(`npm start exited (${code}) before it was running`)));
     });
   } catch (err) {

@@ -2,7 +2,6 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Client, Connection, NamespaceNotFoundError } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApi } from '../api/server';
@@ -16,7 +15,8 @@ import {
   MissingSearchAttributesError,
 } from '../services/temporal-namespace';
 import { namespaceNotFound } from '../services/temporal-status';
-import { eventually, uniqueId } from './support/keel';
+import { uniqueId } from './support/keel';
+import { freshNamespace } from './support/namespaces';
 import { LOOPBACK_ALLOW } from './support/egress';
 
 const KEEL = ALL_SEARCH_ATTRIBUTES.map((k) => k.name);
@@ -32,25 +32,6 @@ afterAll(async () => {
   await connection?.close();
   await pool?.end();
 });
-
-/**
- * A namespace of the run's dev server made for this test: the dev server gives Keel's search attributes only to the
- * namespace it starts with, so this one has none of them.
- */
-async function freshNamespace(): Promise<string> {
-  const namespace = `keel-sa-${randomUUID().slice(0, 8)}`;
-  await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
-  await eventually(
-    () =>
-      connection.workflowService.describeNamespace({ namespace }).then(
-        () => true,
-        () => false,
-      ),
-    30_000,
-    `namespace ${namespace} to be known`,
-  );
-  return namespace;
-}
 
 interface ErrorBody {
   error: { code: string; message: string };
@@ -94,7 +75,7 @@ describe('namespaceNotFound: every shape the SDK gives that answer', () => {
 
 describe("a Temporal namespace without Keel's search attributes", () => {
   it('PUT routine answers a 500 saying what Temporal refused (not 503); the start check registers them', async () => {
-    const namespace = await freshNamespace();
+    const namespace = await freshNamespace(connection, 'keel-sa');
     expect(await missingSearchAttributes(connection, namespace)).toEqual(KEEL);
 
     const client = new Client({ connection, namespace });
@@ -142,7 +123,7 @@ describe("a Temporal namespace without Keel's search attributes", () => {
     // Settled, not all: every process started is stopped, even when the other one failed first.
     const ran = await Promise.allSettled(
       (['api', 'worker'] as const).map(async (name) => {
-        const namespace = await freshNamespace();
+        const namespace = await freshNamespace(connection, 'keel-sa');
         const child = spawnTs(`${name}/main.ts`, await keelEnv(namespace), ['ignore', 'pipe', 'inherit']);
         started.push(child);
         const line = await firstLine(child, /registered the search attributes/);
@@ -156,7 +137,7 @@ describe("a Temporal namespace without Keel's search attributes", () => {
   });
 
   it('where they cannot be registered, the API and the worker exit naming the missing ones', async () => {
-    const namespace = await freshNamespace();
+    const namespace = await freshNamespace(connection, 'keel-sa');
     // A real refusal: the dev server's SQLite visibility has 10 Keyword slots. Four of Keel's and six others fill
     // them, so KeelJobId and KeelRoutine cannot be added.
     const have = KEEL.slice(0, 4);
