@@ -189,21 +189,37 @@ const RUNNING_DELETION =
   'deletion_id AS "deletionId", agent_id AS "agentId", conversation_id AS "conversationId", actor';
 
 /**
- * The deletion running for the agent, or (given a conversation) for the agent or that conversation, the agent's first:
- * the one query the API's guard asks before every write (api/deletion-guard.ts).
+ * The deletion running for the agent, or (given conversations) for the agent or one of them, the agent's first: the
+ * one query the API's guard asks before every write (api/deletion-guard.ts).
  */
 export async function runningDeletion(
   db: Queryable,
   agentId: string,
-  conversationId?: string,
+  conversationIds: readonly string[] = [],
 ): Promise<RunningDeletion | undefined> {
   const { rows } = await db.query<RunningDeletion>(
     `SELECT ${RUNNING_DELETION} FROM running_deletions
-      WHERE agent_id = $1 AND (conversation_id IS NULL OR conversation_id = $2)
+      WHERE agent_id = $1 AND (conversation_id IS NULL OR conversation_id = ANY($2::text[]))
       ORDER BY conversation_id NULLS FIRST LIMIT 1`,
-    [agentId, conversationId ?? null],
+    [agentId, conversationIds],
   );
   return rows[0];
+}
+
+/**
+ * The conversation and every conversation it was forked from, nearest first: a conversation's deletion erases its
+ * forks, so a write to a fork is a write to each of them.
+ */
+export async function lineageOf(db: Queryable, agentId: string, conversationId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH RECURSIVE lineage(key, depth) AS (
+       SELECT key, 0 FROM conversations WHERE agent_id = $1 AND conversation_id = $2
+       UNION SELECT f.source_key, l.depth + 1 FROM conversation_forks f JOIN lineage l ON f.conversation_key = l.key)
+     SELECT c.conversation_id AS id FROM lineage JOIN conversations c ON c.key = lineage.key
+      WHERE lineage.depth > 0 ORDER BY lineage.depth`,
+    [agentId, conversationId],
+  );
+  return [conversationId, ...rows.map((r) => r.id).filter((id) => id !== conversationId)];
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   forksOf,
   existsToDelete,
   markDeletion,
+  lineageOf,
   runningDeletion,
   schedulesOfAgent,
   transcriptsOfAgent,
@@ -78,7 +79,11 @@ export async function requestDeletion(
   taskQueue: string,
   request: DeletionRequest,
 ): Promise<DeletionView | undefined> {
-  const running = await runningDeletion(pool, request.agentId, request.conversationId);
+  const running = await runningDeletion(
+    pool,
+    request.agentId,
+    request.conversationId === undefined ? [] : [request.conversationId],
+  );
   if (running) return startDeletion(client, taskQueue, running);
   if (!(await existsToDelete(pool, request.agentId, request.conversationId))) return undefined;
   const asked = { deletionId: randomUUID(), ...request };
@@ -244,13 +249,17 @@ export async function recordDeletionFinished(pool: Pool, input: DeletionInput, o
   });
 }
 
-/** The deletion running for the agent, or for the agent or its conversation: what the API's guard asks. */
-export function runningDeletionOf(
+/** What a request under the agent (or under one of its conversations) writes or reads: a fork's sources too. */
+const lineage = (pool: Pool, agentId: string, conversationId?: string): Promise<string[]> =>
+  conversationId === undefined ? Promise.resolve([]) : lineageOf(pool, agentId, conversationId);
+
+/** The deletion running for the agent, or for the conversation or one it was forked from: what the guard asks. */
+export async function runningDeletionOf(
   pool: Pool,
   agentId: string,
   conversationId?: string,
 ): Promise<RunningDeletion | undefined> {
-  return runningDeletion(pool, agentId, conversationId);
+  return runningDeletion(pool, agentId, await lineage(pool, agentId, conversationId));
 }
 
 /** What refuses a write: the deletion running for what it writes (undefined only if the lock is another's). */
@@ -259,9 +268,10 @@ export interface WriteRefused {
 }
 
 /**
- * Holds a write to an agent (or to one of its conversations) against their deletion, before it does anything: its
- * locks first, then the one query for a running deletion. Answers the hold, to give back once the write is done, or
- * what refuses the write.
+ * Holds a write to an agent (or to one of its conversations, a fork's sources included) against their deletion,
+ * before it does anything. A write refused at once never touches the locks: writes retried against a deletion would
+ * otherwise keep its lock shared without end. Then its locks, then the query again, for a deletion marked meanwhile.
+ * Answers the hold, to give back once the write is done, or what refuses the write.
  */
 export async function holdForWrite(
   holds: WriteHolds,
@@ -269,14 +279,13 @@ export async function holdForWrite(
   agentId: string,
   conversationId?: string,
 ): Promise<WriteHold | WriteRefused> {
-  const names = [
-    writeLockName(agentId),
-    ...(conversationId === undefined ? [] : [writeLockName(agentId, conversationId)]),
-  ];
-  const hold = await holds.hold(names);
+  const conversations = await lineage(pool, agentId, conversationId);
+  const before = await runningDeletion(pool, agentId, conversations);
+  if (before) return { deletion: before };
+  const hold = await holds.hold([writeLockName(agentId), ...conversations.map((c) => writeLockName(agentId, c))]);
   let deletion: RunningDeletion | undefined;
   try {
-    deletion = await runningDeletion(pool, agentId, conversationId);
+    deletion = await runningDeletion(pool, agentId, conversations);
   } catch (err) {
     await hold?.release();
     throw err;
@@ -386,7 +395,8 @@ export class WriteHolds {
 
   private connect(): Promise<pg.Client> {
     this.connection ??= (async () => {
-      const client = new pg.Client(this.config);
+      // A connection gone silent ends in an error, not in a statement that never answers and stalls every write.
+      const client = new pg.Client({ ...this.config, keepAlive: true, query_timeout: 30_000 });
       const lost = () => {
         if (this.live === client) this.drop();
       };
@@ -407,5 +417,7 @@ export class WriteHolds {
     this.connection = undefined;
     this.live = undefined;
     this.shared.clear();
+    // A statement stuck on the lost connection must not hold up the next connection's.
+    this.tail = Promise.resolve();
   }
 }

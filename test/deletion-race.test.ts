@@ -198,6 +198,32 @@ describe('a write while its agent is deleted', () => {
     expect((await call('GET', `${base}/conversations/other`)).status).toBe(200);
   });
 
+  it("to a fork of a conversation being deleted is refused naming the source's deletion; it goes too", async () => {
+    const agent = uniqueId('fork');
+    const base = `/v1/agents/${agent}`;
+    expect((await keel.post(agent, 'src', { text: 'hello' }, { wait: 30 })).status).toBe(200);
+    const forked = await keel.call<{ conversationId: string }>('POST', `${base}/conversations/src/forks`, {
+      atTurn: 1,
+    });
+    expect(forked.status, forked.raw).toBe(201);
+    const fork = forked.body.conversationId;
+    // A slow turn of the source's, waited for: its deletion stays running while the fork is written to.
+    const waiting = keel.post(agent, 'src', { text: '/delay 8000 slow' }, { wait: 30 });
+    await eventually(async () => (await call('GET', `${base}/conversations/src`)).status === 200, 30_000);
+    const asked = await keel.call<Deletion>('DELETE', `${base}/conversations/src`);
+    expect(asked.status).toBe(202);
+    const { deletionId } = asked.body;
+    const refused = await call('POST', `${base}/conversations/${fork}/messages`, { text: 'too late' });
+    expect(refused).toMatchObject({
+      status: 409,
+      body: { error: { code: 'being_deleted', details: { deletionId, agentId: agent, conversationId: 'src' } } },
+    });
+    expect((await call('GET', `${base}/conversations/${fork}`)).status).toBe(404);
+    expect((await waiting).body).toMatchObject({ status: 'replied' });
+    expect(await finishedDeletion(keel, agent, deletionId)).toMatchObject({ status: 'finished' });
+    expect((await call('GET', `${base}/conversations/${fork}`)).status).toBe(404);
+  });
+
   it('of every kind, 20 each before, during and after the DELETE: each lands or is refused; none remains', async () => {
     const agent = uniqueId('race');
     const base = `/v1/agents/${agent}`;
