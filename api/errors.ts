@@ -183,6 +183,8 @@ export function describeError(err: unknown, depth = 0): ErrorCause {
       if (value) postgres[field] = redact(value);
     }
     if (postgres.detail?.startsWith('Failing row contains')) postgres.detail = 'Failing row contains (…)';
+    // A unique or foreign key's violation quotes the values: the key's columns stay, its values go.
+    if (postgres.detail) postgres.detail = postgres.detail.replace(/^(Key \([^)]*\))=[\s\S]*$/, '$1=(…)');
     if (postgres.where) postgres.where = postgres.where.replace(/(portal parameter \$\d+) = '[\s\S]*'/g, '$1 = …');
     described.postgres = postgres;
   }

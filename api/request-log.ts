@@ -12,7 +12,10 @@ export class RequestLog extends LogController {
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) {
       const route = routeOf(request);
-      reply.log.error({ route, res: reply, cause: describeError(error) }, `${route}: the answer failed`);
+      const cause = describeError(error);
+      // A client that hung up (an event stream closed, a request given up on) is not a fault of the API's.
+      const hungUp = cause.code === 'ECONNRESET' || cause.code === 'ERR_STREAM_PREMATURE_CLOSE';
+      reply.log[hungUp ? 'info' : 'error']({ route, res: reply, cause }, `${route}: the answer failed`);
       return;
     }
     if (request.routeOptions.url === '/healthz') return;

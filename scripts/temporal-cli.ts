@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, watch } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, watch } from 'node:fs';
 import path from 'node:path';
 import { ensureGoTool, executable, goToolDir, onPath, type GoTool } from './go-tools';
 import { REPO_ROOT } from './processes';
@@ -152,10 +152,11 @@ function downloadWithSdk(dir: string, limits: DownloadLimits): Promise<{ ok: tru
   let writing = false;
   child.once('message', () => {
     if (writing) return;
-    reach = setTimeout(
-      () => stop(`temporal.download did not answer within ${limits.reachMs / 1000} s`),
-      limits.reachMs,
-    );
+    reach = setTimeout(() => {
+      // A watch event can be missed: a download already writing is not cut off.
+      if (!existsSync(`${downloaded}.downloading`))
+        stop(`temporal.download did not answer within ${limits.reachMs / 1000} s`);
+    }, limits.reachMs);
   });
   const total = setTimeout(() => stop(`the download did not finish within ${limits.totalMs / 1000} s`), limits.totalMs);
   // The SDK writes the binary to `<name>.downloading` once temporal.download has said where the archive is.
